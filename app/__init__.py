@@ -1,0 +1,33 @@
+"""ONNX ConvTranspose on WebGPU, driven from Python (Pyodide in the browser, or Node with Dawn).
+
+    kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
+    out = await kernel(x=x, w=w, b=None, strides=[2, 2])   # out["y"]: numpy array, out["meta"]: variant, time
+"""
+from __future__ import annotations
+
+from . import contract
+from .errors import ConvTransposeError, GpuError, KernelNotFoundError
+
+__all__ = ["get_kernel", "ConvTransposeError", "GpuError", "KernelNotFoundError"]
+
+_gpu = None
+
+
+async def _shared_gpu():
+    global _gpu
+    if _gpu is None or _gpu.lost_reason:
+        from .gpu import Gpu  # the only import of the js layer, deferred so CPython can use the rest
+
+        _gpu = await Gpu.open()
+    return _gpu
+
+
+async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = None):
+    if kernel_id != contract.kernel_id():
+        raise KernelNotFoundError(f"unknown kernel {kernel_id!r}; this package provides {contract.kernel_id()!r}")
+    if version != contract.contract_version():
+        raise KernelNotFoundError(
+            f"kernel {kernel_id!r} has contract version {contract.contract_version()}, not {version!r}")
+    from .kernel import ConvTransposeKernel
+
+    return ConvTransposeKernel(await _shared_gpu())

@@ -1,0 +1,155 @@
+"""The GPU layer: the only module that talks to WebGPU (navigator.gpu through Pyodide's JS interop).
+
+It opens the device (optional features when offered, limits raised to the adapter's), compiles and
+caches pipelines by their rendered source, runs a Plan's dispatches in one submission, reads the output
+back, and turns WebGPU errors into GpuError. Everything above it is plain Python and numpy.
+"""
+from __future__ import annotations
+
+import js  # noqa: F401  (Pyodide only; importing this module in CPython fails by design)
+import numpy as np
+from pyodide.ffi import JsException, to_js
+
+from .caps import DEFAULT_LIMITS, DeviceCaps
+from .errors import GpuError
+from .plan import Plan
+from .render import render
+
+OPTIONAL_FEATURES = ("shader-f16", "subgroups", "timestamp-query", "chromium-experimental-subgroup-matrix")
+RAISED_LIMITS = tuple(DEFAULT_LIMITS)
+
+# GPUBufferUsage and GPUMapMode bits (constants of the WebGPU spec).
+MAP_READ, COPY_SRC, COPY_DST, UNIFORM, STORAGE, QUERY_RESOLVE = 0x1, 0x4, 0x8, 0x40, 0x80, 0x200
+MAP_MODE_READ = 0x1
+
+
+def _js(value):
+    return to_js(value, dict_converter=js.Object.fromEntries)
+
+
+def _padded(nbytes: int) -> int:
+    # Bindings must be non-empty and 4-byte aligned; zero-size tensors still get a tiny buffer.
+    return max(4, (nbytes + 3) // 4 * 4)
+
+
+class Gpu:
+    """One WebGPU device and its pipeline cache."""
+
+    def __init__(self, device, caps: DeviceCaps):
+        self.device = device
+        self.caps = caps
+        self._pipelines: dict[str, object] = {}
+        self.lost_reason: str | None = None
+        device.lost.then(self._on_lost)
+
+    def _on_lost(self, info):
+        self.lost_reason = f"{info.reason}: {info.message}"
+
+    @classmethod
+    async def open(cls) -> "Gpu":
+        gpu = getattr(js.navigator, "gpu", None)
+        if gpu is None:
+            raise GpuError("WebGPU is not available here (navigator.gpu is missing)")
+        adapter = await gpu.requestAdapter(_js({"powerPreference": "high-performance"}))
+        if adapter is None:
+            raise GpuError("no WebGPU adapter (in Chromium without a GPU, start it with --enable-unsafe-webgpu)")
+        features = [f for f in OPTIONAL_FEATURES if adapter.features.has(f)]
+        limits = {name: getattr(adapter.limits, name) for name in RAISED_LIMITS}
+        device = await adapter.requestDevice(_js({"requiredFeatures": features, "requiredLimits": limits}))
+        info = adapter.info
+        caps = DeviceCaps(
+            features=frozenset(features), limits=limits, vendor=str(info.vendor),
+            architecture=str(info.architecture), device=str(info.device), description=str(info.description),
+            is_fallback=bool(getattr(info, "isFallbackAdapter", False) or getattr(adapter, "isFallbackAdapter", False)))
+        return cls(device, caps)
+
+    async def _pipeline(self, source: str, label: str):
+        cached = self._pipelines.get(source)
+        if cached is not None:
+            return cached
+        module = self.device.createShaderModule(_js({"code": source, "label": label}))
+        try:
+            pipeline = await self.device.createComputePipelineAsync(
+                _js({"label": label, "layout": "auto", "compute": {"module": module, "entryPoint": "main"}}))
+        except JsException as exc:
+            info = await module.getCompilationInfo()
+            messages = "; ".join(f"line {m.lineNum}: {m.message}" for m in info.messages)
+            raise GpuError(f"variant {label}: the shader did not compile or link: {messages or exc}") from None
+        self._pipelines[source] = pipeline
+        return pipeline
+
+    def _buffer(self, nbytes: int, usage: int, data: bytes | None = None):
+        buf = self.device.createBuffer(_js({"size": _padded(nbytes), "usage": usage,
+                                            "mappedAtCreation": data is not None}))
+        if data is not None:
+            if data:
+                js.Uint8Array.new(buf.getMappedRange(0, len(data) + (-len(data)) % 4)).subarray(0, len(data)).assign(data)
+            buf.unmap()
+        return buf
+
+    async def execute(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int) -> tuple[bytes, float | None]:
+        """Runs the plan; returns the raw bytes of y and the GPU time in ms (None without timestamp-query)."""
+        if self.lost_reason:
+            raise GpuError(f"the WebGPU device was lost ({self.lost_reason})")
+        device = self.device
+        pipelines = [await self._pipeline(render(d.template, d.params), plan.variant) for d in plan.dispatches]
+        device.pushErrorScope("out-of-memory")
+        device.pushErrorScope("validation")
+        buffers = {name: self._buffer(arr.nbytes, STORAGE | COPY_DST, arr.tobytes()) for name, arr in inputs.items()}
+        buffers["y"] = self._buffer(y_nbytes, STORAGE | COPY_SRC)
+        for name, nbytes in plan.scratch.items():
+            buffers[name] = self._buffer(nbytes, STORAGE)
+        owned = list(buffers.values())
+        timed = self.caps.has("timestamp-query")
+        if timed:
+            count = 2 * len(plan.dispatches)
+            queries = device.createQuerySet(_js({"type": "timestamp", "count": count}))
+            resolved = self._buffer(8 * count, QUERY_RESOLVE | COPY_SRC)
+            stamps = self._buffer(8 * count, MAP_READ | COPY_DST)
+            owned += [resolved, stamps]
+        encoder = device.createCommandEncoder()
+        for i, (dispatch, pipeline) in enumerate(zip(plan.dispatches, pipelines)):
+            uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
+            ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
+            owned.append(ubuf)
+            entries = [{"binding": j, "resource": {"buffer": buffers[name]}} for j, name in enumerate(dispatch.bindings)]
+            entries.append({"binding": len(entries), "resource": {"buffer": ubuf}})
+            group = device.createBindGroup(_js({"layout": pipeline.getBindGroupLayout(0), "entries": entries}))
+            descriptor = {"label": f"{plan.variant}#{i}"}
+            if timed:
+                descriptor["timestampWrites"] = {"querySet": queries, "beginningOfPassWriteIndex": 2 * i,
+                                                 "endOfPassWriteIndex": 2 * i + 1}
+            compute = encoder.beginComputePass(_js(descriptor))
+            compute.setPipeline(pipeline)
+            compute.setBindGroup(0, group)
+            compute.dispatchWorkgroups(*dispatch.workgroups)
+            compute.end()
+        readback = self._buffer(y_nbytes, MAP_READ | COPY_DST)
+        owned.append(readback)
+        encoder.copyBufferToBuffer(buffers["y"], 0, readback, 0, _padded(y_nbytes))
+        if timed:
+            encoder.resolveQuerySet(queries, 0, count, resolved, 0)
+            encoder.copyBufferToBuffer(resolved, 0, stamps, 0, 8 * count)
+        device.queue.submit(_js([encoder.finish()]))
+        validation = await device.popErrorScope()
+        oom = await device.popErrorScope()
+        try:
+            for error in (validation, oom):
+                if error is not None:
+                    raise GpuError(f"variant {plan.variant}: WebGPU {error.constructor.name}: {error.message}")
+            try:
+                await readback.mapAsync(MAP_MODE_READ)
+            except JsException as exc:
+                raise GpuError(f"variant {plan.variant}: reading the output back failed ({self.lost_reason or exc})") from None
+            data = js.Uint8Array.new(readback.getMappedRange()).to_bytes()[:y_nbytes]
+            gpu_ms = None
+            if timed:
+                await stamps.mapAsync(MAP_MODE_READ)
+                ticks = np.frombuffer(js.Uint8Array.new(stamps.getMappedRange()).to_bytes(), dtype=np.uint64)
+                gpu_ms = float(np.sum(ticks[1::2].astype(np.int64) - ticks[0::2].astype(np.int64))) / 1e6
+            return data, gpu_ms
+        finally:
+            for buf in owned:
+                buf.destroy()
+            if timed:
+                queries.destroy()

@@ -1,0 +1,42 @@
+"""The callable kernel: request -> validated geometry -> plan -> GPU -> numpy result."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import contract, planner
+from .errors import ConvTransposeError
+from .shapes import ConvGeometry, infer
+from .tensors import as_array
+
+
+def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict[str, np.ndarray]]:
+    """Validates a request (no GPU involved) and returns its geometry and the input arrays."""
+    arrays = {"x": as_array("x", x), "w": as_array("w", w)}
+    if b is not None:
+        arrays["b"] = as_array("b", b)
+    geom = infer(arrays["x"].shape, arrays["w"].shape, arrays["b"].shape if b is not None else None,
+                 attributes, {name: str(arr.dtype) for name, arr in arrays.items()})
+    return geom, {name: np.ascontiguousarray(arr) for name, arr in arrays.items()}
+
+
+class ConvTransposeKernel:
+    """`await kernel(x=..., w=..., b=None, variant=None, **attributes)` -> {"y": ndarray, "meta": {...}}."""
+
+    def __init__(self, gpu):
+        self.gpu = gpu
+
+    def plan(self, geom: ConvGeometry, variant: str | None = None):
+        missing = [f for f in contract.dtype_features()[geom.dtype] if not self.gpu.caps.has(f)]
+        if missing:
+            raise ConvTransposeError(f"dtype {geom.dtype} needs the device feature(s) {missing}, which this adapter lacks")
+        return planner.plan(geom, self.gpu.caps, variant)
+
+    async def __call__(self, x, w, b=None, variant: str | None = None, **attributes) -> dict:
+        geom, arrays = prepare(x, w, b, **attributes)
+        plan = self.plan(geom, variant)
+        meta = {"variant": plan.variant, "reason": plan.reason, "gpu_ms": None, "y_shape": list(geom.y_shape)}
+        if geom.y_size == 0:
+            return {"y": np.zeros(geom.y_shape, dtype=geom.dtype), "meta": meta | {"variant": "none (empty output)"}}
+        data, gpu_ms = await self.gpu.execute(plan, arrays, geom.y_size * np.dtype(geom.dtype).itemsize)
+        meta["gpu_ms"] = gpu_ms
+        return {"y": np.frombuffer(data, dtype=geom.dtype).reshape(geom.y_shape).copy(), "meta": meta}

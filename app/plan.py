@@ -1,0 +1,34 @@
+"""A plan: what one call runs on the GPU, decided entirely before any GPU work."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One compute pass: a template rendered with `params`, its buffers in binding order, its grid."""
+
+    template: str
+    params: dict
+    bindings: tuple[str, ...]  # buffer names in binding order; the uniform buffer comes after them
+    uniforms: tuple[tuple[str, int], ...]  # i32 fields of the Params struct, in declaration order
+    workgroups: tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class Plan:
+    variant: str
+    reason: str
+    dispatches: tuple[Dispatch, ...]
+    # Intermediate buffers (name -> bytes) that live only for this call.
+    scratch: dict = field(default_factory=dict)
+
+
+def grid(workgroups: int, max_per_dim: int) -> tuple[int, int, int]:
+    """Fold a 1D count of workgroups into x*y <= max_per_dim each; kernels guard the tail."""
+    if workgroups <= max_per_dim:
+        return (max(workgroups, 1), 1, 1)
+    rows = -(-workgroups // max_per_dim)
+    if rows > max_per_dim:
+        raise ValueError(f"{workgroups} workgroups do not fit a {max_per_dim}^2 grid")
+    return (-(-workgroups // rows), rows, 1)

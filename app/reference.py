@@ -1,0 +1,43 @@
+"""The float64 reference: ConvTranspose by its definition, as a scatter.
+
+Every input element x[n, c, i] adds x * w[c, m, t] to y[n, g*M/g + m, i*s + t*d - pad_begin]. The
+kernels gather per output element instead; computing the same sum from the other side keeps the
+reference independent of them. One numpy step per tap keeps it fast enough for the test shapes.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .shapes import ConvGeometry
+
+
+def conv_transpose_reference(geom: ConvGeometry, x: np.ndarray, w: np.ndarray,
+                             b: np.ndarray | None = None) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float64).reshape(geom.x_shape)
+    w = np.asarray(w, dtype=np.float64).reshape(geom.w_shape)
+    y = np.zeros(geom.y_shape, dtype=np.float64)
+    cg, mg = geom.in_per_group, geom.out_per_group
+    for g in range(geom.group):
+        xg = x[:, g * cg:(g + 1) * cg]
+        yg = y[:, g * mg:(g + 1) * mg]
+        for tap in itertools.product(*(range(k) for k in geom.kernel)):
+            # contribution[n, m, i...] = sum_c x[n, c, i...] * w[c, m, tap]
+            contribution = np.tensordot(xg, w[g * cg:(g + 1) * cg, :, *tap], axes=([1], [0]))
+            contribution = np.moveaxis(contribution, -1, 1)
+            src, dst = [slice(None), slice(None)], [slice(None), slice(None)]
+            for i, t, s, d, pb, o in zip(geom.in_spatial, tap, geom.strides, geom.dilations,
+                                         geom.pads_begin, geom.out_spatial):
+                offset = t * d - pb  # y position of input position 0
+                first = max(0, -(offset // s))  # first i with i*s + offset >= 0
+                last = min(i - 1, (o - 1 - offset) // s)  # last i with i*s + offset < o
+                if last < first:
+                    break
+                src.append(slice(first, last + 1))
+                dst.append(slice(first * s + offset, last * s + offset + 1, s))
+            else:
+                yg[tuple(dst)] += contribution[tuple(src)]
+    if b is not None:
+        y += np.asarray(b, dtype=np.float64).reshape((1, geom.out_channels) + (1,) * geom.rank)
+    return y

@@ -1,0 +1,32 @@
+"""Renders the WGSL templates in templates/ with jinja2; identical output in CPython and Pyodide."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import jinja2
+
+from .contract import ROOT
+
+TEMPLATES = ROOT / "templates"
+
+_env = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+    undefined=jinja2.StrictUndefined,  # a missing render parameter is a bug, never an empty string
+    keep_trailing_newline=True,
+    autoescape=False,
+)
+
+
+def _freeze(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+@lru_cache(maxsize=256)
+def _render(template: str, frozen: tuple) -> str:
+    return _env.get_template(template).render(dict(frozen))
+
+
+def render(template: str, params: dict) -> str:
+    return _render(template, tuple(sorted((k, _freeze(v)) for k, v in params.items())))

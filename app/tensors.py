@@ -1,0 +1,36 @@
+"""Turns the caller's inputs (numpy arrays or {"data", "shape"[, "dtype"]}) into numpy arrays."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .errors import ConvTransposeError
+
+
+def as_array(name: str, value) -> np.ndarray:
+    if isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, dict):
+        missing = {"data", "shape"} - set(value)
+        if missing:
+            raise ConvTransposeError(f"input '{name}': missing {sorted(missing)}; give {{'data': [...], 'shape': [...]}}")
+        shape = value["shape"]
+        if not isinstance(shape, (list, tuple)) or any(isinstance(d, bool) or not isinstance(d, int) or d < 0
+                                                       for d in shape):
+            raise ConvTransposeError(f"input '{name}': shape must be a list of non-negative integers, got {shape!r}")
+        dtype = value.get("dtype", "float32")
+        if dtype not in ("float32", "float16"):
+            raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: ['float16', 'float32']")
+        data = value["data"]
+        try:
+            flat = np.frombuffer(data, dtype=dtype) if isinstance(data, (bytes, memoryview)) else np.asarray(data, dtype=dtype)
+        except (TypeError, ValueError) as exc:
+            raise ConvTransposeError(f"input '{name}': data is not a flat list of numbers ({exc})") from None
+        if flat.ndim != 1:
+            raise ConvTransposeError(f"input '{name}': data must be flat (row-major), got {flat.ndim} dimensions")
+        if flat.size != math.prod(shape):
+            raise ConvTransposeError(
+                f"input '{name}': data has {flat.size} values but shape {list(shape)} needs {math.prod(shape)}")
+        return flat.reshape(shape)
+    raise ConvTransposeError(f"input '{name}' must be a numpy array or {{'data', 'shape'}}, got {type(value).__name__}")
