@@ -28,6 +28,12 @@ async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = No
     if version != contract.contract_version():
         raise KernelNotFoundError(
             f"kernel {kernel_id!r} has contract version {contract.contract_version()}, not {version!r}")
+    if revision is not None:
+        from .metadata import recorded
+
+        if revision != recorded()["revision"]:
+            raise KernelNotFoundError(
+                f"revision {revision!r} does not match this package's revision {recorded()['revision']!r}")
     from .kernel import ConvTransposeKernel
 
     return ConvTransposeKernel(await _shared_gpu())

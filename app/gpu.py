@@ -40,6 +40,7 @@ class Gpu:
         self.caps = caps
         self._pipelines: dict[str, object] = {}
         self.lost_reason: str | None = None
+        self.executions = 0  # plans submitted; tests use it to prove refusals happen before GPU work
         device.lost.then(self._on_lost)
 
     def _on_lost(self, info):
@@ -92,6 +93,7 @@ class Gpu:
         if self.lost_reason:
             raise GpuError(f"the WebGPU device was lost ({self.lost_reason})")
         device = self.device
+        self.executions += 1
         pipelines = [await self._pipeline(render(d.template, d.params), plan.variant) for d in plan.dispatches]
         device.pushErrorScope("out-of-memory")
         device.pushErrorScope("validation")

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .errors import ConvTransposeError
+
 
 @dataclass(frozen=True)
 class Dispatch:
@@ -30,5 +32,5 @@ def grid(workgroups: int, max_per_dim: int) -> tuple[int, int, int]:
         return (max(workgroups, 1), 1, 1)
     rows = -(-workgroups // max_per_dim)
     if rows > max_per_dim:
-        raise ValueError(f"{workgroups} workgroups do not fit a {max_per_dim}^2 grid")
+        raise ConvTransposeError(f"{workgroups} workgroups do not fit the device's {max_per_dim}^2 dispatch grid")
     return (-(-workgroups // rows), rows, 1)

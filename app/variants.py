@@ -20,6 +20,7 @@ class Variant:
     summary: str
     features: tuple[str, ...]  # WebGPU features it needs
     dtypes: tuple[str, ...]
+    conditions: dict  # the shapes it covers, as data (metadata.json publishes it)
     # None when the variant covers the request, else the reason it does not.
     refuses: Callable[[ConvGeometry, DeviceCaps], str | None]
     build: Callable[[ConvGeometry, DeviceCaps], tuple[Dispatch, ...]]
@@ -72,7 +73,8 @@ def _gather(rank: int) -> Variant:
     return Variant(
         name=GATHER_NAMES[rank], templates=("_conv-transpose-gather.wgsl.jinja", GATHER_TEMPLATES[rank]),
         summary=f"general rank-{rank} gather: one invocation per output element, every attribute",
-        features=(), dtypes=("float32", "float16"), refuses=refuses, build=build)
+        features=(), dtypes=("float32", "float16"), conditions={"rank": rank, "attributes": "all"},
+        refuses=refuses, build=build)
 
 
 VARIANTS: dict[str, Variant] = {v.name: v for v in (_gather(1), _gather(2), _gather(3))}

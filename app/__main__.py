@@ -1,0 +1,38 @@
+"""Command line: `python -m app cases PATH [--variant NAME]`, `python -m app serve`, `python -m app setup`."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m app")
+    sub = parser.add_subparsers(dest="command", required=True)
+    cases = sub.add_parser("cases", help="run a case file (test.json format) in headless Chromium on WebGPU")
+    cases.add_argument("path")
+    cases.add_argument("--variant", help="force this variant; cases it does not cover are reported skipped")
+    serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
+    args = parser.parse_args(argv)
+
+    if args.command == "cases":
+        from .host.case_runner import main as run_cases
+
+        return run_cases(args.path, args.variant)
+    if args.command == "setup":
+        from .host.assets import ensure_pyodide_assets
+
+        print(ensure_pyodide_assets())
+        return 0
+    from .host.server import make_server
+
+    server = make_server(args.host, args.port)
+    print(f"Serving ConvTranspose on WebGPU at http://{args.host}:{server.server_address[1]}/", flush=True)
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""metadata.json: kernel id, per-variant templates with sha256 digests, requirements and provenance.
+
+`build()` derives it from the variant table and the template files; tools/gen_metadata.py writes it and a
+test checks that the committed file equals a fresh build, so digests never go stale. The package
+revision is a 40-hex sha1 over the manifest and every template digest: it changes whenever a kernel's
+source or the contract does.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import lru_cache
+
+from . import contract
+from .contract import ROOT
+from .render import TEMPLATES
+from .variants import VARIANTS
+
+METADATA_PATH = ROOT / "metadata.json"
+PROVENANCE = ("Written for this package from the ONNX ConvTranspose definition (opsets 11-22); "
+              "checked against a float64 numpy reference and onnxruntime's CPU provider.")
+
+
+def _digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build() -> dict:
+    digests = {p.name: _digest(p) for p in sorted(TEMPLATES.glob("*.wgsl.jinja"))}
+    revision = hashlib.sha1(json.dumps({"manifest": _digest(contract.MANIFEST_PATH), "templates": digests},
+                                       sort_keys=True).encode()).hexdigest()
+    return {
+        "kernel": contract.kernel_id(),
+        "contract_version": contract.contract_version(),
+        "revision": revision,
+        "variants": [
+            {"name": v.name, "summary": v.summary,
+             "templates": [{"file": t, "sha256": digests[t]} for t in v.templates],
+             "requires": {"features": list(v.features), "dtypes": list(v.dtypes), "shapes": v.conditions},
+             "provenance": PROVENANCE}
+            for v in VARIANTS.values()
+        ],
+    }
+
+
+@lru_cache(maxsize=1)
+def recorded() -> dict:
+    return json.loads(METADATA_PATH.read_text())

@@ -1,0 +1,30 @@
+"""Session-wide fixtures for the browser tests: one server, one headless Chromium page, Pyodide booted once."""
+import pytest
+
+from app.host.browser import app_page
+from app.host.server import start_background
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    server, url = start_background()
+    yield url
+    server.shutdown()
+
+
+@pytest.fixture(scope="session")
+def page(app_url):
+    with app_page(app_url) as page:
+        page.set_default_timeout(120_000)
+        yield page
+
+
+def run_python(page, code: str):
+    """Runs Python (async allowed) inside the page's Pyodide; returns its last expression as plain JS data."""
+    return page.evaluate(
+        """async (code) => {
+            const { bootApp } = await import("/web/boot.mjs");
+            const { pyodide } = await bootApp();
+            const out = await pyodide.runPythonAsync(code);
+            return out && out.toJs ? out.toJs({ dict_converter: Object.fromEntries }) : out;
+        }""", code)

@@ -1,0 +1,40 @@
+"""Template rendering in CPython: every variant renders for every structural parameter it takes."""
+import re
+
+import pytest
+
+from app.caps import DeviceCaps
+from app.planner import plan
+from app.render import TEMPLATES, render
+from app.shapes import infer
+
+SHAPES = {1: ((1, 2, 5), (2, 3, 3)), 2: ((1, 2, 5, 5), (2, 3, 3, 3)), 3: ((1, 2, 3, 3, 3), (2, 3, 2, 2, 2))}
+
+
+@pytest.mark.parametrize("rank", [1, 2, 3])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_gather_renders_bindings_and_uniforms_in_plan_order(rank, bias, dtype):
+    x, w = SHAPES[rank]
+    geom = infer(x, w, (3,) if bias else None, dtypes={"x": dtype, "w": dtype, **({"b": dtype} if bias else {})})
+    dispatch = plan(geom, DeviceCaps(features=frozenset({"shader-f16"}))).dispatches[0]
+    source = render(dispatch.template, dispatch.params)
+    bindings = re.findall(r"@binding\((\d+)\) var<(\w+)[^>]*> (\w+)", source)
+    assert [name for _, _, name in bindings] == list(dispatch.bindings) + ["p"]
+    assert [int(i) for i, _, _ in bindings] == list(range(len(dispatch.bindings) + 1))
+    fields = re.findall(r"^\s+(\w+): i32,$", source, re.M)
+    assert fields == [name for name, _ in dispatch.uniforms]
+    assert ("enable f16;" in source) == (dtype == "float16")
+    assert "{{" not in source and "{%" not in source
+
+
+def test_missing_render_parameter_is_an_error():
+    with pytest.raises(Exception, match="undefined"):
+        render("conv-transpose2d-nchw.wgsl.jinja", {"dtype": "float32"})
+
+
+def test_every_template_is_used_by_a_variant():
+    from app.variants import VARIANTS
+
+    used = {t for v in VARIANTS.values() for t in v.templates}
+    assert {p.name for p in TEMPLATES.glob("*.wgsl.jinja")} == used
