@@ -6,6 +6,9 @@ back, and turns WebGPU errors into GpuError. Everything above it is plain Python
 """
 from __future__ import annotations
 
+import hashlib
+from collections import OrderedDict
+
 import js  # noqa: F401  (Pyodide only; importing this module in CPython fails by design)
 import numpy as np
 from pyodide.ffi import JsException, to_js
@@ -17,6 +20,7 @@ from .render import render
 
 OPTIONAL_FEATURES = ("shader-f16", "subgroups", "timestamp-query", "chromium-experimental-subgroup-matrix")
 RAISED_LIMITS = tuple(DEFAULT_LIMITS)
+PREPARED_CACHE_SIZE = 8  # weight layouts kept on the device (per weight content and layout)
 
 # GPUBufferUsage and GPUMapMode bits (constants of the WebGPU spec).
 MAP_READ, COPY_SRC, COPY_DST, UNIFORM, STORAGE, QUERY_RESOLVE = 0x1, 0x4, 0x8, 0x40, 0x80, 0x200
@@ -39,6 +43,7 @@ class Gpu:
         self.device = device
         self.caps = caps
         self._pipelines: dict[str, object] = {}
+        self._prepared: OrderedDict = OrderedDict()
         self.lost_reason: str | None = None
         self.executions = 0  # plans submitted; tests use it to prove refusals happen before GPU work
         device.lost.then(self._on_lost)
@@ -88,29 +93,60 @@ class Gpu:
             buf.unmap()
         return buf
 
+    def _prepared_buffers(self, plan: Plan, w: np.ndarray, pipelines) -> tuple[tuple, dict, list]:
+        """Buffers that the plan's weight-side passes fill, reused while the same weights come back.
+
+        Returns (cache key, buffers, passes still to run); new buffers enter the cache only once the
+        submission that fills them has succeeded."""
+        key = (plan.prepare_key, hashlib.sha1(w.tobytes()).hexdigest())
+        cached = self._prepared.get(key)
+        if cached is not None:
+            self._prepared.move_to_end(key)
+            return key, cached, []
+        buffers = {name: self._buffer(nbytes, STORAGE) for name, nbytes in plan.prepared.items()}
+        return key, buffers, list(zip(plan.prepare, pipelines))
+
+    def _remember_prepared(self, key: tuple, buffers: dict) -> None:
+        self._prepared[key] = buffers
+        while len(self._prepared) > PREPARED_CACHE_SIZE:
+            for buf in self._prepared.popitem(last=False)[1].values():
+                buf.destroy()
+
     async def execute(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int) -> tuple[bytes, float | None]:
         """Runs the plan; returns the raw bytes of y and the GPU time in ms (None without timestamp-query)."""
         if self.lost_reason:
             raise GpuError(f"the WebGPU device was lost ({self.lost_reason})")
         device = self.device
         self.executions += 1
-        pipelines = [await self._pipeline(render(d.template, d.params), plan.variant) for d in plan.dispatches]
+        pipelines = [await self._pipeline(render(d.template, d.params), plan.variant)
+                     for d in plan.prepare + plan.dispatches]
+        prepare_pipelines, main_pipelines = pipelines[:len(plan.prepare)], pipelines[len(plan.prepare):]
         device.pushErrorScope("out-of-memory")
         device.pushErrorScope("validation")
-        buffers = {name: self._buffer(arr.nbytes, STORAGE | COPY_DST, arr.tobytes()) for name, arr in inputs.items()}
+        used = {name for d in plan.prepare + plan.dispatches for name in d.bindings}
+        buffers = {name: self._buffer(arr.nbytes, STORAGE | COPY_DST, arr.tobytes())
+                   for name, arr in inputs.items() if name in used}
         buffers["y"] = self._buffer(y_nbytes, STORAGE | COPY_SRC)
         for name, nbytes in plan.scratch.items():
             buffers[name] = self._buffer(nbytes, STORAGE)
         owned = list(buffers.values())
+        passes = list(zip(plan.dispatches, main_pipelines))
+        fresh_prepared = None
+        if plan.prepare:
+            key, prepared, prepare_passes = self._prepared_buffers(plan, inputs["w"], prepare_pipelines)
+            buffers |= prepared
+            if prepare_passes:
+                passes = prepare_passes + passes
+                fresh_prepared = (key, prepared)
         timed = self.caps.has("timestamp-query")
         if timed:
-            count = 2 * len(plan.dispatches)
+            count = 2 * len(passes)
             queries = device.createQuerySet(_js({"type": "timestamp", "count": count}))
             resolved = self._buffer(8 * count, QUERY_RESOLVE | COPY_SRC)
             stamps = self._buffer(8 * count, MAP_READ | COPY_DST)
             owned += [resolved, stamps]
         encoder = device.createCommandEncoder()
-        for i, (dispatch, pipeline) in enumerate(zip(plan.dispatches, pipelines)):
+        for i, (dispatch, pipeline) in enumerate(passes):
             uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
             ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
             owned.append(ubuf)
@@ -144,6 +180,9 @@ class Gpu:
             except JsException as exc:
                 raise GpuError(f"variant {plan.variant}: reading the output back failed ({self.lost_reason or exc})") from None
             data = js.Uint8Array.new(readback.getMappedRange()).to_bytes()[:y_nbytes]
+            if fresh_prepared:
+                self._remember_prepared(*fresh_prepared)
+                fresh_prepared = None
             gpu_ms = None
             if timed:
                 await stamps.mapAsync(MAP_MODE_READ)
@@ -151,7 +190,7 @@ class Gpu:
                 gpu_ms = float(np.sum(ticks[1::2].astype(np.int64) - ticks[0::2].astype(np.int64))) / 1e6
             return data, gpu_ms
         finally:
-            for buf in owned:
+            for buf in owned + (list(fresh_prepared[1].values()) if fresh_prepared else []):
                 buf.destroy()
             if timed:
                 queries.destroy()

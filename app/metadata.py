@@ -36,7 +36,7 @@ def build() -> dict:
         "variants": [
             {"name": v.name, "summary": v.summary,
              "templates": [{"file": t, "sha256": digests[t]} for t in v.templates],
-             "requires": {"features": list(v.features), "dtypes": list(v.dtypes), "shapes": v.conditions},
+             "requires": v.requirements(),
              "provenance": PROVENANCE}
             for v in VARIANTS.values()
         ],

@@ -24,6 +24,11 @@ class Plan:
     dispatches: tuple[Dispatch, ...]
     # Intermediate buffers (name -> bytes) that live only for this call.
     scratch: dict = field(default_factory=dict)
+    # Weight-side passes (reorders) that fill `prepared` buffers from w. Their results are cached on the
+    # device per (prepare_key, weight content), so they run once while the same weights are reused.
+    prepare: tuple[Dispatch, ...] = ()
+    prepared: dict = field(default_factory=dict)
+    prepare_key: str = ""
 
 
 def grid(workgroups: int, max_per_dim: int) -> tuple[int, int, int]:

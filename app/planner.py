@@ -11,6 +11,7 @@ from .variants import VARIANTS
 
 # (variant name, why it is preferred when it applies)
 RULES: list[tuple[str, str]] = [
+    ("empty_input_fill", "the input is empty: y is the bias (or zeros), no reads of x or w"),
     ("ncl1d_gather", "general 1D gather kernel"),
     ("nchw2d_gather", "general 2D gather kernel"),
     ("ncdhw3d_gather", "general 3D gather kernel"),

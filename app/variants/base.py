@@ -1,0 +1,106 @@
+"""What a variant is: a name, its templates, what it needs, the shapes it covers (as data), and how it
+lays out its launch. Coverage is checked by one evaluator over the CONDITIONS vocabulary below, so the
+same data decides selection and is published in metadata.json."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+from ..caps import DeviceCaps
+from ..plan import Dispatch, Plan
+from ..shapes import ConvGeometry
+
+DTYPE_BYTES = {"float32": 4, "float16": 2}
+WORKGROUP_STORAGE = "maxComputeWorkgroupStorageSize"
+
+
+def _group_kind(geom: ConvGeometry) -> str:
+    if geom.group == 1:
+        return "dense"
+    return "depthwise" if geom.in_per_group == 1 else "grouped"
+
+
+# name -> (words, test(geom, value) -> bool). Values are plain JSON data.
+CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
+    "rank": ("the number of spatial axes is one of {}", lambda g, v: g.rank in v),
+    "group": ("the grouping is one of {} (dense: group 1; grouped: group > 1; depthwise: 1 in-channel per group)",
+              lambda g, v: _group_kind(g) in v or ("grouped" in v and _group_kind(g) == "depthwise")),
+    "min_stride": ("every stride is >= {}", lambda g, v: min(g.strides) >= v),
+    "stride": ("every stride is {}", lambda g, v: all(s == v for s in g.strides)),
+    "dilation": ("every dilation is {}", lambda g, v: all(d == v for d in g.dilations)),
+    "kernel": ("every kernel dim is {}", lambda g, v: all(k == v for k in g.kernel)),
+    "no_padding": ("pads and output_padding are all 0 (given {})",
+                   lambda g, v: not v or (not any(g.pads_begin) and not any(g.pads_end) and not any(g.output_padding))),
+    "input": ("the input is {} (empty: some dim of x is 0)", lambda g, v: (g.x_size == 0) == (v == "empty")),
+}
+
+
+def describe(conditions: dict) -> list[str]:
+    return [CONDITIONS[name][0].format(value) for name, value in conditions.items()]
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    templates: tuple[str, ...]
+    summary: str
+    conditions: dict  # CONDITIONS name -> value: the shapes it covers
+    plan_passes: Callable[[ConvGeometry, DeviceCaps], Plan]  # returns the plan (variant/reason filled later)
+    features: tuple[str, ...] = ()  # WebGPU features it needs
+    dtypes: tuple[str, ...] = ("float32", "float16")
+    # Workgroup memory the launch needs for a request; checked against the device limit when given.
+    workgroup_bytes: Callable[[ConvGeometry, DeviceCaps], int] | None = None
+
+    def why_not(self, geom: ConvGeometry, caps: DeviceCaps) -> str | None:
+        """None when the variant covers the request on this device, else the reason in words."""
+        missing = [f for f in self.features if not caps.has(f)]
+        if missing:
+            return f"needs device feature(s) {missing}"
+        if geom.dtype not in self.dtypes:
+            return f"does not support dtype {geom.dtype}"
+        for name, value in self.conditions.items():
+            words, test = CONDITIONS[name]
+            if not test(geom, value):
+                return "covers only requests where " + words.format(value)
+        if self.workgroup_bytes is not None:
+            need, limit = self.workgroup_bytes(geom, caps), caps.limit(WORKGROUP_STORAGE)
+            if need > limit:
+                return f"needs {need} bytes of workgroup memory, the device allows {limit}"
+        return None
+
+    def plan(self, geom: ConvGeometry, caps: DeviceCaps, reason: str) -> Plan:
+        plan = self.plan_passes(geom, caps)
+        return Plan(self.name, reason, plan.dispatches, plan.scratch, plan.prepare, plan.prepared, plan.prepare_key)
+
+    def requirements(self) -> dict:
+        return {"features": list(self.features), "dtypes": list(self.dtypes), "shapes": dict(self.conditions),
+                "shapes_in_words": describe(self.conditions),
+                "workgroup_memory": "fits maxComputeWorkgroupStorageSize" if self.workgroup_bytes else None}
+
+
+def io_bindings(geom: ConvGeometry) -> tuple[str, ...]:
+    return ("x", "w", "b", "y") if geom.has_bias else ("x", "w", "y")
+
+
+def axis_uniforms(geom: ConvGeometry) -> list[tuple[str, int]]:
+    """Per-axis sizes as i32 uniform fields: in0, out0, k0, s0, d0, pad0, step0, in1, ..."""
+    fields = []
+    for a, (i, o, k, s, d, pb) in enumerate(zip(geom.in_spatial, geom.out_spatial, geom.kernel, geom.strides,
+                                                 geom.dilations, geom.pads_begin)):
+        fields += [(f"in{a}", i), (f"out{a}", o), (f"k{a}", k), (f"s{a}", s), (f"d{a}", d),
+                   (f"pad{a}", pb), (f"step{a}", s // math.gcd(s, d))]
+    return fields
+
+
+def channel_uniforms(geom: ConvGeometry) -> list[tuple[str, int]]:
+    return [("batch", geom.batch), ("y_size", geom.y_size), ("in_channels", geom.in_channels),
+            ("out_channels", geom.out_channels), ("in_per_group", geom.in_per_group),
+            ("out_per_group", geom.out_per_group)]
+
+
+def dispatch(template: str, params: dict, bindings, uniforms: list[tuple[str, int]],
+             workgroups: tuple[int, int, int]) -> Dispatch:
+    """A Dispatch whose template receives `uniform_fields` (the Params struct's field names, in order)."""
+    return Dispatch(template, params | {"uniform_fields": [n for n, _ in uniforms]}, tuple(bindings),
+                    tuple(uniforms), workgroups)

@@ -1,0 +1,25 @@
+"""Zero-size input: the output is the bias (or zeros); one cheap fill, no reads of x or w."""
+from __future__ import annotations
+
+import math
+
+from ..plan import Plan, grid
+from .base import Variant, dispatch
+
+TEMPLATE = "conv-transpose-empty-input.wgsl.jinja"
+WORKGROUP = 256
+
+
+def _plan(geom, caps) -> Plan:
+    uniforms = [("y_size", geom.y_size), ("out_channels", geom.out_channels),
+                ("out_spatial", math.prod(geom.out_spatial))]
+    params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": WORKGROUP}
+    workgroups = grid(-(-geom.y_size // WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension"))
+    bindings = ("b", "y") if geom.has_bias else ("y",)
+    return Plan("", "", (dispatch(TEMPLATE, params, bindings, uniforms, workgroups),))
+
+
+VARIANTS = (Variant(
+    name="empty_input_fill", templates=(TEMPLATE,),
+    summary="zero-size input: y is the bias broadcast (or zeros), x and w are never read",
+    conditions={"input": "empty"}, plan_passes=_plan),)
