@@ -1,7 +1,8 @@
 """Every implementation variant, by name. Each family lives in its own module."""
 from __future__ import annotations
 
-from . import empty, gather
+from . import empty, gather, gemm, grouped2d, implicit, phase1d, phase_gemm2d
 from .base import Variant
 
-VARIANTS: dict[str, Variant] = {v.name: v for module in (empty, gather) for v in module.VARIANTS}
+FAMILIES = (empty, phase1d, grouped2d, phase_gemm2d, gemm, implicit, gather)
+VARIANTS: dict[str, Variant] = {v.name: v for module in FAMILIES for v in module.VARIANTS}

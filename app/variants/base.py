@@ -32,6 +32,7 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "kernel": ("every kernel dim is {}", lambda g, v: all(k == v for k in g.kernel)),
     "no_padding": ("pads and output_padding are all 0 (given {})",
                    lambda g, v: not v or (not any(g.pads_begin) and not any(g.pads_end) and not any(g.output_padding))),
+    "bias": ("the request has a bias: {}", lambda g, v: g.has_bias == v),
     "input": ("the input is {} (empty: some dim of x is 0)", lambda g, v: (g.x_size == 0) == (v == "empty")),
 }
 

@@ -1,0 +1,2 @@
+"""Placeholder until this variant family lands."""
+VARIANTS = ()
