@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME]`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app serve`, `python -m app setup`."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = sub.add_parser("cases", help="run a case file (test.json format) in headless Chromium on WebGPU")
     cases.add_argument("path")
     cases.add_argument("--variant", help="force this variant; cases it does not cover are reported skipped")
+    cases.add_argument("--host", choices=["browser", "node"], default="browser",
+                       help="headless Chromium (default) or Node.js with Dawn")
     serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -20,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cases":
         from .host.case_runner import main as run_cases
 
-        return run_cases(args.path, args.variant)
+        return run_cases(args.path, args.variant, args.host)
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 

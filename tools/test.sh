@@ -4,11 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v chromium >/dev/null 2>&1; then
-  echo "[setup] installing Debian's chromium (headless WebGPU on SwiftShader)"
+# Debian: chromium (headless WebGPU on SwiftShader) and the Vulkan loader that Dawn for Node needs.
+if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1; then
+  echo "[setup] installing Debian's chromium and libvulkan1"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libvulkan1 >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
+# npm: Dawn for Node (`webgpu`), pinned with integrity hashes in package-lock.json.
+[ -d node_modules/webgpu ] || npm ci --silent --no-audit --no-fund
 python3 -m app setup >/dev/null
 python3 -m pytest -q "$@"

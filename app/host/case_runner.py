@@ -1,11 +1,10 @@
-"""Runs a case file through the real page in headless Chromium: Pyodide loads once, cases run one by one."""
+"""Runs a case file on real WebGPU: in headless Chromium (default) or in Node with Dawn. Pyodide loads once
+per run and the cases run one by one in it."""
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-
-from .browser import app_page
-from .server import start_background
 
 KERNEL_ID = "webgpu-kernels/ai.onnx.ConvTranspose"
 CASE_TIMEOUT_MS = 120_000
@@ -17,37 +16,76 @@ OPEN_CASES = """async ([id, text]) => {
 RUN_CASE = "([i, variant]) => window.__caseKernel.runCase(i, variant)"
 
 
-def format_line(result: dict) -> str:
-    if result["status"] == "PASS" and result["max_abs_err"] is not None:
-        detail = f"max_abs_err={result['max_abs_err']:.3g}"
-    else:
-        detail = result["detail"]
-    return f"{result['status']} {result['name']} [{result['variant']}] {detail}".rstrip()
+class PageCases:
+    """The case API of a booted app page (Playwright)."""
+
+    def __init__(self, page):
+        self.page = page
+        page.set_default_timeout(CASE_TIMEOUT_MS)
+
+    def load(self, text: str) -> list[str]:
+        return self.page.evaluate(OPEN_CASES, [KERNEL_ID, text])
+
+    def run(self, index: int, variant: str | None):
+        return self.page.evaluate(RUN_CASE, [index, variant])
+
+
+class NodeCases:
+    """The same API over the Node host."""
+
+    def __init__(self, host):
+        self.host = host
+
+    def load(self, text: str) -> list[str]:
+        return self.host.call("loadCases", text)
+
+    def run(self, index: int, variant: str | None):
+        return self.host.call("runCase", index, variant)
+
+
+def run_cases(cases, text: str, variant: str | None = None):
+    """Yields one result dict per case of the case-file text."""
+    for i in range(len(cases.load(text))):
+        yield cases.run(i, variant)
 
 
 def run_on_page(page, text: str, variant: str | None = None):
-    """Yields one result dict per case of the case-file text, run in an already booted app page."""
-    page.set_default_timeout(CASE_TIMEOUT_MS)
-    names = page.evaluate(OPEN_CASES, [KERNEL_ID, text])
-    for i in range(len(names)):
-        yield page.evaluate(RUN_CASE, [i, variant])
+    return run_cases(PageCases(page), text, variant)
 
 
-def iter_results(path: str | Path, variant: str | None = None):
-    """Serves the app, boots it once in headless Chromium and yields the results of a case file."""
+@contextmanager
+def open_host(host: str):
+    if host == "node":
+        from .node import NodeHost
+
+        with NodeHost() as node:
+            yield NodeCases(node)
+        return
+    from .browser import app_page
+    from .server import start_background
+
     server, url = start_background()
     try:
         with app_page(url) as page:
-            yield from run_on_page(page, Path(path).read_text(), variant)
+            yield PageCases(page)
     finally:
         server.shutdown()
 
 
-def main(path: str, variant: str | None = None) -> int:
+def format_line(result: dict) -> str:
+    if result["status"] == "PASS" and result.get("max_abs_err") is not None:
+        detail = f"max_abs_err={result['max_abs_err']:.3g}"
+    else:
+        detail = result.get("detail", "")
+    return f"{result['status']} {result['name']} [{result['variant']}] {detail}".rstrip()
+
+
+def main(path: str, variant: str | None = None, host: str = "browser") -> int:
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    for result in iter_results(path, variant):
-        counts[result["status"]] += 1
-        print(format_line(result), flush=True)
+    with open_host(host) as cases:
+        for result in run_cases(cases, Path(path).read_text(), variant):
+            counts[result["status"]] += 1
+            print(format_line(result), flush=True)
     summary = f"{counts['PASS']} passed, {counts['FAIL']} failed"
     if counts["SKIP"]:
         summary += f", {counts['SKIP']} skipped"

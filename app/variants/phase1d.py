@@ -1,2 +1,112 @@
-"""Placeholder until this variant family lands."""
-VARIANTS = ()
+"""Rank-1 ConvTranspose in stride-phase form with workgroup-memory tiles (vocoder-style upsampling).
+
+Output t = o + pad_begin = q*s + r takes taps k = r + j*s from inputs i = q - j, so each phase is a dense
+correlation: no products with inserted zeros, no per-output tap search. A workgroup stages the input
+window of its q-range and its phases' taps per in-channel chunk, then each invocation accumulates a
+positions x channels block of outputs in registers. Dilation 1 only (the phase taps of a dilated kernel
+are not an arithmetic progression of k, and vocoders do not dilate their upsampling layers).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..plan import Plan, grid
+from .base import WORKGROUP_STORAGE, Variant, dispatch, io_bindings
+
+TEMPLATE = "conv-transpose1d-phase-tiled.wgsl.jinja"
+INVOCATIONS = 64    # target workgroup size
+MAX_PHASES = 64     # phases per workgroup; larger strides split their phases over several workgroups
+POSITIONS = 4       # consecutive q (same phase) per invocation, at least
+ACCUMULATORS = 16   # outputs per invocation to aim for
+CHANNELS = 4        # consecutive out-channels per invocation
+MAX_M_LANES = 4     # out-channel block <= 16
+CHUNK = 8           # in-channels staged per barrier pair
+
+
+@dataclass(frozen=True)
+class Tiles:
+    taps: int       # ceil(kernel / stride): the most taps any phase has
+    phases: int     # phases per workgroup
+    q_lanes: int
+    positions: int
+    m_lanes: int
+    channels: int
+    chunk: int
+
+    @property
+    def q_tile(self) -> int:
+        return self.q_lanes * self.positions
+
+    @property
+    def m_block(self) -> int:
+        return self.m_lanes * self.channels
+
+    @property
+    def workgroup_bytes(self) -> int:
+        window = self.q_tile + self.taps - 1
+        return 4 * self.chunk * (window + self.m_block * self.phases * self.taps)
+
+    def params(self) -> dict:
+        return {"taps": self.taps, "phases": self.phases, "q_lanes": self.q_lanes, "positions": self.positions,
+                "m_lanes": self.m_lanes, "channels": self.channels, "chunk": self.chunk}
+
+
+def _q_range(geom) -> tuple[int, int]:
+    """First and last q (Python floor division: pad_begin may be negative) over the output."""
+    s, pad, out_len = geom.strides[0], geom.pads_begin[0], geom.out_spatial[0]
+    return pad // s, (out_len - 1 + pad) // s
+
+
+def _tiles(geom, limit: int) -> Tiles:
+    s, kernel = geom.strides[0], geom.kernel[0]
+    taps = -(-kernel // s)
+    phases = -(-s // -(-s // MAX_PHASES))
+    channels = max(1, min(CHANNELS, geom.out_per_group))
+    # Staging costs about 1/(phases*m_block) x loads and 1/q_tile weight loads per multiply-add:
+    # balance them within the invocation budget.
+    lanes = max(1, INVOCATIONS // phases)
+    m_lanes = max(1, min(MAX_M_LANES, 8 // phases, -(-geom.out_per_group // channels), lanes))
+    q_lo, q_hi = _q_range(geom)
+    # Fewer out-channels per invocation (small groups) take more positions, to keep ~16 accumulators.
+    positions = min(max(POSITIONS, ACCUMULATORS // channels), q_hi - q_lo + 1)
+    # Short outputs get fewer q lanes (a power of two, so that few pipelines serve many lengths).
+    q_lanes = max(1, min(lanes // m_lanes, 1 << (-(-(q_hi - q_lo + 1) // positions) - 1).bit_length()))
+    tiles = Tiles(taps, phases, q_lanes, positions, m_lanes, channels, min(CHUNK, geom.in_per_group))
+    # A large kernel shrinks the chunk, the out-channel block, then the q tile; past that the variant refuses.
+    while tiles.workgroup_bytes > limit and tiles.chunk > 1:
+        tiles = Tiles(**(tiles.params() | {"chunk": max(1, tiles.chunk // 2)}))
+    while tiles.workgroup_bytes > limit and tiles.m_lanes > 1:
+        tiles = Tiles(**(tiles.params() | {"m_lanes": max(1, tiles.m_lanes // 2)}))
+    while tiles.workgroup_bytes > limit and tiles.q_lanes > 1:
+        tiles = Tiles(**(tiles.params() | {"q_lanes": max(1, tiles.q_lanes // 2)}))
+    return tiles
+
+
+def _workgroup_bytes(geom, caps) -> int:
+    return _tiles(geom, caps.limit(WORKGROUP_STORAGE)).workgroup_bytes
+
+
+def _plan(geom, caps) -> Plan:
+    tiles = _tiles(geom, caps.limit(WORKGROUP_STORAGE))
+    q_lo, q_hi = _q_range(geom)
+    q_tiles = -(-(q_hi - q_lo + 1) // tiles.q_tile)
+    phase_blocks = -(-geom.strides[0] // tiles.phases)
+    m_blocks = -(-geom.out_per_group // tiles.m_block)
+    workgroups = geom.batch * geom.group * m_blocks * phase_blocks * q_tiles
+    uniforms = [("in_len", geom.in_spatial[0]), ("out_len", geom.out_spatial[0]), ("kernel", geom.kernel[0]),
+                ("stride", geom.strides[0]), ("pad", geom.pads_begin[0]), ("in_channels", geom.in_channels),
+                ("out_channels", geom.out_channels), ("in_per_group", geom.in_per_group),
+                ("out_per_group", geom.out_per_group), ("group", geom.group), ("q_lo", q_lo),
+                ("q_tiles", q_tiles), ("phase_blocks", phase_blocks), ("m_blocks", m_blocks),
+                ("workgroups", workgroups)]
+    params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | tiles.params()
+    launch = grid(workgroups, caps.limit("maxComputeWorkgroupsPerDimension"))
+    return Plan("", "", (dispatch(TEMPLATE, params, io_bindings(geom), uniforms, launch),))
+
+
+VARIANTS = (Variant(
+    name="ncl1d_phase_tiled", templates=(TEMPLATE,),
+    summary="rank-1 stride-phase tiles: input window and phase taps staged in workgroup memory per "
+            "in-channel chunk, a positions x out-channels block of outputs per invocation (dilation 1)",
+    conditions={"rank": [1], "dilation": 1, "input": "nonempty"},
+    plan_passes=_plan, workgroup_bytes=_workgroup_bytes),)

@@ -1,0 +1,36 @@
+"""The Node host (Dawn's WebGPU, SwiftShader here): same boot module, same cases, same results as the page."""
+import json
+from pathlib import Path
+
+import pytest
+
+from app.host.case_runner import NodeCases, run_cases
+from app.host.node import NodeHost
+
+TEST_JSON = Path(__file__).resolve().parent.parent / "test.json"
+CASE_NAMES = [case["name"] for case in json.loads(TEST_JSON.read_text())["cases"]]
+
+
+@pytest.fixture(scope="module")
+def node():
+    with NodeHost() as host:
+        yield host
+
+
+@pytest.fixture(scope="module")
+def results(node):
+    return {r["name"]: r for r in run_cases(NodeCases(node), TEST_JSON.read_text())}
+
+
+def test_node_host_has_a_webgpu_adapter(node):
+    device = node.call("device")
+    assert device["features"] is not None and device["limits"]["maxComputeWorkgroupsPerDimension"] >= 65535
+
+
+@pytest.mark.parametrize("name", CASE_NAMES)
+def test_case_in_node(results, name):
+    result = results[name]
+    if result["status"] == "SKIP":  # only float16 on a device without shader-f16 may skip
+        assert "needs the device feature(s) ['shader-f16']" in result["detail"], result
+    else:
+        assert result["status"] == "PASS", result

@@ -1,0 +1,108 @@
+"""Case specs for app/variants/implicit.py.
+
+stride1_implicit_gemm: every spec below (all strides 1). Sizes are odd so that no tile divides them, and
+pass one tile (64-128 pixels, 4-64 out-channels, 4-32 in-channels per reduction step) along every GEMM axis.
+
+ncdhw3d_implicit_sgmat(_bias) and conv1x1_sgmat need chromium-experimental-subgroup-matrix, which the
+software adapter lacks: SGMAT_SPECS and CONV1X1_SPECS are their cases, for a device that has it (the
+3D ones and the 1x1 ones are also covered by stride1_implicit_gemm, so SPECS includes them).
+"""
+
+STRIDE1_SPECS = [
+    # 1D
+    {"name": "s1_1d_basic", "x": [1, 3, 7], "w": [3, 5, 3], "bias": False, "attributes": {}},
+    {"name": "s1_1d_batch_pads_dil", "x": [3, 6, 29], "w": [6, 9, 4], "bias": True,
+     "attributes": {"dilations": [2], "pads": [3, 1]}},
+    {"name": "s1_1d_long_outpad", "x": [2, 5, 150], "w": [5, 7, 3], "bias": True,
+     "attributes": {"dilations": [3], "output_padding": [2], "pads": [0, 4]}},
+    {"name": "s1_1d_grouped", "x": [2, 12, 33], "w": [12, 5, 5], "bias": True,
+     "attributes": {"group": 3, "pads": [2, 1]}},
+    {"name": "s1_1d_output_shape", "x": [1, 4, 20], "w": [4, 6, 5], "bias": False,
+     "attributes": {"output_shape": [25]}},
+    # 2D
+    {"name": "s1_2d_basic", "x": [1, 2, 5, 5], "w": [2, 3, 3, 3], "bias": False, "attributes": {}},
+    {"name": "s1_2d_pad1_bias", "x": [2, 9, 11, 10], "w": [9, 13, 3, 3], "bias": True,
+     "attributes": {"pads": [1, 1, 1, 1]}},
+    {"name": "s1_2d_wide_channels", "x": [1, 37, 6, 7], "w": [37, 70, 3, 2], "bias": True,
+     "attributes": {"pads": [1, 0, 1, 1]}},
+    {"name": "s1_2d_dilated_asym", "x": [2, 5, 9, 8], "w": [5, 4, 3, 2], "bias": False,
+     "attributes": {"dilations": [2, 3], "pads": [2, 0, 1, 3]}},
+    {"name": "s1_2d_outpad_dilation", "x": [1, 3, 6, 5], "w": [3, 5, 2, 3], "bias": True,
+     "attributes": {"dilations": [3, 2], "output_padding": [2, 1]}},
+    {"name": "s1_2d_grouped", "x": [3, 8, 7, 9], "w": [8, 3, 3, 3], "bias": True,
+     "attributes": {"group": 4, "pads": [1, 2, 0, 1]}},
+    {"name": "s1_2d_depthwise", "x": [2, 6, 8, 7], "w": [6, 1, 3, 3], "bias": False,
+     "attributes": {"group": 6, "pads": [1, 1, 1, 1]}},
+    {"name": "s1_2d_same_upper", "x": [1, 4, 9, 6], "w": [4, 5, 4, 3], "bias": True,
+     "attributes": {"auto_pad": "SAME_UPPER"}},
+    {"name": "s1_2d_same_lower_dil", "x": [2, 3, 7, 7], "w": [3, 4, 2, 4], "bias": False,
+     "attributes": {"auto_pad": "SAME_LOWER", "dilations": [2, 1]}},
+    {"name": "s1_2d_output_shape_bigger", "x": [1, 3, 5, 6], "w": [3, 2, 3, 3], "bias": True,
+     "attributes": {"output_shape": [8, 9]}},
+    {"name": "s1_2d_1x1_valid", "x": [2, 19, 9, 9], "w": [19, 21, 1, 1], "bias": True,
+     "attributes": {"auto_pad": "VALID"}},
+    {"name": "s1_2d_long_reduction", "x": [1, 70, 5, 5], "w": [70, 9, 3, 3], "bias": False,
+     "attributes": {"pads": [1, 1, 1, 1]}},
+    # 3D
+    {"name": "s1_3d_basic", "x": [1, 2, 3, 3, 3], "w": [2, 3, 2, 2, 2], "bias": False, "attributes": {}},
+    {"name": "s1_3d_pad1_bias", "x": [2, 5, 5, 6, 7], "w": [5, 17, 3, 3, 3], "bias": True,
+     "attributes": {"pads": [1, 1, 1, 1, 1, 1]}},
+    {"name": "s1_3d_dilated_asym", "x": [1, 4, 5, 4, 6], "w": [4, 6, 2, 3, 2], "bias": False,
+     "attributes": {"dilations": [2, 1, 3], "pads": [0, 1, 2, 1, 0, 1]}},
+    {"name": "s1_3d_grouped_outpad", "x": [2, 6, 4, 5, 3], "w": [6, 2, 3, 2, 2], "bias": True,
+     "attributes": {"group": 2, "dilations": [2, 2, 1], "output_padding": [1, 0, 0], "pads": [1, 0, 0, 1, 1, 0]}},
+    {"name": "s1_3d_1x1", "x": [1, 9, 4, 5, 6], "w": [9, 11, 1, 1, 1], "bias": False, "attributes": {}},
+]
+
+# The subgroup-matrix variants' own cases (run them with --variant on a device that has the feature).
+SGMAT_SPECS = [
+    {"name": "sg3d_basic", "x": [1, 8, 4, 4, 4], "w": [8, 8, 3, 3, 3], "bias": False,
+     "attributes": {"pads": [1, 1, 1, 1, 1, 1]}},
+    {"name": "sg3d_odd", "x": [1, 5, 3, 5, 7], "w": [5, 7, 2, 3, 2], "bias": False, "attributes": {}},
+    {"name": "sg3d_batch", "x": [3, 4, 3, 4, 5], "w": [4, 9, 3, 2, 3], "bias": False,
+     "attributes": {"pads": [1, 0, 1, 0, 1, 1]}},
+    {"name": "sg3d_dilated", "x": [1, 6, 4, 4, 5], "w": [6, 10, 2, 2, 3], "bias": False,
+     "attributes": {"dilations": [2, 3, 1]}},
+    {"name": "sg3d_wide", "x": [1, 20, 3, 3, 3], "w": [20, 40, 3, 3, 3], "bias": False,
+     "attributes": {"pads": [1, 1, 1, 1, 1, 1]}},
+    {"name": "sg3d_grouped", "x": [2, 6, 3, 4, 4], "w": [6, 5, 2, 2, 2], "bias": False,
+     "attributes": {"group": 3}},
+    {"name": "sg3d_outpad", "x": [1, 3, 3, 3, 4], "w": [3, 4, 2, 2, 2], "bias": False,
+     "attributes": {"dilations": [2, 2, 2], "output_padding": [1, 1, 0], "pads": [0, 1, 1, 0, 0, 1]}},
+    {"name": "sg3d_long_k", "x": [1, 33, 3, 3, 3], "w": [33, 6, 3, 3, 3], "bias": False,
+     "attributes": {"pads": [1, 1, 1, 1, 1, 1]}},
+    {"name": "sg3d_tiny", "x": [1, 1, 1, 1, 1], "w": [1, 1, 1, 1, 1], "bias": False, "attributes": {}},
+    {"name": "sg3d_output_shape", "x": [1, 4, 3, 3, 3], "w": [4, 5, 3, 3, 3], "bias": False,
+     "attributes": {"output_shape": [6, 5, 7]}},
+    {"name": "sg3d_same_upper", "x": [2, 5, 3, 4, 3], "w": [5, 6, 2, 3, 2], "bias": False,
+     "attributes": {"auto_pad": "SAME_UPPER"}},
+    {"name": "sg3d_many_pixels", "x": [2, 3, 9, 9, 9], "w": [3, 4, 2, 2, 2], "bias": False, "attributes": {}},
+    {"name": "sg3d_target", "x": [1, 16, 8, 8, 8], "w": [16, 16, 3, 3, 3], "bias": False,
+     "attributes": {"pads": [1, 1, 1, 1, 1, 1]}},
+    {"name": "sg3d_depthwise", "x": [1, 4, 4, 4, 4], "w": [4, 1, 3, 3, 3], "bias": False,
+     "attributes": {"group": 4, "pads": [1, 1, 1, 1, 1, 1]}},
+    {"name": "sg3d_17ch", "x": [1, 17, 3, 4, 5], "w": [17, 17, 1, 2, 3], "bias": False,
+     "attributes": {"pads": [0, 1, 1, 0, 0, 1]}},
+]
+SGMAT_SPECS += [spec | {"name": spec["name"] + "_bias", "bias": True} for spec in SGMAT_SPECS]
+
+CONV1X1_SPECS = [
+    {"name": "c1_2d_basic", "x": [1, 8, 4, 4], "w": [8, 8, 1, 1], "bias": False, "attributes": {}},
+    {"name": "c1_2d_odd", "x": [1, 7, 5, 9], "w": [7, 11, 1, 1], "bias": True, "attributes": {}},
+    {"name": "c1_2d_batch", "x": [3, 16, 7, 7], "w": [16, 24, 1, 1], "bias": True, "attributes": {}},
+    {"name": "c1_2d_wide", "x": [1, 40, 6, 6], "w": [40, 70, 1, 1], "bias": False, "attributes": {}},
+    {"name": "c1_2d_long_k", "x": [1, 100, 3, 5], "w": [100, 9, 1, 1], "bias": True, "attributes": {}},
+    {"name": "c1_2d_grouped", "x": [2, 12, 5, 5], "w": [12, 5, 1, 1], "bias": True, "attributes": {"group": 3}},
+    {"name": "c1_2d_many_pixels", "x": [1, 4, 41, 43], "w": [4, 5, 1, 1], "bias": False, "attributes": {}},
+    {"name": "c1_2d_valid", "x": [2, 9, 6, 5], "w": [9, 3, 1, 1], "bias": False, "attributes": {"auto_pad": "VALID"}},
+    {"name": "c1_2d_dilation", "x": [1, 5, 4, 4], "w": [5, 6, 1, 1], "bias": True, "attributes": {"dilations": [2, 3]}},
+    {"name": "c1_1d", "x": [2, 6, 37], "w": [6, 10, 1], "bias": True, "attributes": {}},
+    {"name": "c1_1d_long", "x": [1, 3, 300], "w": [3, 4, 1], "bias": False, "attributes": {}},
+    {"name": "c1_3d", "x": [1, 10, 3, 4, 5], "w": [10, 12, 1, 1, 1], "bias": True, "attributes": {}},
+    {"name": "c1_3d_batch", "x": [2, 5, 5, 5, 5], "w": [5, 7, 1, 1, 1], "bias": False, "attributes": {}},
+    {"name": "c1_tiny", "x": [1, 1, 1, 1], "w": [1, 1, 1, 1], "bias": False, "attributes": {}},
+    {"name": "c1_2d_depthwise", "x": [1, 6, 5, 5], "w": [6, 1, 1, 1], "bias": True, "attributes": {"group": 6}},
+    {"name": "c1_2d_17", "x": [2, 17, 3, 3], "w": [17, 17, 1, 1], "bias": False, "attributes": {}},
+]
+
+SPECS = STRIDE1_SPECS + SGMAT_SPECS + CONV1X1_SPECS
