@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants]`, `python -m app serve`, `python -m app setup`."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +16,14 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    bench = sub.add_parser("bench", help="time bench.json's cases on real WebGPU")
+    bench.add_argument("--tier", choices=["small", "full"], default="small")
+    bench.add_argument("--host", choices=["browser", "node"], default="browser")
+    bench.add_argument("--variants", help="'all' (every covering variant per case) or a comma-separated list; "
+                                          "default: the planner's choice")
+    bench.add_argument("--runs", type=int, default=5)
+    bench.add_argument("--out", help="write the rows as JSON here")
+    bench.add_argument("--bench", help="a bench file other than bench.json")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
     args = parser.parse_args(argv)
 
@@ -23,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
         from .host.case_runner import main as run_cases
 
         return run_cases(args.path, args.variant, args.host)
+    if args.command == "bench":
+        from .host.bench_runner import main as run_bench
+
+        return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench)
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 

@@ -1,6 +1,11 @@
-"""Chooses the variant for a request. The rules are the ordered table RULES: the first rule whose
-variant covers the request (and whose feature/limit needs the device meets) wins. The general gather
-kernels come last and cover everything, so a request always has a plan."""
+"""Chooses the variant for a request.
+
+The rules are the ordered table RULES, data in one place: (variant, when, why). The first rule whose
+variant covers the request on this device (its own conditions, features and limits) and whose `when`
+conditions hold (the shape class where measurement showed it wins; same vocabulary as the variants'
+conditions) is chosen. The general gather kernels come last and cover everything, so a request always
+has a plan. The measurements behind each rule are in the README's variant table.
+"""
 from __future__ import annotations
 
 from .caps import DeviceCaps
@@ -8,13 +13,17 @@ from .errors import ConvTransposeError
 from .plan import Plan
 from .shapes import ConvGeometry
 from .variants import VARIANTS
+from .variants.base import unmet
 
-# (variant name, why it is preferred when it applies)
-RULES: list[tuple[str, str]] = [
-    ("empty_input_fill", "the input is empty: y is the bias (or zeros), no reads of x or w"),
-    ("ncl1d_gather", "general 1D gather kernel"),
-    ("nchw2d_gather", "general 2D gather kernel"),
-    ("ncdhw3d_gather", "general 3D gather kernel"),
+RULES: list[tuple[str, dict, str]] = [
+    ("empty_input_fill", {}, "the input is empty: y is the bias (or zeros), no reads of x or w"),
+    ("ncl1d_phase_tiled", {"min_in_per_group": 8, "min_out_per_group": 4},
+     "1D with enough channels per group: stride-phase taps, input tile and weights in workgroup memory"),
+    ("nchw2d_grouped_stride_phase", {},
+     "2D grouped/depthwise with stride >= 2: each output visits only its stride phase's taps"),
+    ("ncl1d_gather", {}, "general 1D gather kernel"),
+    ("nchw2d_gather", {}, "general 2D gather kernel"),
+    ("ncdhw3d_gather", {}, "general 3D gather kernel"),
 ]
 
 
@@ -27,7 +36,7 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> Pl
         if refusal:
             raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {refusal}")
         return chosen.plan(geom, caps, "forced by the caller")
-    for name, why in RULES:
-        if VARIANTS[name].why_not(geom, caps) is None:
+    for name, when, why in RULES:
+        if VARIANTS[name].why_not(geom, caps) is None and unmet(when, geom) is None:
             return VARIANTS[name].plan(geom, caps, why)
     raise AssertionError("the general kernels cover every valid request")

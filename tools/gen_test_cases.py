@@ -48,7 +48,8 @@ from tools.ort_oracle import run_onnxruntime  # noqa: E402
 
 OUT_PATH = ROOT / "test.json"
 SEED = 20261130
-MAX_OUTPUT_ELEMENTS = 4096  # the browser runs on a software rasterizer: keep every case small
+MAX_OUTPUT_ELEMENTS = 20000  # the browser runs on a software rasterizer: keep every case small
+VARIANT_SPECS = ROOT / "tools" / "cases"  # per-variant-family specs: shapes that exercise each fast variant
 
 # Cases onnxruntime cannot cross-check, and why. Each reason is re-verified when the file is generated:
 # onnxruntime must refuse the case or produce a different output shape (never agree silently).
@@ -312,6 +313,43 @@ def define_cases() -> None:
     error("err_x_rank6", {"x": t([1, 1, 2, 2, 2, 2]), "w": t([1, 1, 1, 1, 1, 1])})
     error("err_unknown_attribute", {"x": t([1, 1, 4]), "w": t([1, 1, 3])}, stride=[2])
     error("err_strides_not_integers", {"x": t([1, 1, 4]), "w": t([1, 1, 3])}, strides=[1.5])
+    variant_family_cases()
+
+
+def _why_ort_cannot(x_shape, w_shape, attributes: dict) -> str | None:
+    """Which known onnxruntime limitation (above) a spec runs into, or None when it must cross-check."""
+    rank = len(x_shape) - 2
+    ones = [1] * rank
+    strides, dilations = attributes.get("strides", ones), attributes.get("dilations", ones)
+    output_padding = attributes.get("output_padding", [0] * rank)
+    if rank == 3 and 0 in x_shape[2:4]:
+        return ORT_CRASH
+    if any(op >= s for op, s in zip(output_padding, strides)):
+        return OP_GE_STRIDE
+    totals = [op + (k - 1) * d + 1 - s for op, k, d, s in zip(output_padding, w_shape[2:], dilations, strides)]
+    if "output_shape" in attributes:
+        natural = [s * (i - 1) + t + s for s, i, t in zip(strides, x_shape[2:], totals)]
+        if any(n - o < -1 for n, o in zip(natural, attributes["output_shape"][-rank:])):
+            return NEGATIVE_TOTAL_BEYOND_ORT
+    elif attributes.get("auto_pad") in ("SAME_UPPER", "SAME_LOWER") and any(t < 0 for t in totals):
+        return SAME_NEGATIVE
+    return None
+
+
+def variant_family_cases() -> None:
+    """The specs in tools/cases/<family>.py: shapes past one tile, odd sizes, bias or not, per fast variant."""
+    import importlib.util
+
+    for path in sorted(VARIANT_SPECS.glob("*.py")):
+        if path.name == "make_case_file.py":
+            continue
+        spec = importlib.util.spec_from_file_location(f"case_specs_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for case in module.SPECS:
+            attributes = case.get("attributes", {})
+            valid(f"{path.stem}_{case['name']}", case["x"], case["w"], case.get("bias", False),
+                  ort=_why_ort_cannot(case["x"], case["w"], attributes), **attributes)
 
 
 def _conformance_cases():

@@ -32,6 +32,9 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "kernel": ("every kernel dim is {}", lambda g, v: all(k == v for k in g.kernel)),
     "no_padding": ("pads and output_padding are all 0 (given {})",
                    lambda g, v: not v or (not any(g.pads_begin) and not any(g.pads_end) and not any(g.output_padding))),
+    "min_in_per_group": ("each group has at least {} input channels", lambda g, v: g.in_per_group >= v),
+    "min_out_per_group": ("each group has at least {} output channels", lambda g, v: g.out_per_group >= v),
+    "min_output": ("the output has at least {} elements", lambda g, v: g.y_size >= v),
     "bias": ("the request has a bias: {}", lambda g, v: g.has_bias == v),
     "input": ("the input is {} (empty: some dim of x is 0)", lambda g, v: (g.x_size == 0) == (v == "empty")),
 }
@@ -39,6 +42,15 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
 
 def describe(conditions: dict) -> list[str]:
     return [CONDITIONS[name][0].format(value) for name, value in conditions.items()]
+
+
+def unmet(conditions: dict, geom: ConvGeometry) -> str | None:
+    """The first condition the request does not meet, in words, or None."""
+    for name, value in conditions.items():
+        words, test = CONDITIONS[name]
+        if not test(geom, value):
+            return words.format(value)
+    return None
 
 
 @dataclass(frozen=True)
@@ -60,10 +72,9 @@ class Variant:
             return f"needs device feature(s) {missing}"
         if geom.dtype not in self.dtypes:
             return f"does not support dtype {geom.dtype}"
-        for name, value in self.conditions.items():
-            words, test = CONDITIONS[name]
-            if not test(geom, value):
-                return "covers only requests where " + words.format(value)
+        failed = unmet(self.conditions, geom)
+        if failed:
+            return "covers only requests where " + failed
         if self.workgroup_bytes is not None:
             need, limit = self.workgroup_bytes(geom, caps), caps.limit(WORKGROUP_STORAGE)
             if need > limit:
