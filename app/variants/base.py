@@ -64,6 +64,8 @@ class Variant:
     dtypes: tuple[str, ...] = ("float32", "float16")
     # Workgroup memory the launch needs for a request; checked against the device limit when given.
     workgroup_bytes: Callable[[ConvGeometry, DeviceCaps], int] | None = None
+    # Other request-dependent resources (intermediate buffers vs binding limits): a refusal in words, or None.
+    fits: Callable[[ConvGeometry, DeviceCaps], str | None] | None = None
 
     def why_not(self, geom: ConvGeometry, caps: DeviceCaps) -> str | None:
         """None when the variant covers the request on this device, else the reason in words."""
@@ -79,6 +81,8 @@ class Variant:
             need, limit = self.workgroup_bytes(geom, caps), caps.limit(WORKGROUP_STORAGE)
             if need > limit:
                 return f"needs {need} bytes of workgroup memory, the device allows {limit}"
+        if self.fits is not None:
+            return self.fits(geom, caps)
         return None
 
     def plan(self, geom: ConvGeometry, caps: DeviceCaps, reason: str) -> Plan:
@@ -88,7 +92,8 @@ class Variant:
     def requirements(self) -> dict:
         return {"features": list(self.features), "dtypes": list(self.dtypes), "shapes": dict(self.conditions),
                 "shapes_in_words": describe(self.conditions),
-                "workgroup_memory": "fits maxComputeWorkgroupStorageSize" if self.workgroup_bytes else None}
+                "workgroup_memory": "fits maxComputeWorkgroupStorageSize" if self.workgroup_bytes else None,
+                "buffers": "intermediate buffers fit maxStorageBufferBindingSize and maxBufferSize" if self.fits else None}
 
 
 def io_bindings(geom: ConvGeometry) -> tuple[str, ...]:

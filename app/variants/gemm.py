@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 
-from ..errors import ConvTransposeError
 from ..plan import Plan, grid
 from .base import DTYPE_BYTES, Variant, dispatch, io_bindings
 
@@ -25,12 +24,15 @@ COL2IM_NAMES = {2: "nchw2d_col2im", 3: "ncdhw3d_col2im"}
 
 TILE = 16  # the plain tiled GEMM: TILE x TILE invocations, one output each, k-step TILE
 # The register-blocked GEMM: wx * wy invocations, each rm x rn outputs; tiles of (wy*rm) x (wx*rn), k-step tk.
-REG_SHAPE = {"wx": 16, "wy": 16, "rm": 4, "rn": 4, "tk": 16}
-COL2IM_SHAPE = REG_SHAPE
+# 8x8 invocations of 4x4 (32x32 tiles, 4 KiB of workgroup memory) measured as fast as 16x16 on SwiftShader and
+# wastes less on small sizes. 8x8 outputs per invocation made SwiftShader's compiler grow to 12 GB (OOM-killed),
+# and unrolled tile loads (tk 32) crashed its GPU process: keep the body small.
+REG_SHAPE = {"wx": 8, "wy": 8, "rm": 4, "rn": 4, "tk": 16}
 ELEMENTWISE_WORKGROUP = 256
-WORKGROUP_STORAGE = "maxComputeWorkgroupStorageSize"
 COLS_BYTES = 4  # the column buffer is f32 for every storage dtype: col2im sums its entries again
 MAX_INDEX = 2**31 - 1  # kernels index with i32
+# What the 1x1 GEMMs cover: y = W^T x + b per image and group, nothing to fold.
+ONE_BY_ONE = {"kernel": 1, "stride": 1, "no_padding": True, "group": ["dense", "grouped"], "input": "nonempty"}
 
 
 def _ceil(a: int, b: int) -> int:
@@ -102,26 +104,43 @@ def _col2im_uniforms(geom, taps: int, in_size: int) -> list[tuple[str, int]]:
     return fields
 
 
-def _check_buffer(name: str, nbytes: int, elements: int, caps) -> None:
+def _sizes(geom, shape: dict) -> dict:
+    """Element counts and strides of GEMM + col2im's buffers for one request."""
+    taps, in_size = math.prod(geom.kernel), math.prod(geom.in_spatial)
+    rows = geom.out_per_group * taps
+    tile_rows = _tile_rows(shape)
+    row_tiles, depth_padded = _ceil(rows, tile_rows), _ceil(geom.in_per_group, shape["tk"]) * shape["tk"]
+    return {"taps": taps, "in_size": in_size, "rows": rows, "tile_rows": tile_rows, "row_tiles": row_tiles,
+            "depth_padded": depth_padded, "packed": geom.group * row_tiles * depth_padded * tile_rows,
+            "cols": geom.batch * geom.out_channels * taps * in_size}
+
+
+def buffers_refusal(geom, caps, shape: dict) -> str | None:
+    """Why this device cannot hold GEMM + col2im's intermediate buffers for the request (None when it can).
+
+    Checked during selection through Variant.fits, so the planner falls through to the next rule."""
+    sizes = _sizes(geom, shape)
     limit = min(caps.limit("maxStorageBufferBindingSize"), caps.limit("maxBufferSize"))
-    if nbytes > limit:
-        raise ConvTransposeError(
-            f"GEMM + col2im needs a {name} buffer of {nbytes} bytes, over this device's storage buffer limit of "
-            f"{limit} bytes; use another variant (the gather kernels need no intermediate buffer)")
-    if elements > MAX_INDEX:
-        raise ConvTransposeError(f"GEMM + col2im: the {name} buffer would hold {elements} elements, past i32 indexing")
+    for name, elements, nbytes in (("column", sizes["cols"], sizes["cols"] * COLS_BYTES),
+                                   ("packed weight", sizes["packed"], sizes["packed"] * DTYPE_BYTES[geom.dtype])):
+        if nbytes > limit:
+            return (f"needs a {name} buffer of {nbytes} bytes, over this device's storage buffer limit of {limit} "
+                    "bytes (the gather kernels need no intermediate buffer)")
+        if elements > MAX_INDEX:
+            return f"needs a {name} buffer of {elements} elements, past i32 indexing"
+    return None
 
 
 def _col2im(rank: int, name: str, shape: dict) -> Variant:
+    def fits(geom, caps) -> str | None:
+        return buffers_refusal(geom, caps, shape)
+
     def plan_passes(geom, caps) -> Plan:
-        taps, in_size = math.prod(geom.kernel), math.prod(geom.in_spatial)
-        rows = geom.out_per_group * taps
-        tile_rows, tk = _tile_rows(shape), shape["tk"]
-        row_tiles, depth_padded = _ceil(rows, tile_rows), _ceil(geom.in_per_group, tk) * tk
-        packed_size = geom.group * row_tiles * depth_padded * tile_rows
-        cols_size = geom.batch * geom.out_channels * taps * in_size
-        _check_buffer("column", cols_size * COLS_BYTES, cols_size, caps)
-        _check_buffer("packed weight", packed_size * DTYPE_BYTES[geom.dtype], packed_size, caps)
+        sizes = _sizes(geom, shape)
+        taps, in_size, rows, tile_rows = sizes["taps"], sizes["in_size"], sizes["rows"], sizes["tile_rows"]
+        row_tiles, depth_padded, packed_size, cols_size = (sizes["row_tiles"], sizes["depth_padded"],
+                                                           sizes["packed"], sizes["cols"])
+        tk = shape["tk"]
         max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
 
         reorder_uniforms = [("packed_size", packed_size), ("depth", geom.in_per_group), ("rows", rows),
@@ -152,30 +171,13 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
         summary=f"rank-{rank} GEMM + col2im: weights packed once (cached), a register-blocked GEMM into an f32 "
                 "column buffer of every tap's contribution, then a fold that sums only the taps reaching each output",
         conditions={"rank": [rank], "group": ["dense", "grouped"], "input": "nonempty"},
-        plan_passes=plan_passes, workgroup_bytes=lambda geom, caps: _reg_bytes(shape))
+        plan_passes=plan_passes, workgroup_bytes=lambda geom, caps: _reg_bytes(shape), fits=fits)
 
-
-ONE_BY_ONE = {"kernel": 1, "stride": 1, "no_padding": True, "group": ["dense", "grouped"], "input": "nonempty"}
 
 VARIANTS = (
     _tiled("conv1x1_gemm_tiled", TILE),
     _tiled_reg("conv1x1_gemm_tiled_reg", REG_SHAPE),
-    _col2im(2, COL2IM_NAMES[2], COL2IM_SHAPE),
-    _col2im(3, COL2IM_NAMES[3], COL2IM_SHAPE),
+    _col2im(2, COL2IM_NAMES[2], REG_SHAPE),
+    _col2im(3, COL2IM_NAMES[3], REG_SHAPE),
 )
 
-# TUNING (temporary)
-TUNE = {
-    "r16x16_4x4_k16": {"wx": 16, "wy": 16, "rm": 4, "rn": 4, "tk": 16},
-    "r16x16_4x4_k8": {"wx": 16, "wy": 16, "rm": 4, "rn": 4, "tk": 8},
-    "r8x8_4x4_k16": {"wx": 8, "wy": 8, "rm": 4, "rn": 4, "tk": 16},
-    "r8x8_8x8_k16": {"wx": 8, "wy": 8, "rm": 8, "rn": 8, "tk": 16},
-    "r8x8_8x4_k32": {"wx": 8, "wy": 8, "rm": 8, "rn": 4, "tk": 32},
-    "r4x4_8x8_k16": {"wx": 4, "wy": 4, "rm": 8, "rn": 8, "tk": 16},
-    "r16x4_4x8_k16": {"wx": 4, "wy": 16, "rm": 4, "rn": 8, "tk": 16},
-    "r16x8_4x4_k32": {"wx": 8, "wy": 16, "rm": 4, "rn": 4, "tk": 32},
-}
-VARIANTS += tuple(_tiled_reg("t1x1_" + k, v) for k, v in TUNE.items())
-VARIANTS += tuple(_col2im(2, "t2d_" + k, v) for k, v in TUNE.items())
-VARIANTS += tuple(_col2im(3, "t3d_" + k, v) for k, v in TUNE.items())
-VARIANTS += (_tiled("t1x1_tile8", 8),)

@@ -62,6 +62,8 @@ COL2IM_2D = [
      "attributes": {"strides": [2, 2], "pads": [1, 1, 1, 1]}},
     {"name": "col2im 2d big pads", "x": [1, 2, 6, 6], "w": [2, 2, 5, 5], "bias": False,
      "attributes": {"pads": [3, 3, 3, 3]}},
+    {"name": "col2im 2d group 2 rows 45 batch 2", "x": [2, 8, 5, 5], "w": [8, 5, 3, 3], "bias": True,
+     "attributes": {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}},
     {"name": "col2im 2d pixels 81 batch 2", "x": [2, 17, 9, 9], "w": [17, 3, 2, 2], "bias": False,
      "attributes": {"strides": [2, 2]}},
 ]
@@ -96,6 +98,8 @@ COL2IM_3D = [
      "attributes": {"strides": [1, 2, 1]}},
     {"name": "col2im 3d asym pads", "x": [1, 2, 4, 3, 3], "w": [2, 2, 3, 2, 3], "bias": False,
      "attributes": {"strides": [2, 2, 2], "pads": [0, 1, 2, 1, 0, 0]}},
+    {"name": "col2im 3d group 2 rows 40 batch 2", "x": [2, 4, 2, 3, 2], "w": [4, 5, 2, 2, 2], "bias": False,
+     "attributes": {"group": 2, "strides": [2, 1, 2], "dilations": [1, 2, 1]}},
     {"name": "col2im 3d depth 20", "x": [1, 20, 2, 2, 2], "w": [20, 4, 2, 2, 2], "bias": True,
      "attributes": {"strides": [2, 2, 2]}},
 ]
