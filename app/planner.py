@@ -21,6 +21,8 @@ RULES: list[tuple[str, dict, str]] = [
      "1D with enough channels per group: stride-phase taps, input tile and weights in workgroup memory"),
     ("nchw2d_grouped_stride_phase", {},
      "2D grouped/depthwise with stride >= 2: each output visits only its stride phase's taps"),
+    ("nchw2d_phase_gemm_tiled", {},
+     "2D dense with stride >= 2: an implicit GEMM per stride phase, no zero multiplies, register-blocked tiles"),
     ("conv1x1_gemm_tiled_reg", {"min_in_per_group": 16, "min_out_per_group": 16},
      "1x1 kernel, stride 1, no padding, enough channels: a register-blocked GEMM"),
     ("nchw2d_col2im", {"min_in_per_group": 32},

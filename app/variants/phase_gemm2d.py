@@ -1,8 +1,16 @@
 """Rank-2 dense ConvTranspose with strides >= 2 as stride-phase implicit GEMMs, tiled in workgroup memory.
 
-Each stride phase (oh % s0, ow % s1) of the output is a dense GEMM over (in-channel x the phase's taps):
-no multiply by a structural zero, unlike gather's per-output tap search, and each loaded value feeds a
-register block of outputs. All phases run in one dispatch (the phase is part of the workgroup id).
+Each stride phase (oh % s0, ow % s1) of the output is a dense GEMM: rows = batch x the phase's output
+sub-grid, cols = out-channels, reduction = in-channels x the phase's taps. No multiply by a structural zero
+(unlike a zero-inserted convolution) and no per-output tap search (unlike gather); every staged value feeds a
+register block of outputs. All phases run in one dispatch: the phase is part of the workgroup id (one pass
+per phase measured no faster on SwiftShader, and costs a pass each).
+
+Tile shapes (render params) depend on the adapter. SwiftShader (a CPU "fallback" adapter) runs each
+4-invocation subgroup of a workgroup with barriers as its own coroutine, and loads 4 lanes at once only
+when their addresses are equal or consecutive: there, few invocations with 8x8 register blocks win (about
+2x over 4x4 blocks with 64-256 invocations, measured). On GPUs the usual 4x4 blocks and up to 256
+invocations per workgroup apply (not measured here).
 """
 from __future__ import annotations
 
@@ -13,8 +21,8 @@ from .base import Variant, dispatch, io_bindings
 
 TEMPLATE = "conv-transpose2d-phase-gemm-tiled.wgsl.jinja"
 NAME = "nchw2d_phase_gemm_tiled"
-THREAD = 4  # outputs per invocation along rows and along columns (a 4x4 register block)
 TILE_K = 16  # reduction steps staged per barrier pair
+F32_BYTES = 4  # tiles hold f32 whatever the storage dtype
 
 
 def _phase_rows(geom) -> int:
@@ -23,35 +31,50 @@ def _phase_rows(geom) -> int:
     return geom.batch * -(-o0 // s0) * -(-o1 // s1)
 
 
-def _fit(size: int) -> int:
-    # The smallest of 16/32/64 that holds `size`: small GEMMs waste less of a tile, large ones reuse more.
-    return next((t for t in (16, 32) if size <= t), 64)
+def _fit(size: int, sizes: tuple[int, ...]) -> int:
+    """The smallest tile edge that holds `size`, else the largest: small GEMMs waste less of a tile."""
+    return next((t for t in sizes if size <= t), sizes[-1])
 
 
-def tiles(geom) -> dict:
-    """Tile sizes for a request (render params). Every combination keeps threads a multiple of both tile
-    edges, so each invocation stages a fixed row of A and a fixed column of B."""
-    return {"tile_m": _fit(_phase_rows(geom)), "tile_n": _fit(geom.out_channels), "tile_k": TILE_K,
-            "thread_m": THREAD, "thread_n": THREAD}
+def tiles(geom, caps) -> dict:
+    """Render params for the tile shape. Invariants the template relies on: thread_m | tile_m,
+    thread_n | tile_n, tile_n / thread_n a multiple of 4 (a subgroup of 4 shares A rows and reads 4
+    consecutive B columns), and the invocation count divides or is a multiple of each tile edge."""
+    rows, m = _phase_rows(geom), geom.out_channels
+    if caps.is_fallback:
+        # Few out-channels get narrow tiles (down to 4 columns, one per invocation of a subgroup): for M = 3
+        # that measured 1.6x faster than a 16-wide tile.
+        tile_n = _fit(m, (4, 8, 16, 32, 64))
+        return {"tile_m": _fit(rows, (16, 32)), "tile_n": tile_n, "tile_k": TILE_K, "thread_m": 8,
+                "thread_n": min(8, tile_n // 4)}
+    return {"tile_m": _fit(rows, (16, 32, 64)), "tile_n": _fit(m, (16, 32, 64)), "tile_k": TILE_K,
+            "thread_m": 4, "thread_n": 4}
+
+
+def _check(t: dict) -> None:
+    threads = (t["tile_m"] // t["thread_m"]) * (t["tile_n"] // t["thread_n"])
+    assert t["tile_m"] % t["thread_m"] == 0 and t["tile_n"] % t["thread_n"] == 0
+    assert (t["tile_n"] // t["thread_n"]) % 4 == 0
+    for edge in (t["tile_m"], t["tile_n"]):
+        assert edge % threads == 0 or (threads % edge == 0 and t["tile_k"] % (threads // edge) == 0)
 
 
 def _workgroup_bytes(geom, caps) -> int:
-    t = tiles(geom)
-    return 4 * t["tile_k"] * (t["tile_m"] + t["tile_n"])
+    t = tiles(geom, caps)
+    return F32_BYTES * t["tile_k"] * (t["tile_m"] + t["tile_n"])
 
 
 def _plan(geom, caps) -> Plan:
-    t = tiles(geom)
+    t = tiles(geom, caps)
+    _check(t)
     row_tiles = -(-_phase_rows(geom) // t["tile_m"])
     col_tiles = -(-geom.out_channels // t["tile_n"])
-    phases = geom.strides[0] * geom.strides[1]
-    total = phases * row_tiles * col_tiles
+    total = geom.strides[0] * geom.strides[1] * row_tiles * col_tiles
     uniforms = [("batch", geom.batch), ("in_channels", geom.in_channels), ("out_channels", geom.out_channels)]
     for a in range(2):
         s, d = geom.strides[a], geom.dilations[a]
-        step = s // math.gcd(s, d)
         uniforms += [(f"in{a}", geom.in_spatial[a]), (f"out{a}", geom.out_spatial[a]), (f"k{a}", geom.kernel[a]),
-                     (f"s{a}", s), (f"d{a}", d), (f"pad{a}", geom.pads_begin[a]), (f"step{a}", step)]
+                     (f"s{a}", s), (f"d{a}", d), (f"pad{a}", geom.pads_begin[a]), (f"step{a}", s // math.gcd(s, d))]
     uniforms += [("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", total)]
     params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
     workgroups = grid(total, caps.limit("maxComputeWorkgroupsPerDimension"))
@@ -62,7 +85,7 @@ VARIANTS = (Variant(
     name=NAME, templates=(TEMPLATE,),
     summary="rank-2 dense, strides >= 2: one implicit GEMM per stride phase (rows = batch x the phase's output "
             "sub-grid, cols = out-channels, reduction = in-channels x the phase's taps), all phases in one "
-            "dispatch, A/B tiles in workgroup memory, 4x4 outputs per invocation; any pads, output_padding, "
-            "dilation; phases no tap reaches get the bias",
+            "dispatch, A/B tiles in workgroup memory, a register block of outputs per invocation; any pads, "
+            "output_padding, dilation; phases that no tap reaches get the bias",
     conditions={"rank": [2], "group": ["dense"], "min_stride": 2, "input": "nonempty"},
     plan_passes=_plan, workgroup_bytes=_workgroup_bytes),)

@@ -59,4 +59,16 @@ SPECS = [
     # Channels 1 -> many (reduction shorter than a chunk), batch 4.
     {"name": "c1_to_m24_b4", "x": [4, 1, 6, 7], "w": [1, 24, 3, 3], "bias": True,
      "attributes": {"strides": [2, 2], "pads": [1, 0, 1, 0]}},
+    # Few rows (9 per phase) and M = 30: a 16 x 32 tile.
+    {"name": "rows9_m30_k3s2p1", "x": [1, 20, 3, 3], "w": [20, 30, 3, 3], "bias": True,
+     "attributes": {"strides": [2, 2], "pads": [1, 1, 1, 1]}},
+    # 18 rows per phase over a batch of 2, M = 25: a 32 x 32 tile.
+    {"name": "rows18_m25_b2", "x": [2, 12, 3, 3], "w": [12, 25, 2, 2], "bias": False,
+     "attributes": {"strides": [2, 2]}},
+    # M = 2 over many rows (a 4-wide tile), stride 3 by 2, batch 3.
+    {"name": "m2_narrow_tile_b3", "x": [3, 5, 3, 4], "w": [5, 2, 3, 3], "bias": True,
+     "attributes": {"strides": [3, 2], "pads": [1, 0, 1, 0]}},
+    # 9 rows per phase, M = 13 (a 16 x 16 tile), C = 9.
+    {"name": "rows9_m13_k2s2", "x": [1, 9, 3, 3], "w": [9, 13, 2, 2], "bias": False,
+     "attributes": {"strides": [2, 2]}},
 ]
