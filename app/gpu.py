@@ -46,6 +46,7 @@ class Gpu:
         self._prepared: OrderedDict = OrderedDict()
         self.lost_reason: str | None = None
         self.executions = 0  # plans submitted; tests use it to prove refusals happen before GPU work
+        self.weight_preparations = 0  # weight-side passes run (the rest were served from the cache)
         device.lost.then(self._on_lost)
 
     def _on_lost(self, info):
@@ -138,6 +139,7 @@ class Gpu:
             if prepare_passes:
                 passes = prepare_passes + passes
                 fresh_prepared = (key, prepared)
+                self.weight_preparations += 1
         timed = self.caps.has("timestamp-query")
         if timed:
             count = 2 * len(passes)

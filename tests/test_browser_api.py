@@ -138,3 +138,28 @@ want = conv_transpose_reference(prepare(x, w, b, strides=[2, 2])[0], x, w, b)
     assert out["shape"] == [1, 1, 2050, 2048]
     assert out["grid"][1] > 1 and out["grid"][0] <= 65535
     assert out["err"] < 1e-5
+
+
+def test_packed_weights_are_cached_per_weight_content(page):
+    """GEMM + col2im packs W once; the same weights reuse it, changed weights are packed again (and correct)."""
+    out = run_python(page, """
+import numpy as np, app
+from app.kernel import prepare
+from app.reference import conv_transpose_reference
+kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
+rng = np.random.default_rng(11)
+x = rng.standard_normal((1, 8, 5, 5)).astype(np.float32)
+w1 = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
+w2 = w1.copy(); w2[0, 0, 0, 0] += 1.0
+start = kernel.gpu.weight_preparations
+errors, counts = [], []
+for w in (w1, w1, w2, w1):
+    res = await kernel(x=x, w=w, strides=[2, 2], pads=[1, 1, 1, 1], variant="nchw2d_col2im")
+    want = conv_transpose_reference(prepare(x, w, strides=[2, 2], pads=[1, 1, 1, 1])[0], x, w)
+    errors.append(float(np.abs(res["y"] - want).max()))
+    counts.append(kernel.gpu.weight_preparations - start)
+{"errors": errors, "counts": counts}
+""")
+    assert max(out["errors"]) < 1e-4
+    # w1 packed, w1 cached, w2 packed, w1 still cached
+    assert out["counts"] == [1, 1, 2, 2]

@@ -1,0 +1,22 @@
+"""Zero-size inputs whose output is not empty: the empty_input_fill variant (y = bias or zeros)."""
+SPECS = [
+    {"name": "c0_r1_bias", "x": [1, 0, 5], "w": [0, 3, 3], "bias": True, "attributes": {}},
+    {"name": "c0_r1_nobias", "x": [2, 0, 5], "w": [0, 3, 3], "bias": False, "attributes": {"strides": [2]}},
+    {"name": "c0_r1_pads", "x": [1, 0, 7], "w": [0, 2, 4], "bias": True, "attributes": {"strides": [3], "pads": [1, 2]}},
+    {"name": "c0_r2_bias", "x": [1, 0, 4, 5], "w": [0, 3, 3, 3], "bias": True, "attributes": {"strides": [2, 2]}},
+    {"name": "c0_r2_nobias", "x": [3, 0, 4, 5], "w": [0, 2, 3, 2], "bias": False, "attributes": {"dilations": [2, 1]}},
+    {"name": "c0_r2_output_shape", "x": [1, 0, 3, 3], "w": [0, 4, 3, 3], "bias": True,
+     "attributes": {"strides": [2, 2], "output_shape": [7, 8]}},
+    {"name": "c0_r2_same_lower", "x": [2, 0, 3, 4], "w": [0, 2, 2, 2], "bias": True,
+     "attributes": {"strides": [2, 3], "auto_pad": "SAME_LOWER"}},
+    {"name": "c0_r3_bias", "x": [1, 0, 3, 3, 2], "w": [0, 2, 2, 2, 2], "bias": True, "attributes": {"strides": [2, 1, 2]}},
+    {"name": "c0_r3_nobias", "x": [2, 0, 2, 3, 2], "w": [0, 3, 3, 1, 2], "bias": False, "attributes": {}},
+    {"name": "spatial0_r1_bias", "x": [1, 2, 0], "w": [2, 3, 3], "bias": True, "attributes": {}},
+    {"name": "spatial0_r1_nobias", "x": [2, 3, 0], "w": [3, 2, 5], "bias": False, "attributes": {"pads": [1, 0]}},
+    {"name": "spatial0_r2_bias", "x": [1, 2, 0, 4], "w": [2, 3, 3, 3], "bias": True, "attributes": {"strides": [1, 2]}},
+    {"name": "spatial0_r2_group", "x": [2, 4, 3, 0], "w": [4, 2, 2, 4], "bias": True, "attributes": {"group": 2}},
+    {"name": "spatial0_r3_last_axis", "x": [1, 2, 2, 2, 0], "w": [2, 2, 2, 2, 3], "bias": True, "attributes": {}},
+    {"name": "spatial0_r2_dilated", "x": [1, 1, 0, 3], "w": [1, 2, 3, 2], "bias": False,
+     "attributes": {"dilations": [2, 2], "strides": [1, 2]}},
+    {"name": "c0_r1_large_output", "x": [2, 0, 300], "w": [0, 5, 4], "bias": True, "attributes": {"strides": [4]}},
+]
