@@ -14,25 +14,42 @@ from .base import Variant, io_bindings
 from .base import dispatch as make_dispatch
 
 PORTABLE = "conv-transpose-stride1-implicit-gemm.wgsl.jinja"
+SGMAT_3D = "conv-transpose3d-implicit-sgmat.wgsl.jinja"
+SGMAT_1X1 = "conv-1x1-subgroup-matrix.wgsl.jinja"
+SGMAT_FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
+INVOCATIONS = "maxComputeInvocationsPerWorkgroup"
 
-# Workgroup shapes (tx, ty, rm, rn): tx*rm pixels x ty*rn out-channels per tile, rm x rn per invocation.
-# Narrow out-channel counts take a tall tile so the register block is not mostly padding.
-_SHAPES = {64: (16, 16, 4, 4), 32: (32, 8, 4, 4), 16: (32, 4, 4, 4), 8: (64, 2, 2, 4), 4: (64, 2, 2, 2)}
+# Workgroup shapes (tx, ty, rm, rn) by out-channels per group: tx*rm pixels x ty*rn out-channels per tile,
+# rm x rn outputs per invocation. Narrow out-channel counts take a tall tile so the register block is not
+# mostly padding. Software adapters (SwiftShader: a CPU running invocations as SIMD lanes and fibers) do
+# better with fewer invocations, larger register blocks and shorter reduction steps; measured on both.
+_GPU_SHAPES = {64: (16, 16, 4, 4), 32: (32, 8, 4, 4), 16: (32, 4, 4, 4), 8: (64, 2, 2, 4), 4: (64, 2, 2, 2)}
+_CPU_SHAPES = {64: (16, 4, 4, 8), 32: (16, 4, 4, 8), 16: (32, 4, 4, 4), 8: (64, 2, 2, 4), 4: (64, 2, 2, 2)}
+_TILE_BYTES = 16384  # WebGPU's guaranteed workgroup storage: every tile fits any device
 
 
-def _portable_tiles(geom) -> dict:
-    opg = geom.out_per_group
-    width = next((w for w in sorted(_SHAPES) if w >= opg), 64)
-    tx, ty, rm, rn = _SHAPES[width]
-    tm, wg = tx * rm, tx * ty
+def _software(caps) -> bool:
+    return caps.is_fallback or caps.architecture in ("swiftshader", "llvmpipe", "lavapipe")
+
+
+def _portable_tiles(geom, caps) -> dict:
+    software = _software(caps)
+    shapes = _CPU_SHAPES if software else _GPU_SHAPES
+    width = next((w for w in sorted(shapes) if w >= geom.out_per_group), 64)
+    tx, ty, rm, rn = shapes[width]
+    tm, tn, wg = tx * rm, ty * rn, tx * ty
+    assert wg % tm == 0, "each invocation stages one fixed pixel"
     # Channels per reduction step: the candidate that pads in_per_group least, larger on ties (fewer barriers).
-    options = [t for t in (32, 16, 8, 4) if (t * tm) % wg == 0 and t * (tm + ty * rn) * 4 <= 16384]
+    options = [t for t in ((16, 8, 4) if software else (32, 16, 8, 4))
+               if 4 * t * (tm + tn) <= _TILE_BYTES and t % (wg // tm) == 0]
     tk = min(options, key=lambda t: (-(-geom.in_per_group // t) * t, -t))
-    return {"tx": tx, "ty": ty, "rm": rm, "rn": rn, "tk": tk}
+    # Unrolled staging is about 2x faster on a GPU (H200); SwiftShader compiles long unrolled shaders so
+    # slowly that its GPU process can be lost, so software adapters keep loops.
+    return {"tx": tx, "ty": ty, "rm": rm, "rn": rn, "tk": tk, "unroll": not software}
 
 
 def _portable_bytes(geom, caps) -> int:
-    t = _portable_tiles(geom)
+    t = _portable_tiles(geom, caps)
     return 4 * t["tk"] * (t["tx"] * t["rm"] + t["ty"] * t["rn"])
 
 
@@ -52,7 +69,7 @@ def _gemm_uniforms(geom, tm: int, tn: int) -> list[tuple[str, int]]:
 
 
 def _portable_plan(geom, caps) -> Plan:
-    t = _portable_tiles(geom)
+    t = _portable_tiles(geom, caps)
     uniforms = _gemm_uniforms(geom, t["tx"] * t["rm"], t["ty"] * t["rn"])
     tiles = dict(uniforms)["tiles"]
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t
@@ -66,22 +83,105 @@ STRIDE1_IMPLICIT_GEMM = Variant(
             "register-blocked, reduction over in-channels x taps), any rank, dilation, pads and groups",
     conditions={"stride": 1, "input": "nonempty"}, plan_passes=_portable_plan, workgroup_bytes=_portable_bytes)
 
-VARIANTS = (STRIDE1_IMPLICIT_GEMM,)
 
-# TEMPORARY tuning variants
-def _tuned(name, shape, tk):
-    def tiles(geom):
-        tx, ty, rm, rn = shape
-        return {"tx": tx, "ty": ty, "rm": rm, "rn": rn, "tk": tk}
-    def plan(geom, caps):
-        t = tiles(geom)
-        uniforms = _gemm_uniforms(geom, t["tx"] * t["rm"], t["ty"] * t["rn"])
-        params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t
-        return Plan("", "", (make_dispatch(PORTABLE, params, io_bindings(geom), uniforms,
-                                           grid(dict(uniforms)["tiles"], 65535)),))
-    return Variant(name=name, templates=(PORTABLE,), summary="", conditions={"stride": 1}, plan_passes=plan)
+# --- subgroup matrices -------------------------------------------------------------------------------
+# The matrix shape and component type are the device's: GPUAdapterInfo.subgroupMatrixConfigs lists them
+# (componentType, resultComponentType, M, N, K). Results must be f32 (the package accumulates in f32).
+# The components must hold the storage type exactly: f32 storage needs f32 components (f16 components
+# would round every input to 11 bits, far outside f32 tolerance); f16 storage takes f16 or f32 ones.
+COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
+MAX_SUBGROUP_SIZE = 128  # WebGPU's bound on subgroupMaxSize: a safe workgroup multiple when the device's is unknown
 
-import os
-VARIANTS = VARIANTS + tuple(_tuned(f"t_{a}_{b}_{c}_{d}_{k}", (a, b, c, d), k) for a, b, c, d, k in [
-    (16, 8, 4, 8, 16), (16, 8, 4, 8, 32), (16, 8, 4, 8, 8), (8, 8, 8, 4, 16), (16, 4, 4, 8, 16), (8, 16, 8, 4, 16),
-    (32, 4, 2, 16, 16), (16, 8, 8, 4, 16), (32, 4, 4, 8, 16), (16, 4, 4, 4, 16), (8, 4, 8, 4, 16), (16, 2, 4, 8, 16)])
+
+def _sgmat_config(geom, caps) -> dict | None:
+    """The device's best usable subgroup-matrix configuration for this dtype, or None."""
+    wanted = COMPONENTS[geom.dtype]
+    usable = [c for c in getattr(caps, "subgroup_matrix_configs", ()) or ()
+              if str(c["resultComponentType"]) == "f32" and str(c["componentType"]) in wanted]
+    if not usable:
+        return None
+    # Prefer the narrower component (f16 halves staging traffic), then the larger matrix.
+    def rank(c):
+        m, n, k = int(c["M"]), int(c["N"]), int(c["K"])
+        return wanted.index(str(c["componentType"])), -m * n * k, m, n, k
+
+    return min(usable, key=rank)
+
+
+def _sgmat_tiles(geom, caps) -> dict | str:
+    """The launch shape for this device, or why there is none."""
+    config = _sgmat_config(geom, caps)
+    if config is None:
+        return (f"needs a subgroup-matrix configuration with {' or '.join(COMPONENTS[geom.dtype])} components and "
+                f"f32 results; the device reports {list(getattr(caps, 'subgroup_matrix_configs', ()) or ())}")
+    sm, sn, sk = int(config["M"]), int(config["N"]), int(config["K"])
+    subgroup = int(getattr(caps, "subgroup_max_size", 0) or MAX_SUBGROUP_SIZE)
+    if sm > subgroup:
+        return f"needs subgroups of at least M = {sm} invocations, the device's largest is {subgroup}"
+    # Two subgroups along pixels, each about 32 pixels (at most one subgroup's worth, so that the workgroup
+    # is a multiple of the pixel tile) x up to 64 out-channels, at most 8 accumulators.
+    sg_m = 2 if 2 * subgroup <= caps.limit(INVOCATIONS) else 1
+    if sg_m * subgroup > caps.limit(INVOCATIONS):
+        return f"needs {subgroup} invocations per workgroup, the device allows {caps.limit(INVOCATIONS)}"
+    cm = max(1, min(32, subgroup) // sm)
+    cn = max(1, min(-(-geom.out_per_group // sn), 64 // sn, 8 // cm))
+    steps = -(-geom.in_per_group // sk)
+    kt = max(1, min(steps, 4 if math.prod(geom.kernel) == 1 else 2))
+    return {"comp": str(config["componentType"]), "sm": sm, "sn": sn, "sk": sk, "sg_m": sg_m, "sg_n": 1,
+            "cm": cm, "cn": cn, "kt": kt, "subgroup_size": subgroup}
+
+
+def _sgmat_bytes(geom, caps) -> int:
+    t = _sgmat_tiles(geom, caps)
+    if isinstance(t, str):
+        return 0  # refused earlier, by why_not's own check
+    tm, tn, tk = t["sg_m"] * t["cm"] * t["sm"], t["sg_n"] * t["cn"] * t["sn"], t["kt"] * t["sk"]
+    return (tk * tm + tk * tn) * (2 if t["comp"] == "f16" else 4) + 4 * tm * tn
+
+
+def _sgmat_plan(template: str):
+    def plan_passes(geom, caps) -> Plan:
+        t = _sgmat_tiles(geom, caps)
+        uniforms = _gemm_uniforms(geom, t["sg_m"] * t["cm"] * t["sm"], t["sg_n"] * t["cn"] * t["sn"])
+        params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
+        workgroups = grid(dict(uniforms)["tiles"], caps.limit("maxComputeWorkgroupsPerDimension"))
+        return Plan("", "", (make_dispatch(template, params, io_bindings(geom), uniforms, workgroups),))
+
+    return plan_passes
+
+
+class SubgroupMatrixVariant(Variant):
+    """A Variant that also needs a usable subgroup-matrix configuration, which features alone cannot say."""
+
+    def why_not(self, geom, caps) -> str | None:
+        refusal = super().why_not(geom, caps)
+        if refusal:
+            return refusal
+        t = _sgmat_tiles(geom, caps)
+        return t if isinstance(t, str) else None
+
+    def requirements(self) -> dict:
+        return super().requirements() | {
+            "subgroup_matrix": "a configuration with f32 results and components that hold the dtype exactly "
+                               "(f32 for float32; f16 or f32 for float16)"}
+
+
+def _sgmat_3d(name: str, bias: bool) -> Variant:
+    return SubgroupMatrixVariant(
+        name=name, templates=(SGMAT_3D,),
+        summary="3D, every stride 1: implicit-gather GEMM on subgroup matrices (x windows and w staged in "
+                "workgroup memory, matrix shape and component type from the device's configurations)"
+                + (", bias fused" if bias else ""),
+        conditions={"rank": [3], "stride": 1, "bias": bias, "input": "nonempty"},
+        plan_passes=_sgmat_plan(SGMAT_3D), features=SGMAT_FEATURES, workgroup_bytes=_sgmat_bytes)
+
+
+CONV1X1_SGMAT = SubgroupMatrixVariant(
+    name="conv1x1_sgmat", templates=(SGMAT_1X1, SGMAT_3D),
+    summary="1x1 kernel, stride 1, no padding, any rank: a GEMM per (batch, group) on subgroup matrices",
+    conditions={"kernel": 1, "stride": 1, "no_padding": True, "input": "nonempty"},
+    plan_passes=_sgmat_plan(SGMAT_1X1), features=SGMAT_FEATURES, workgroup_bytes=_sgmat_bytes)
+
+VARIANTS = (STRIDE1_IMPLICIT_GEMM, _sgmat_3d("ncdhw3d_implicit_sgmat", False),
+            _sgmat_3d("ncdhw3d_implicit_sgmat_bias", True), CONV1X1_SGMAT)
+
