@@ -29,7 +29,7 @@ def test_js_get_kernel_matches_reference(page):
     want = conv_transpose_reference(geom, x, w, b)
     assert out["shape"] == list(want.shape) and out["isF32"]
     np.testing.assert_allclose(np.array(out["data"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)
-    assert out["meta"]["variant"] == "nchw2d_gather"
+    assert out["meta"]["variant"] == "nchw2d_grouped_stride_phase"  # the planner's rule for grouped stride >= 2
     assert out["meta"]["gpu_ms"] is None or out["meta"]["gpu_ms"] >= 0
 
 

@@ -277,7 +277,7 @@ def test_case_file_coverage(case_file):
         assert any(name in c["attributes"] for c in valid), name
     assert any(0 in c["inputs"]["x"]["shape"] for c in valid)
     for c in valid:
-        assert math.prod(c["expected"]["shape"]) <= 4096, c["name"]
+        assert math.prod(c["expected"]["shape"]) <= 24_000, c["name"]  # small enough for SwiftShader
 
 
 def test_case_file_expected_values_equal_the_reference(case_file):

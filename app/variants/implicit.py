@@ -18,6 +18,9 @@ SGMAT_3D = "conv-transpose3d-implicit-sgmat.wgsl.jinja"
 SGMAT_1X1 = "conv-1x1-subgroup-matrix.wgsl.jinja"
 SGMAT_FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 INVOCATIONS = "maxComputeInvocationsPerWorkgroup"
+# Below 8 channels per group a tile is mostly padding and the gather kernel wins (SwiftShader: 2x at 4
+# in/out channels, 10x depthwise; the GEMM wins 2x from 8 up), so the GEMM variants leave those to it.
+MIN_CHANNELS = 8
 
 # Workgroup shapes (tx, ty, rm, rn) by out-channels per group: tx*rm pixels x ty*rn out-channels per tile,
 # rm x rn outputs per invocation. Narrow out-channel counts take a tall tile so the register block is not
@@ -81,7 +84,9 @@ STRIDE1_IMPLICIT_GEMM = Variant(
     name="stride1_implicit_gemm", templates=(PORTABLE,),
     summary="every stride 1: implicit-gather GEMM (pixels x out-channels tiles in workgroup memory, "
             "register-blocked, reduction over in-channels x taps), any rank, dilation, pads and groups",
-    conditions={"stride": 1, "input": "nonempty"}, plan_passes=_portable_plan, workgroup_bytes=_portable_bytes)
+    conditions={"stride": 1, "min_in_per_group": MIN_CHANNELS, "min_out_per_group": MIN_CHANNELS,
+                "input": "nonempty"},
+    plan_passes=_portable_plan, workgroup_bytes=_portable_bytes)
 
 
 # --- subgroup matrices -------------------------------------------------------------------------------
@@ -172,14 +177,16 @@ def _sgmat_3d(name: str, bias: bool) -> Variant:
         summary="3D, every stride 1: implicit-gather GEMM on subgroup matrices (x windows and w staged in "
                 "workgroup memory, matrix shape and component type from the device's configurations)"
                 + (", bias fused" if bias else ""),
-        conditions={"rank": [3], "stride": 1, "bias": bias, "input": "nonempty"},
+        conditions={"rank": [3], "stride": 1, "min_in_per_group": MIN_CHANNELS, "min_out_per_group": MIN_CHANNELS,
+                    "bias": bias, "input": "nonempty"},
         plan_passes=_sgmat_plan(SGMAT_3D), features=SGMAT_FEATURES, workgroup_bytes=_sgmat_bytes)
 
 
 CONV1X1_SGMAT = SubgroupMatrixVariant(
     name="conv1x1_sgmat", templates=(SGMAT_1X1, SGMAT_3D),
     summary="1x1 kernel, stride 1, no padding, any rank: a GEMM per (batch, group) on subgroup matrices",
-    conditions={"kernel": 1, "stride": 1, "no_padding": True, "input": "nonempty"},
+    conditions={"kernel": 1, "stride": 1, "no_padding": True, "min_in_per_group": MIN_CHANNELS,
+                "min_out_per_group": MIN_CHANNELS, "input": "nonempty"},
     plan_passes=_sgmat_plan(SGMAT_1X1), features=SGMAT_FEATURES, workgroup_bytes=_sgmat_bytes)
 
 VARIANTS = (STRIDE1_IMPLICIT_GEMM, _sgmat_3d("ncdhw3d_implicit_sgmat", False),
