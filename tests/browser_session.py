@@ -28,3 +28,11 @@ def run_python(page, code: str):
             const out = await pyodide.runPythonAsync(code);
             return out && out.toJs ? out.toJs({ dict_converter: Object.fromEntries }) : out;
         }""", code)
+
+
+def assert_passed_or_gated(result: dict) -> None:
+    """A case result passed, or skipped only because it is float16 on a device without shader-f16."""
+    if result["status"] == "SKIP":
+        assert "needs the device feature(s) ['shader-f16']" in result["detail"], result
+    else:
+        assert result["status"] == "PASS", result

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from app.host.case_runner import run_on_page
+from tests.browser_session import assert_passed_or_gated
 
 pytestmark = pytest.mark.browser
 TEST_JSON = Path(__file__).resolve().parent.parent / "test.json"
@@ -19,7 +20,4 @@ def results(page):
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_case_passes(results, name):
     result = results[name]
-    if result["status"] == "SKIP":  # only float16 on a device without shader-f16 may skip
-        assert "needs the device feature(s) ['shader-f16']" in result["detail"], result
-    else:
-        assert result["status"] == "PASS", result
+    assert_passed_or_gated(result)

@@ -6,6 +6,7 @@ import pytest
 
 from app.host.case_runner import NodeCases, run_cases
 from app.host.node import NodeHost
+from tests.browser_session import assert_passed_or_gated
 
 TEST_JSON = Path(__file__).resolve().parent.parent / "test.json"
 CASE_NAMES = [case["name"] for case in json.loads(TEST_JSON.read_text())["cases"]]
@@ -30,7 +31,4 @@ def test_node_host_has_a_webgpu_adapter(node):
 @pytest.mark.parametrize("name", CASE_NAMES)
 def test_case_in_node(results, name):
     result = results[name]
-    if result["status"] == "SKIP":  # only float16 on a device without shader-f16 may skip
-        assert "needs the device feature(s) ['shader-f16']" in result["detail"], result
-    else:
-        assert result["status"] == "PASS", result
+    assert_passed_or_gated(result)
