@@ -18,6 +18,15 @@ def _plain(value):
     return value.to_py() if hasattr(value, "to_py") else value
 
 
+def _split(request) -> tuple[dict, str | None, dict]:
+    """A JS request -> (input tensors, forced variant or None, attributes)."""
+    request = _plain(request)
+    inputs = {name: dict(request.pop(name)) for name in INPUTS if request.get(name) is not None}
+    request.pop("b", None)
+    variant = request.pop("variant", None)
+    return inputs, variant, request
+
+
 async def open_kernel(kernel_id: str, version: int, revision=None):
     return await get_kernel(kernel_id, version=version, revision=revision)
 
@@ -31,11 +40,8 @@ def device_info(kernel) -> dict:
 
 async def call(kernel, request) -> dict:
     """request: {x: {data, shape[, dtype]}, w: ..., b?: ..., variant?: str, <attribute>: value}."""
-    request = _plain(request)
-    inputs = {name: dict(request.pop(name)) for name in INPUTS if request.get(name) is not None}
-    request.pop("b", None)
-    variant = request.pop("variant", None)
-    out = await kernel(**inputs, variant=variant, **request)
+    inputs, variant, attributes = _split(request)
+    out = await kernel(**inputs, variant=variant, **attributes)
     y = out["y"]
     return {"y": {"data": y.tobytes(), "shape": list(y.shape), "dtype": str(y.dtype)}, "meta": out["meta"]}
 
@@ -55,11 +61,8 @@ def reference(request) -> dict:
     from .kernel import prepare
     from .reference import conv_transpose_reference
 
-    request = _plain(request)
-    inputs = {name: dict(request.pop(name)) for name in INPUTS if request.get(name) is not None}
-    request.pop("b", None)
-    request.pop("variant", None)
-    geom, arrays = prepare(**inputs, **request)
+    inputs, _, attributes = _split(request)
+    geom, arrays = prepare(**inputs, **attributes)
     y = conv_transpose_reference(geom, arrays["x"], arrays["w"], arrays.get("b"))
     return {"data": y.astype(np.float64).tobytes(), "shape": list(y.shape)}
 

@@ -28,7 +28,7 @@ def app_page(url: str, headless: bool = True, viewport=(1280, 900)):
             page.goto(url)
             page.wait_for_function("window.appReady !== undefined", timeout=BOOT_TIMEOUT_MS)
             try:
-                page.evaluate("window.appReady", )
+                page.evaluate("window.appReady")
             except Exception as exc:
                 raise RuntimeError(f"the app did not start: {exc}; page errors: {errors}") from None
             yield page
