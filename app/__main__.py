@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants]`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants]`, `python -m app device [--host]`, `python -m app serve`, `python -m app setup`."""
 from __future__ import annotations
 
 import argparse
@@ -10,7 +10,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     cases = sub.add_parser("cases", help="run a case file (test.json format) in headless Chromium on WebGPU")
     cases.add_argument("path")
-    cases.add_argument("--variant", help="force this variant; cases it does not cover are reported skipped")
+    cases.add_argument("--variant", help="force this variant ('all': each in turn); cases it does not cover are "
+                                         "reported skipped")
     cases.add_argument("--host", choices=["browser", "node"], default="browser",
                        help="headless Chromium (default) or Node.js with Dawn")
     serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
@@ -24,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--runs", type=int, default=5)
     bench.add_argument("--out", help="write the rows as JSON here")
     bench.add_argument("--bench", help="a bench file other than bench.json")
+    device = sub.add_parser("device", help="print the WebGPU adapter's info, features and limits as the package sees them")
+    device.add_argument("--host", choices=["browser", "node"], default="browser")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
     args = parser.parse_args(argv)
 
@@ -35,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         from .host.bench_runner import main as run_bench
 
         return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench)
+    if args.command == "device":
+        from .host.device_report import main as report_device
+
+        return report_device(args.host)
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 

@@ -35,7 +35,10 @@ def device_info(kernel) -> dict:
     caps = kernel.gpu.caps
     return {"vendor": caps.vendor, "architecture": caps.architecture, "device": caps.device,
             "description": caps.description, "is_fallback": caps.is_fallback,
-            "features": sorted(caps.features), "limits": dict(caps.limits)}
+            "features": sorted(caps.features), "adapter_features": sorted(caps.adapter_features),
+            "limits": dict(caps.limits),
+            "subgroup_sizes": [caps.subgroup_min_size, caps.subgroup_max_size],
+            "subgroup_matrix_configs": list(caps.subgroup_matrix_configs)}
 
 
 async def call(kernel, request) -> dict:

@@ -13,7 +13,7 @@ import js  # noqa: F401  (Pyodide only; importing this module in CPython fails b
 import numpy as np
 from pyodide.ffi import JsException, to_js
 
-from .caps import DEFAULT_LIMITS, DeviceCaps
+from .caps import DEFAULT_LIMITS, DeviceCaps, matrix_configs
 from .errors import GpuError
 from .plan import Plan
 from .render import render
@@ -65,9 +65,14 @@ class Gpu:
         device = await adapter.requestDevice(_js({"requiredFeatures": features, "requiredLimits": limits}))
         info = adapter.info
         caps = DeviceCaps(
-            features=frozenset(features), limits=limits, vendor=str(info.vendor),
+            features=frozenset(features), adapter_features=frozenset(str(f) for f in adapter.features),
+            limits=limits, vendor=str(info.vendor),
             architecture=str(info.architecture), device=str(info.device), description=str(info.description),
-            is_fallback=bool(getattr(info, "isFallbackAdapter", False) or getattr(adapter, "isFallbackAdapter", False)))
+            is_fallback=bool(getattr(info, "isFallbackAdapter", False) or getattr(adapter, "isFallbackAdapter", False)),
+            subgroup_min_size=int(getattr(info, "subgroupMinSize", 0) or 0),
+            subgroup_max_size=int(getattr(info, "subgroupMaxSize", 0) or 0),
+            subgroup_matrix_configs=matrix_configs(getattr(info, "subgroupMatrixConfigs", None)
+                                                   if "chromium-experimental-subgroup-matrix" in features else ()))
         return cls(device, caps)
 
     async def _pipeline(self, source: str, label: str):

@@ -18,8 +18,11 @@ const app = await bootApp({
   readBytes: async (path) => new Uint8Array(await readFile(path)),
 });
 // Only after Pyodide has booted: it reads a defined `navigator` as "running in a browser".
-// Dawn's toggle allow_unsafe_apis exposes experimental features (subgroup matrices) where the GPU has them.
-const gpu = create(["enable-dawn-features=allow_unsafe_apis"]);
+// Dawn toggles: allow_unsafe_apis exposes experimental features (subgroup matrices) where the GPU has them;
+// vulkan_enable_f16_on_nvidia lifts Dawn's policy block on shader-f16 for NVIDIA GPUs under Vulkan (the
+// driver supports it; Dawn withholds it pending CTS work, crbug.com/42251215). Without it no NVIDIA GPU
+// offers shader-f16, nor f16 subgroup-matrix configurations. Both are no-ops elsewhere.
+const gpu = create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia"]);
 if (globalThis.navigator) globalThis.navigator.gpu ??= gpu;
 else Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurable: true });
 const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1 });

@@ -80,17 +80,32 @@ def format_line(result: dict) -> str:
     return f"{result['status']} {result['name']} [{result['variant']}] {detail}".rstrip()
 
 
-def main(path: str, variant: str | None = None, host: str = "browser") -> int:
-    counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    with open_host(host) as cases:
-        for result in run_cases(cases, Path(path).read_text(), variant):
-            counts[result["status"]] += 1
-            print(format_line(result), flush=True)
+def _summary(counts: dict) -> str:
     summary = f"{counts['PASS']} passed, {counts['FAIL']} failed"
-    if counts["SKIP"]:
-        summary += f", {counts['SKIP']} skipped"
-    print(summary)
-    return 1 if counts["FAIL"] else 0
+    return summary + (f", {counts['SKIP']} skipped" if counts["SKIP"] else "")
+
+
+def main(path: str, variant: str | None = None, host: str = "browser") -> int:
+    """variant: None (the planner's choice), a variant name, or "all" (each variant forced in turn, one host)."""
+    if variant == "all":
+        from ..variants import VARIANTS
+
+        forced = list(VARIANTS)
+    else:
+        forced = [variant]
+    text = Path(path).read_text()
+    total = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    with open_host(host) as cases:
+        for name in forced:
+            counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+            for result in run_cases(cases, text, name):
+                counts[result["status"]] += 1
+                print(format_line(result), flush=True)
+            if len(forced) > 1:
+                print(f"variant {name}: {_summary(counts)}", flush=True)
+            total = {k: total[k] + counts[k] for k in total}
+    print(_summary(total))
+    return 1 if total["FAIL"] else 0
 
 
 if __name__ == "__main__":

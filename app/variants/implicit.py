@@ -101,14 +101,13 @@ MAX_SUBGROUP_SIZE = 128  # WebGPU's bound on subgroupMaxSize: a safe workgroup m
 def _sgmat_config(geom, caps) -> dict | None:
     """The device's best usable subgroup-matrix configuration for this dtype, or None."""
     wanted = COMPONENTS[geom.dtype]
-    usable = [c for c in getattr(caps, "subgroup_matrix_configs", ()) or ()
-              if str(c["resultComponentType"]) == "f32" and str(c["componentType"]) in wanted]
+    usable = [c for c in caps.subgroup_matrix_configs
+              if c["resultComponentType"] == "f32" and c["componentType"] in wanted]
     if not usable:
         return None
     # Prefer the narrower component (f16 halves staging traffic), then the larger matrix.
     def rank(c):
-        m, n, k = int(c["M"]), int(c["N"]), int(c["K"])
-        return wanted.index(str(c["componentType"])), -m * n * k, m, n, k
+        return wanted.index(c["componentType"]), -c["M"] * c["N"] * c["K"], c["M"], c["N"], c["K"]
 
     return min(usable, key=rank)
 
@@ -118,9 +117,9 @@ def _sgmat_tiles(geom, caps) -> dict | str:
     config = _sgmat_config(geom, caps)
     if config is None:
         return (f"needs a subgroup-matrix configuration with {' or '.join(COMPONENTS[geom.dtype])} components and "
-                f"f32 results; the device reports {list(getattr(caps, 'subgroup_matrix_configs', ()) or ())}")
-    sm, sn, sk = int(config["M"]), int(config["N"]), int(config["K"])
-    subgroup = int(getattr(caps, "subgroup_max_size", 0) or MAX_SUBGROUP_SIZE)
+                f"f32 results; the device reports {list(caps.subgroup_matrix_configs)}")
+    sm, sn, sk = config["M"], config["N"], config["K"]
+    subgroup = caps.subgroup_max_size or MAX_SUBGROUP_SIZE
     if sm > subgroup:
         return f"needs subgroups of at least M = {sm} invocations, the device's largest is {subgroup}"
     # Two subgroups along pixels, each about 32 pixels (at most one subgroup's worth, so that the workgroup
@@ -132,7 +131,7 @@ def _sgmat_tiles(geom, caps) -> dict | str:
     cn = max(1, min(-(-geom.out_per_group // sn), 64 // sn, 8 // cm))
     steps = -(-geom.in_per_group // sk)
     kt = max(1, min(steps, 4 if math.prod(geom.kernel) == 1 else 2))
-    return {"comp": str(config["componentType"]), "sm": sm, "sn": sn, "sk": sk, "sg_m": sg_m, "sg_n": 1,
+    return {"comp": config["componentType"], "sm": sm, "sn": sn, "sk": sk, "sg_m": sg_m, "sg_n": 1,
             "cm": cm, "cn": cn, "kt": kt, "subgroup_size": subgroup}
 
 

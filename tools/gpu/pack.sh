@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Packs what the GPU machine needs and cannot fetch, under .gpu/ and .gl/ (both git-ignored; the device
+# call carries them next to the working tree, which travels anyway): Node.js itself, Dawn's linux-x64
+# build from npm `webgpu`, the verified Pyodide assets, and Debian's Vulkan loader .debs.
+# Usage (repo root, this machine): bash tools/gpu/pack.sh   -> prints what one run will carry.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+LIMIT=$((64 * 1024 * 1024))
+
+[ -d node_modules/webgpu ] || npm ci --silent --no-audit --no-fund
+python3 -m app setup >/dev/null
+mkdir -p .gpu/webgpu .gl
+
+pack() {  # pack SRC DEST: xz, redone only when SRC changed
+  if [ ! -f "$2" ] || [ "$1" -nt "$2" ]; then xz -T0 -6 -c "$1" >"$2.tmp" && mv "$2.tmp" "$2"; fi
+}
+pack "$(readlink -f "$(command -v node)")" .gpu/node.xz
+pack node_modules/webgpu/dist/linux-x64/dawn.node .gpu/dawn.node.xz
+cp node_modules/webgpu/package.json node_modules/webgpu/index.js .gpu/webgpu/
+tar -C build -cJf .gpu/pyodide.tar.xz pyodide
+
+# Vulkan loader and GL dispatch libraries: the GPU machine's image has the NVIDIA driver but not these.
+if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
+  lists=$(mktemp -d); mkdir -p "$lists/partial"
+  o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=$lists"
+  apt-get $o update -qq
+  (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+fi
+
+tracked=$(git ls-files -z | xargs -0 cat 2>/dev/null | wc -c)
+carried=$(cat .gpu/* .gpu/webgpu/* .gl/* 2>/dev/null | wc -c)
+total=$((tracked + carried))
+printf 'working tree %d MiB + carried %d MiB = %d MiB of %d MiB\n' $((tracked >> 20)) $((carried >> 20)) \
+  $((total >> 20)) $((LIMIT >> 20))
+[ "$total" -lt "$LIMIT" ] || { echo "too large for one device run" >&2; exit 1; }

@@ -1,0 +1,56 @@
+"""Joins a GPU run's results (tools/gpu/run.sh writes them) into the report's markdown table: per bench
+case, our chosen variant and the best forced one against cuDNN, fp32 and fp16, as ms, GFLOP/s and ratio,
+plus the time moving the case's bytes takes at the H200's memory bandwidth (the floor for memory-bound cases).
+
+    python3 tools/gpu/report.py OUT_DIR
+"""
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+HBM_BYTES_PER_S = 4.8e12  # H200 HBM3e, NVIDIA's figure
+
+
+def _load(path: Path):
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def main(out: str) -> int:
+    out_dir = Path(out)
+    chosen = {r["case"]: r for r in _load(out_dir / "bench-full.json")}
+    forced: dict[str, list] = {}
+    for r in _load(out_dir / "bench-full-all.json"):
+        forced.setdefault(r["case"], []).append(r)
+    f16 = {r["case"]: r for r in _load(out_dir / "bench-full-f16.json")}
+    torch_rows = {r["case"]: r for r in _load(out_dir / "torch.json")}
+    gf = lambda flop, ms: flop / (ms * 1e6)  # noqa: E731
+    print("| case | GFLOP | ours: chosen variant | ms | GFLOP/s | best forced (ms) | cuDNN fp32 ms | GFLOP/s | "
+          "ours/cuDNN fp32 | ours f16 ms | cuDNN f16 ms | ours/cuDNN f16 | HBM floor f32 ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios32, ratios16 = [], []
+    for name, row in chosen.items():
+        t = torch_rows.get(name, {})
+        best = min(forced.get(name, [row]), key=lambda r: r["median_ms"])
+        t32 = t.get("float32", {}).get("median_ms")
+        t16 = t.get("float16", {}).get("median_ms")
+        o16 = f16.get(name, {}).get("median_ms")
+        r32 = t32 / row["median_ms"] if t32 else None
+        r16 = t16 / o16 if t16 and o16 else None
+        ratios32 += [r32] if r32 else []
+        ratios16 += [r16] if r16 else []
+        floor = t["bytes_f32"] / HBM_BYTES_PER_S * 1e3 if "bytes_f32" in t else None
+        fmt = lambda v, p=3: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
+        print(f"| {name} | {row['flop'] / 1e9:.2f} | {row['variant']} | {fmt(row['median_ms'])} | "
+              f"{fmt(row['gflops'], 0)} | {best['variant']} ({fmt(best['median_ms'])}) | {fmt(t32)} | "
+              f"{fmt(gf(row['flop'], t32) if t32 else None, 0)} | {fmt(r32, 2)} | {fmt(o16)} | {fmt(t16)} | "
+              f"{fmt(r16, 2)} | {fmt(floor, 4)} |")
+    geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None  # noqa: E731
+    print(f"\nours/cuDNN throughput, geometric mean: fp32 {geo(ratios32)}, fp16 {geo(ratios16)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

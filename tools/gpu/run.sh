@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants bench torch report (default: all)
+# Results go to $OUT (the device tool's output folder) or ./out.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-out}; mkdir -p "$OUT"
+STAGES=${*:-device cases variants bench torch report}
+
+# Vulkan loader (unpacked over /, as the machine's notes say) and the NVIDIA driver's ICD.
+for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
+mkdir -p /tmp/gpu node_modules/webgpu/dist/linux-x64 build
+xz -dc .gpu/node.xz >/tmp/gpu/node && chmod +x /tmp/gpu/node
+export NODE=/tmp/gpu/node
+cp .gpu/webgpu/* node_modules/webgpu/
+xz -dc .gpu/dawn.node.xz >node_modules/webgpu/dist/linux-x64/dawn.node
+tar -C build -xJf .gpu/pyodide.tar.xz
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/nvidia-smi.txt"
+
+status=0
+for stage in $STAGES; do
+  echo "== $stage ($(date -u +%T))"
+  case $stage in
+    device) python3 -m app device --host node | tee "$OUT/device.json" ;;
+    cases) python3 -m app cases test.json --host node >"$OUT/cases.txt"; s=$?; tail -1 "$OUT/cases.txt"
+           grep -E '^FAIL' "$OUT/cases.txt" | head -20; [ $s = 0 ] || status=$s ;;
+    variants) python3 -m app cases test.json --host node --variant all >"$OUT/variants.txt"; s=$?
+              grep -E '^variant |^FAIL' "$OUT/variants.txt" | head -60; tail -1 "$OUT/variants.txt"
+              [ $s = 0 ] || status=$s ;;
+    bench) python3 tools/gpu/as_dtype.py float16 >/tmp/gpu/bench-f16.json
+           for run in "bench-full" "bench-full-all --variants all" "bench-full-f16 --bench /tmp/gpu/bench-f16.json"; do
+             set -- $run
+             name=$1; shift
+             python3 -m app bench --tier full --host node --out "$OUT/$name.json" "$@" >"$OUT/$name.txt" || status=1
+             cat "$OUT/$name.txt"
+           done ;;
+    torch) python3 tools/gpu/torch_bench.py --out "$OUT/torch.json" || status=1 ;;
+    report) python3 tools/gpu/report.py "$OUT" | tee "$OUT/report.md" ;;
+    *) echo "unknown stage $stage" >&2; status=2 ;;
+  esac
+done
+exit $status
