@@ -10,7 +10,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     cases = sub.add_parser("cases", help="run a case file (test.json format) in headless Chromium on WebGPU")
     cases.add_argument("path")
-    cases.add_argument("--variant", help="force this variant ('all': each in turn); cases it does not cover are "
+    cases.add_argument("--variant", help="force this variant (a comma-separated list or 'all': each in turn); cases it does not cover are "
                                          "reported skipped")
     cases.add_argument("--host", choices=["browser", "node"], default="browser",
                        help="headless Chromium (default) or Node.js with Dawn")

@@ -21,8 +21,11 @@ const app = await bootApp({
 // Dawn toggles: allow_unsafe_apis exposes experimental features (subgroup matrices) where the GPU has them;
 // vulkan_enable_f16_on_nvidia lifts Dawn's policy block on shader-f16 for NVIDIA GPUs under Vulkan (the
 // driver supports it; Dawn withholds it pending CTS work, crbug.com/42251215). Without it no NVIDIA GPU
-// offers shader-f16, nor f16 subgroup-matrix configurations. Both are no-ops elsewhere.
-const gpu = create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia"]);
+// offers shader-f16, nor f16 subgroup-matrix configurations. Both are no-ops elsewhere. And Dawn rounds
+// timestamps to 65.5 us steps by default (a browser's defence against timing attacks), coarser than
+// most kernels here take on a real GPU: a local tool may have them exact.
+const gpu = create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
+  "disable-dawn-features=timestamp_quantization"]);
 if (globalThis.navigator) globalThis.navigator.gpu ??= gpu;
 else Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurable: true });
 const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1 });

@@ -86,13 +86,13 @@ def _summary(counts: dict) -> str:
 
 
 def main(path: str, variant: str | None = None, host: str = "browser") -> int:
-    """variant: None (the planner's choice), a variant name, or "all" (each variant forced in turn, one host)."""
+    """variant: None (the planner's choice), a name, a comma-separated list or "all" (each forced in turn)."""
     if variant == "all":
         from ..variants import VARIANTS
 
         forced = list(VARIANTS)
     else:
-        forced = [variant]
+        forced = variant.split(",") if variant else [None]
     text = Path(path).read_text()
     total = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     with open_host(host) as cases:

@@ -9,6 +9,7 @@ import itertools
 import json
 import os
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -44,12 +45,16 @@ class NodeHost:
         self.load_ms = hello["loadMs"]
 
     def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            self._stderr.seek(0)
-            tail = self._stderr.read()[-2000:]
-            raise RuntimeError(f"the Node host exited (status {self.proc.wait()}): {tail}")
-        return json.loads(line)
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                self._stderr.seek(0)
+                tail = self._stderr.read()[-2000:]
+                raise RuntimeError(f"the Node host exited (status {self.proc.wait()}): {tail}")
+            if line.startswith("{"):
+                return json.loads(line)
+            # Dawn and the driver print their own warnings on stdout: pass them on, they are not replies.
+            print(f"[node] {line.rstrip()}", file=sys.stderr, flush=True)
 
     def call(self, method: str, *params):
         request_id = next(self._ids)

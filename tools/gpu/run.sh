@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
 #   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants bench torch report (default: all)
-# Results go to $OUT (the device tool's output folder) or ./out.
+# Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -25,15 +25,15 @@ for stage in $STAGES; do
     device) python3 -m app device --host node | tee "$OUT/device.json" ;;
     cases) python3 -m app cases test.json --host node >"$OUT/cases.txt"; s=$?; tail -1 "$OUT/cases.txt"
            grep -E '^FAIL' "$OUT/cases.txt" | head -20; [ $s = 0 ] || status=$s ;;
-    variants) python3 -m app cases test.json --host node --variant all >"$OUT/variants.txt"; s=$?
+    variants) python3 -m app cases test.json --host node --variant "${VARIANTS:-all}" >"$OUT/variants.txt"; s=$?
               grep -E '^variant |^FAIL' "$OUT/variants.txt" | head -60; tail -1 "$OUT/variants.txt"
               [ $s = 0 ] || status=$s ;;
     bench) python3 tools/gpu/as_dtype.py float16 >/tmp/gpu/bench-f16.json
-           for run in "bench-full" "bench-full-all --variants all" "bench-full-f16 --bench /tmp/gpu/bench-f16.json"; do
+           for run in "bench-full" "bench-full-all --variants all" "bench-full-f16 --bench /tmp/gpu/bench-f16.json" \
+                      "bench-full-f16-all --variants all --bench /tmp/gpu/bench-f16.json"; do
              set -- $run
              name=$1; shift
-             python3 -m app bench --tier full --host node --out "$OUT/$name.json" "$@" >"$OUT/$name.txt" || status=1
-             cat "$OUT/$name.txt"
+             python3 -m app bench --tier full --host node --runs 20 --out "$OUT/$name.json" "$@" || status=1
            done ;;
     torch) python3 tools/gpu/torch_bench.py --out "$OUT/torch.json" || status=1 ;;
     report) python3 tools/gpu/report.py "$OUT" | tee "$OUT/report.md" ;;
