@@ -293,6 +293,7 @@ function showResult(y, meta, wallMs) {
   link.hidden = false;
   link.textContent = `Download y.npy (${npy.length.toLocaleString()} bytes)`;
   $("check").disabled = false;
+  $("result").dataset.runs = String(Number($("result").dataset.runs ?? 0) + 1);
 }
 
 function check() {
