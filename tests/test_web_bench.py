@@ -16,9 +16,10 @@ def test_runs_one_bench_case(page):
 
     rows = page.locator("#bench-table tbody tr[data-case=dcgan_g3_k4s2p1]")
     ours = rows.nth(0).locator("td")
-    assert ours.nth(2).text_content() == "ours (WebGPU, Pyodide)"
-    assert "nchw2d_phase_gemm_tiled" in ours.nth(3).text_content()  # the planner's choice for this case
-    median, minimum = float(ours.nth(4).text_content()), float(ours.nth(5).text_content())
+    assert ours.nth(0).text_content().startswith("dcgan_g3_k4s2p1x[1,32,8,8] w[32,16,4,4] strides=2,2")
+    assert ours.nth(1).text_content() == "ours (WebGPU, Pyodide)"
+    assert "nchw2d_phase_gemm_tiled" in ours.nth(2).text_content()  # the planner's choice for this case
+    median, minimum = float(ours.nth(3).text_content()), float(ours.nth(4).text_content())
     assert 0 < minimum <= median
 
     ort_status = page.text_content("#bench-ort-status")

@@ -26,10 +26,11 @@ const lastLine = (err) => String(err?.message ?? err).split("\n").filter(Boolean
 async function start() {
   const status = $("status");
   const progress = (message) => { status.textContent = message; };
-  const manifest = await (await fetch("manifest.json")).json();
   const missing = webgpuMissingReason();
   if (missing) showDeviceProblem(missing);
-  const { loadMs, bridge, pyodide } = await bootApp({ progress });
+  const booting = bootApp({ progress }); // Pyodide starts at once; the manifest loads meanwhile
+  const manifest = await (await fetch("manifest.json")).json();
+  const { loadMs, bridge, pyodide } = await booting;
   initRunForm(manifest, { bridge, pyodide }); // the preview needs Python only, not the GPU
   progress("Opening the WebGPU device…");
   let kernel;

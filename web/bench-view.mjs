@@ -45,11 +45,13 @@ function render() {
       tr.dataset.case = c.name;
       if (k === 0) {
         const name = cell(c.name, "name");
+        const shape = document.createElement("small");
+        shape.className = "hint shape";
+        shape.textContent = describe(c);
+        name.append(shape);
         name.title = c.model;
         name.rowSpan = rows.length;
-        const shape = cell(describe(c), "detail");
-        shape.rowSpan = rows.length;
-        tr.append(name, shape);
+        tr.append(name);
       }
       if (r.pending) {
         tr.append(cell("–"), cell("not run yet"), cell("–", "num"), cell("–", "num"));

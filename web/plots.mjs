@@ -73,14 +73,20 @@ const PALETTE = ["#3b4cc0", "#e07b39", "#2a9d8f", "#9b5de5", "#b40426"];
 /** Horizontal grouped bars: groups = [{label, bars: [{name, value}]}]; one colour per bar name. */
 export function drawBars(canvas, groups, unit = "ms") {
   const names = [...new Set(groups.flatMap((g) => g.bars.map((b) => b.name)))];
-  const barH = 14, gap = 10, labelW = 190, legendH = 24;
-  const width = Math.max(320, Math.min(900, canvas.parentElement?.clientWidth || 800));
+  const barH = 16, gap = 10, legendH = 24;
+  const width = Math.max(300, Math.min(900, canvas.parentElement?.clientWidth || 800));
   const rows = groups.reduce((n, g) => n + Math.max(1, g.bars.length), 0);
-  canvas.width = width;
-  canvas.height = legendH + rows * barH + groups.length * gap + 10;
+  const height = legendH + rows * barH + groups.length * gap + 10;
+  // Drawn at the screen's pixel density, shown at CSS size: sharp text on high-DPI screens.
+  const dpr = window.devicePixelRatio || 1;
+  canvas.width = Math.round(width * dpr);
+  canvas.height = Math.round(height * dpr);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
   const ctx = canvas.getContext("2d");
+  ctx.scale(dpr, dpr);
   ctx.fillStyle = "#fff";
-  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.fillRect(0, 0, width, height);
   ctx.font = "12px system-ui, sans-serif";
   ctx.textBaseline = "middle";
   names.forEach((name, i) => {
@@ -90,7 +96,7 @@ export function drawBars(canvas, groups, unit = "ms") {
     ctx.fillText(name, 24 + i * 170, 12);
   });
   const max = Math.max(1e-9, ...groups.flatMap((g) => g.bars.map((b) => b.value ?? 0)));
-  const plotW = width - labelW - 70;
+  const labelW = Math.min(190, width * 0.35), plotW = width - labelW - 70;
   let top = legendH;
   for (const group of groups) {
     ctx.fillStyle = "#222";
