@@ -229,3 +229,21 @@ def test_phone_width_has_no_horizontal_scroll(run_view):
     finally:
         page.set_viewport_size({"width": 1280, "height": 900})
         page.evaluate("location.hash = '#/run'")
+
+
+def test_device_panel_shows_keys_it_does_not_know(run_view):
+    """Keys added to bridge.device_info later (live GPU memory, say) appear without a page change."""
+    page = run_view
+    run_python(page, """
+import app.bridge as bridge
+bridge._plain_device_info = bridge.device_info
+bridge.device_info = lambda kernel: bridge._plain_device_info(kernel) | {"gpu_bytes_in_use": 12345, "note": "x"}
+""")
+    try:
+        page.evaluate("window.dispatchEvent(new Event('gpu-work'))")
+        details = page.text_content("#device-details")
+        assert "gpu_bytes_in_use12345 (12.1 KiB)" in details and "notex" in details
+    finally:
+        run_python(page, "import app.bridge as bridge; bridge.device_info = bridge._plain_device_info")
+        page.evaluate("window.dispatchEvent(new Event('gpu-work'))")
+    assert "gpu_bytes_in_use" not in page.text_content("#device-details")

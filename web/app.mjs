@@ -43,6 +43,8 @@ async function start() {
   window.getKernel = getKernel;
   const info = kernel.device();
   showDevice(info);
+  // Views announce finished GPU work; the panel re-reads the device (live keys such as memory in use).
+  window.addEventListener("gpu-work", () => showDevice(kernel.device()));
   const adapter = [info.vendor, info.architecture, info.device].filter(Boolean).join(" ") +
     (info.is_fallback ? " (software fallback)" : "");
   enableRun(kernel, adapter);

@@ -134,6 +134,7 @@ async function runCases(indices) {
     $("bench-run-all").disabled = false;
     $("bench-stop").disabled = true;
     render();
+    window.dispatchEvent(new Event("gpu-work"));
   }
 }
 

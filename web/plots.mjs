@@ -74,7 +74,7 @@ const PALETTE = ["#3b4cc0", "#e07b39", "#2a9d8f", "#9b5de5", "#b40426"];
 export function drawBars(canvas, groups, unit = "ms") {
   const names = [...new Set(groups.flatMap((g) => g.bars.map((b) => b.name)))];
   const barH = 16, gap = 10, legendH = 24;
-  const width = Math.max(300, Math.min(900, canvas.parentElement?.clientWidth || 800));
+  const width = Math.max(300, Math.min(900, (canvas.parentElement?.clientWidth || 800) - 2)); // less the border
   const rows = groups.reduce((n, g) => n + Math.max(1, g.bars.length), 0);
   const height = legendH + rows * barH + groups.length * gap + 10;
   // Drawn at the screen's pixel density, shown at CSS size: sharp text on high-DPI screens.

@@ -258,6 +258,7 @@ function plot() {
   const spatial = shape.slice(2);
   const sliceSize = size(spatial);
   let range, where;
+  $("out-canvas").classList.toggle("line", rank === 1); // smooth scaling for the line, square pixels for heatmaps
   if (rank === 1) {
     range = drawLine($("out-canvas"), values, (n * M + c) * sliceSize, spatial[0]);
     where = `y[${n}, ${c}, :]`;
@@ -382,6 +383,7 @@ export function enableRun(readyKernel, adapter) {
       const { y, meta } = await kernel(req);
       last = { req };
       showResult(y, meta, performance.now() - start);
+      window.dispatchEvent(new Event("gpu-work"));
     } catch (err) {
       $("error").textContent = String(err.message ?? err).split("\n").filter(Boolean).slice(-1)[0];
     } finally {

@@ -67,6 +67,7 @@ async function run(label, readText) {
       await nextTask(); // let clicks, scrolling and painting through between cases
     }
     summarize(counts, names.length, (performance.now() - start) / 1000, stopRequested);
+    window.dispatchEvent(new Event("gpu-work"));
   } finally {
     running = false;
     $("tests-run").disabled = false;
