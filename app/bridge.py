@@ -103,7 +103,7 @@ def validate(kernel, request) -> dict:
     try:
         kernel.plan(geom, variant)
     except ConvTransposeError as exc:  # the forced variant does not cover it, or the dtype needs a feature
-        return {"error": str(exc), "field": "variant" if variant else "x"}
+        return {"error": str(exc), "field": "variant" if variant else "x_data"}
     return {}
 
 

@@ -247,3 +247,26 @@ bridge.device_info = lambda kernel: bridge._plain_device_info(kernel) | {"gpu_by
         run_python(page, "import app.bridge as bridge; bridge.device_info = bridge._plain_device_info")
         page.evaluate("window.dispatchEvent(new Event('gpu-work'))")
     assert "gpu_bytes_in_use" not in page.text_content("#device-details")
+
+
+def test_float16_npy_runs_or_is_refused_at_the_data(run_view, tmp_path):
+    page = run_view
+    x = np.linspace(-1, 1, 18, dtype=np.float16).reshape(1, 2, 9)
+    w = np.linspace(-1, 1, 12, dtype=np.float16).reshape(2, 2, 3)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    set_shapes(page, 1, "1, 2, 9", "2, 2, 3", bias=False)
+    page.check("input[name=source][value=npy]")
+    page.set_input_files("[name=x_file]", str(tmp_path / "x.npy"))
+    page.set_input_files("[name=w_file]", str(tmp_path / "w.npy"))
+    page.wait_for_function("document.querySelector('[data-note-for=w]').textContent.includes('float16')")
+    has_f16 = run_python(page, "import app; (await app.get_kernel('webgpu-kernels/ai.onnx.ConvTranspose')).gpu.caps.has('shader-f16')")
+    if has_f16:
+        run(page)
+        assert page.text_content("#out-shape") == "[1, 2, 11] float16"
+        y = download_y(page)
+        want = conv_transpose_reference(prepare(x.astype(np.float32), w.astype(np.float32))[0], x, w)
+        np.testing.assert_allclose(y.astype(np.float64), want, atol=2e-3, rtol=2e-3)
+    else:
+        page.click("#run")
+        assert "shader-f16" in error_for(page, "x_data")
