@@ -26,7 +26,7 @@ def test_runs_one_bench_case(page):
     if "not available" in ort_status:
         assert rows.count() == 1
     else:  # web/ort-bench.mjs is there: its rows sit under ours
-        assert rows.count() >= 2 and "onnxruntime" in rows.nth(1).text_content()
+        assert rows.count() >= 2 and "onnxruntime" in rows.nth(1).locator("td").nth(1).text_content()
 
     colours = page.evaluate("""() => {
         const c = document.getElementById('bench-chart');

@@ -39,29 +39,30 @@ function render() {
   const body = $("bench-table").tBodies[0];
   body.replaceChildren();
   cases.forEach((c, index) => {
-    const rows = results.get(index) ?? [{ impl: "ours", pending: true }];
+    const rows = results.get(index) ?? [{ impl: "–", pending: true }];
     rows.forEach((r, k) => {
+      // Every row has the same cells (the case and the Run button only on a case's first row), so that
+      // narrow screens can lay rows out as cards.
       const tr = document.createElement("tr");
       tr.dataset.case = c.name;
+      tr.className = `${k === 0 ? "first" : "more"}${r.pending ? " pending" : ""}`;
+      const name = cell(k === 0 ? c.name : "", "name");
       if (k === 0) {
-        const name = cell(c.name, "name");
         const shape = document.createElement("small");
         shape.className = "hint shape";
         shape.textContent = describe(c);
         name.append(shape);
         name.title = c.model;
-        name.rowSpan = rows.length;
-        tr.append(name);
       }
-      if (r.pending) {
-        tr.append(cell("–"), cell("not run yet"), cell("–", "num"), cell("–", "num"));
-      } else {
-        tr.append(cell(r.impl), cell(r.error ? r.error : r.detail, r.error ? "error detail" : "detail"),
-          cell(fmt(r.median_ms), "num"), cell(fmt(r.min_ms), "num"));
-      }
+      const median = cell(r.pending ? "–" : fmt(r.median_ms), "num");
+      median.dataset.label = "median ms";
+      const min = cell(r.pending ? "–" : fmt(r.min_ms), "num");
+      min.dataset.label = "min ms";
+      const detail = r.pending ? "not run yet" : r.error ?? r.detail;
+      tr.append(name, cell(r.impl, "impl"), cell(detail, r.error ? "error detail" : "detail"), median, min);
+      const td = document.createElement("td");
+      td.className = "run";
       if (k === 0) {
-        const td = document.createElement("td");
-        td.rowSpan = rows.length;
         const button = document.createElement("button");
         button.type = "button";
         button.className = "bench-one";
@@ -69,8 +70,8 @@ function render() {
         button.disabled = running;
         button.addEventListener("click", () => runCases([index]));
         td.append(button);
-        tr.append(td);
       }
+      tr.append(td);
       body.append(tr);
     });
   });
