@@ -66,3 +66,18 @@ def test_a_malformed_case_file_is_reported(tests_view, tmp_path):
     page.set_input_files("#tests-file", str(path))
     page.wait_for_function("document.getElementById('tests-summary').className === 'error'")
     assert "'inputs' must hold x, w" in page.text_content("#tests-summary")
+
+
+def test_run_test_json_then_stop(tests_view):
+    """The Run button fetches the whole test.json (15 MB); Stop ends the run after the case in flight."""
+    page = tests_view
+    page.click("#tests-run")
+    page.wait_for_function("document.getElementById('tests-progress').value >= 3")
+    page.click("#tests-stop")
+    page.wait_for_function("/^(Done|Stopped)/.test(document.getElementById('tests-summary').textContent)")
+    summary = page.text_content("#tests-summary")
+    total = len(json.loads(TEST_JSON.read_text())["cases"])
+    assert summary.startswith("Stopped:") and f"of {total} cases" in summary, summary
+    done = page.locator("#tests-table tbody tr").count()
+    assert 3 <= done < total and f"({done} run)" in summary
+    assert not page.is_disabled("#tests-run") and page.is_disabled("#tests-stop")

@@ -39,6 +39,8 @@ async function run(label, readText) {
   $("tests-file").disabled = true;
   $("tests-stop").disabled = false;
   $("tests-table").tBodies[0].replaceChildren();
+  $("tests-progress").value = 0;
+  $("tests-count").textContent = "–";
   const summary = $("tests-summary");
   summary.className = "";
   try {
@@ -55,7 +57,6 @@ async function run(label, readText) {
     const counts = { PASS: 0, FAIL: 0, SKIP: 0 };
     const progress = $("tests-progress");
     progress.max = Math.max(1, names.length);
-    progress.value = 0;
     const start = performance.now();
     summary.textContent = `Running ${names.length} cases from ${label}…`;
     for (let i = 0; i < names.length && !stopRequested; i++) {
