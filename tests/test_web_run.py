@@ -271,3 +271,25 @@ def test_float16_npy_runs_or_is_refused_at_the_data(run_view, tmp_path):
     else:
         page.click("#run")
         assert "shader-f16" in error_for(page, "x_data")
+
+
+def test_javascript_code_shown_reproduces_the_run(run_view):
+    page = run_view
+    set_shapes(page, 2, "1, 1, 2, 3", "1, 2, 2, 2", bias=True, strides=[2, 1], dilations=[1, 2])
+    page.check("input[name=source][value=pasted]")
+    page.fill("[name=x_data]", "1 2 3 4 5 6")
+    page.fill("[name=w_data]", "1 0 -1 2 0.5 0.25 -2 3")
+    page.fill("[name=b_data]", "0.5 -0.5")
+    run(page)
+    shown = download_y(page)
+    js = page.text_content("#code-js")
+    assert js.startswith('import { getKernel } from "./web/boot.mjs";')
+    # The snippet as a module would run it, with the import resolved to the same module.
+    out = page.evaluate("""async (code) => {
+        const { getKernel } = await import("/web/boot.mjs");
+        const body = code.split("\\n").slice(1).join("\\n");
+        const run = new Function("getKernel", `return (async () => { ${body}\n return { data: Array.from(y.data), shape: y.shape }; })();`);
+        return run(getKernel);
+    }""", js)
+    assert out["shape"] == list(shown.shape)
+    np.testing.assert_array_equal(np.array(out["data"], np.float32).reshape(shown.shape), shown)

@@ -18,7 +18,7 @@ const loaded = {}; // .npy files the user picked: name -> {data, shape, dtype, f
 let last = null, downloadUrl = null;
 
 // ------------------------------------------------------------------------------------------- the form
-function axisLabels(name, count, rank) {
+function axisLabels(count, rank) {
   const axes = AXES[rank];
   if (count === 2 * rank) return [...axes.map((a) => `${a} begin`), ...axes.map((a) => `${a} end`)];
   return axes;
@@ -46,7 +46,7 @@ function attributeFields(rank) {
       row.append(select);
     } else {
       const count = spec.type === "int" ? 1 : spec.length === "2n" ? 2 * rank : rank;
-      const labels = spec.type === "int" ? [""] : axisLabels(name, count, rank);
+      const labels = spec.type === "int" ? [""] : axisLabels(count, rank);
       labels.forEach((axis, i) => {
         const label = document.createElement("label");
         const input = document.createElement("input");
