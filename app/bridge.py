@@ -5,13 +5,17 @@ as dicts of bytes, lists and numbers, which the JS side turns into typed arrays.
 """
 from __future__ import annotations
 
+import io
+
 import numpy as np
 
-from . import get_kernel
+from . import bench, get_kernel
 from .cases import parse_case_file, run_case
+from .errors import ConvTransposeError
 
 INPUTS = ("x", "w", "b")
 _cases: list[dict] = []
+_bench_cases: list[dict] = []
 
 
 def _plain(value):
@@ -71,13 +75,91 @@ def reference(request) -> dict:
 
 
 def preview(request) -> dict:
-    """Output shape (or the validation error) for shapes and attributes alone: the page's live preview."""
-    from .errors import ConvTransposeError
+    """Output shape (or the validation error and the field it names) for shapes and attributes alone:
+    the page's live preview."""
     from .shapes import infer
 
     request = _plain(request)
     try:
         geom = infer(request.pop("x_shape"), request.pop("w_shape"), request.pop("b_shape", None), request)
     except ConvTransposeError as exc:
-        return {"error": str(exc)}
+        return {"error": str(exc), "field": exc.field}
     return {"y_shape": list(geom.y_shape)}
+
+
+def validate(kernel, request) -> dict:
+    """Everything the kernel would refuse, data and forced variant included, without GPU work:
+    {} when the request would run, else {"error", "field"} ("x_data" etc. for data that does not fit)."""
+    from .kernel import prepare
+    from .tensors import as_array
+
+    inputs, variant, attributes = _split(request)
+    for name, tensor in inputs.items():
+        try:
+            as_array(name, tensor)
+        except ConvTransposeError as exc:
+            return {"error": str(exc), "field": f"{name}_data"}
+    try:
+        geom, _ = prepare(**inputs, **attributes)
+    except ConvTransposeError as exc:
+        return {"error": str(exc), "field": exc.field}
+    try:
+        kernel.plan(geom, variant)
+    except ConvTransposeError as exc:  # the forced variant does not cover it, or the dtype needs a feature
+        return {"error": str(exc), "field": "variant" if variant else "x_data"}
+    return {}
+
+
+def variant_names() -> list[str]:
+    return bench.all_variants()
+
+
+def random_inputs(shapes, seed: int) -> dict:
+    """Seeded uniform [-1, 1) float32 data for x, w and b (drawn in that order), as bytes."""
+    shapes = _plain(shapes)
+    rng = np.random.default_rng(int(seed))
+    return {name: rng.uniform(-1, 1, shapes[name]).astype(np.float32).tobytes()
+            for name in INPUTS if shapes.get(name) is not None}
+
+
+def load_npy(data) -> dict:
+    """A .npy file the user picked -> {data (bytes), shape, dtype, note} or {error}.
+
+    float32 and float16 arrays are kept; other real numeric arrays are converted to float32 (the note
+    says so); pickled objects are never loaded."""
+    raw = bytes(data.to_py() if hasattr(data, "to_py") else data)
+    if not raw.startswith(b"\x93NUMPY"):
+        return {"error": "not a .npy file (it does not start with the NumPy magic bytes)"}
+    try:
+        arr = np.load(io.BytesIO(raw), allow_pickle=False)
+    except Exception as exc:  # numpy raises ValueError, OSError or EOFError for a file that is not .npy
+        return {"error": f"not a readable .npy file ({type(exc).__name__}: {exc})"}
+    if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "fiub":
+        return {"error": f"needs a real numeric array, got dtype {getattr(arr, 'dtype', type(arr).__name__)}"}
+    note = ""
+    if arr.dtype not in (np.float32, np.float16):
+        note = f"converted from {arr.dtype} to float32"
+        arr = arr.astype(np.float32)
+    return {"data": np.ascontiguousarray(arr).tobytes(), "shape": list(arr.shape), "dtype": str(arr.dtype),
+            "note": note}
+
+
+def to_npy(data, shape, dtype: str = "float32") -> bytes:
+    """The page's output as a .npy file (np.save), for the download link."""
+    raw = bytes(data.to_py() if hasattr(data, "to_py") else data)
+    out = io.BytesIO()
+    np.save(out, np.frombuffer(raw, dtype=dtype).reshape(_plain(shape)))
+    return out.getvalue()
+
+
+def load_bench(text: str, tier: str) -> list[dict]:
+    """bench.json's cases of one tier, kept for run_bench_case; returns what the page's table shows."""
+    global _bench_cases
+    _bench_cases = bench.load(text, tier)
+    return [{"name": c["name"], "model": c.get("model", ""), "x": c["x"], "w": c["w"],
+             "attributes": c["attributes"], "bias": bool(c.get("bias"))} for c in _bench_cases]
+
+
+async def run_bench_case(kernel, index: int, runs: int = 5, warmup: int = 1) -> list[dict]:
+    """Our kernel (the planner's choice) on one loaded bench case: rows of median/min GPU ms."""
+    return await bench.run_case(kernel, _bench_cases[index], None, runs=runs, warmup=warmup)

@@ -79,26 +79,27 @@ class ConvGeometry:
 
 def _shape(name: str, shape) -> tuple[int, ...]:
     if not isinstance(shape, (list, tuple)):
-        raise ConvTransposeError(f"input '{name}': shape must be a list of integers, got {shape!r}")
+        raise ConvTransposeError(f"input '{name}': shape must be a list of integers, got {shape!r}", field=name)
     for d in shape:
         if isinstance(d, bool) or not isinstance(d, int):
-            raise ConvTransposeError(f"input '{name}': shape entries must be integers, got {shape!r}")
+            raise ConvTransposeError(f"input '{name}': shape entries must be integers, got {shape!r}", field=name)
         if d < 0:
-            raise ConvTransposeError(f"input '{name}': shape {list(shape)} has a negative dimension")
+            raise ConvTransposeError(f"input '{name}': shape {list(shape)} has a negative dimension", field=name)
     if math.prod(shape) > MAX_ELEMENTS:
-        raise ConvTransposeError(f"input '{name}': shape {list(shape)} has more than 2^31-1 elements")
+        raise ConvTransposeError(f"input '{name}': shape {list(shape)} has more than 2^31-1 elements", field=name)
     return tuple(shape)
 
 
 def _ints(name: str, value, length: int, minimum: int) -> tuple[int, ...]:
     if not isinstance(value, (list, tuple)) or any(isinstance(v, bool) or not isinstance(v, int)
                                                    for v in value):
-        raise ConvTransposeError(f"attribute '{name}' must be a list of integers, got {value!r}")
+        raise ConvTransposeError(f"attribute '{name}' must be a list of integers, got {value!r}", field=name)
     if len(value) != length:
         raise ConvTransposeError(
-            f"attribute '{name}' must have {length} entries for this rank, got {len(value)}: {list(value)}")
+            f"attribute '{name}' must have {length} entries for this rank, got {len(value)}: {list(value)}",
+            field=name)
     if any(v < minimum for v in value):
-        raise ConvTransposeError(f"attribute '{name}' entries must be >= {minimum}, got {list(value)}")
+        raise ConvTransposeError(f"attribute '{name}' entries must be >= {minimum}, got {list(value)}", field=name)
     return tuple(value)
 
 
@@ -120,11 +121,13 @@ def normalize_attributes(attributes: dict, rank: int) -> dict:
             continue
         if spec["type"] == "string":
             if value not in spec["allowed"]:
-                raise ConvTransposeError(f"attribute '{name}' must be one of {spec['allowed']}, got {value!r}")
+                raise ConvTransposeError(f"attribute '{name}' must be one of {spec['allowed']}, got {value!r}",
+                                         field=name)
             out[name] = value
         elif spec["type"] == "int":
             if isinstance(value, bool) or not isinstance(value, int) or value < spec["min"]:
-                raise ConvTransposeError(f"attribute '{name}' must be an integer >= {spec['min']}, got {value!r}")
+                raise ConvTransposeError(f"attribute '{name}' must be an integer >= {spec['min']}, got {value!r}",
+                                         field=name)
             out[name] = value
         elif name == "output_shape":
             # onnxruntime also accepts the full [N, M, O1..On]; only the spatial tail matters.
@@ -148,7 +151,8 @@ def _check_dtype(dtypes: dict[str, str]) -> str:
     allowed = contract.dtype_features()
     for name, dtype in dtypes.items():
         if dtype not in allowed:
-            raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: {sorted(allowed)}")
+            raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: {sorted(allowed)}",
+                                     field=name)
     if len(set(dtypes.values())) != 1:
         raise ConvTransposeError(f"inputs must share one dtype (type constraint T), got {dtypes}")
     return dtypes["x"]
@@ -162,37 +166,43 @@ def infer(x_shape, w_shape, b_shape=None, attributes: dict | None = None,
     ranks = contract.supported_ranks()
     if len(x) - 2 not in ranks:
         raise ConvTransposeError(
-            f"input 'x' must have rank {min(ranks) + 2} to {max(ranks) + 2} ([N, C, spatial...]), got shape {list(x)}")
+            f"input 'x' must have rank {min(ranks) + 2} to {max(ranks) + 2} ([N, C, spatial...]), got shape {list(x)}",
+            field="x")
     rank = len(x) - 2
     if len(w) != len(x):
-        raise ConvTransposeError(f"input 'w' must have the same rank as 'x' ({len(x)}), got shape {list(w)}")
+        raise ConvTransposeError(f"input 'w' must have the same rank as 'x' ({len(x)}), got shape {list(w)}", field="w")
     dtype = _check_dtype(dtypes or {"x": "float32"})
     attrs = normalize_attributes(attributes or {}, rank)
 
     batch, channels = x[0], x[1]
     if w[0] != channels:
-        raise ConvTransposeError(f"input 'w': w.shape[0] = {w[0]} must equal the input channels C = {channels}")
+        raise ConvTransposeError(f"input 'w': w.shape[0] = {w[0]} must equal the input channels C = {channels}",
+                                 field="w")
     group = attrs["group"]
     if channels % group:
-        raise ConvTransposeError(f"attribute 'group' = {group} does not divide the input channels C = {channels}")
+        raise ConvTransposeError(f"attribute 'group' = {group} does not divide the input channels C = {channels}",
+                                 field="group")
     kernel = w[2:]
     if any(k < 1 for k in kernel):
-        raise ConvTransposeError(f"input 'w': kernel dims {list(kernel)} must be >= 1")
+        raise ConvTransposeError(f"input 'w': kernel dims {list(kernel)} must be >= 1", field="w")
     if attrs["kernel_shape"] is not None and tuple(attrs["kernel_shape"]) != kernel:
         raise ConvTransposeError(
-            f"attribute 'kernel_shape' = {list(attrs['kernel_shape'])} does not match w's spatial dims {list(kernel)}")
+            f"attribute 'kernel_shape' = {list(attrs['kernel_shape'])} does not match w's spatial dims {list(kernel)}",
+            field="kernel_shape")
     out_channels = w[1] * group
     if b_shape is not None:
         b = _shape("b", b_shape)
         if len(b) != 1 or b[0] != out_channels:
-            raise ConvTransposeError(f"input 'b' must be 1-D of length M = {out_channels}, got shape {list(b)}")
+            raise ConvTransposeError(f"input 'b' must be 1-D of length M = {out_channels}, got shape {list(b)}",
+                                     field="b")
 
     strides, dilations = attrs["strides"], attrs["dilations"]
     output_padding = attrs["output_padding"]
     for axis, (op, s, d) in enumerate(zip(output_padding, strides, dilations)):
         if op >= max(s, d):
             raise ConvTransposeError(
-                f"attribute 'output_padding' = {list(output_padding)}: axis {axis} must be < max(stride, dilation) = {max(s, d)}")
+                f"attribute 'output_padding' = {list(output_padding)}: axis {axis} must be < max(stride, dilation) = {max(s, d)}",
+                field="output_padding")
 
     spatial = x[2:]
     natural = [s * (i - 1) + op + (k - 1) * d + 1
@@ -213,7 +223,8 @@ def infer(x_shape, w_shape, b_shape=None, attributes: dict | None = None,
         begins, ends = attrs["pads"][:rank], attrs["pads"][rank:]
     out_spatial = tuple(n - b - e for n, b, e in zip(natural, begins, ends))
     if any(o <= 0 for o in out_spatial):
-        raise ConvTransposeError(f"output spatial shape {list(out_spatial)} (from '{source}') has a dim <= 0")
+        raise ConvTransposeError(f"output spatial shape {list(out_spatial)} (from '{source}') has a dim <= 0",
+                                 field=source)
     if math.prod((batch, out_channels, *out_spatial)) > MAX_ELEMENTS:
         raise ConvTransposeError(f"output shape {[batch, out_channels, *out_spatial]} has more than 2^31-1 elements")
 

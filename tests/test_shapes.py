@@ -246,6 +246,24 @@ def test_refusal(x, w, b, attributes, dtypes, words):
         assert word in str(info.value), f"{word!r} not in {str(info.value)!r}"
 
 
+FIELD_REFUSALS = [r for r in REFUSALS if r[6][0].startswith("'") and r[0] != "unknown_attribute"]
+
+
+@pytest.mark.parametrize("x, w, b, attributes, dtypes, words", [r[1:] for r in FIELD_REFUSALS],
+                         ids=[r[0] for r in FIELD_REFUSALS])
+def test_refusal_names_its_field_for_forms(x, w, b, attributes, dtypes, words):
+    """`field` is the input or attribute the message names first: the web form shows the error next to it."""
+    with pytest.raises(ConvTransposeError) as info:
+        infer(x, w, b, attributes, dtypes)
+    assert info.value.field == words[0].strip("'")
+
+
+def test_refusal_without_a_single_culprit_has_no_field():
+    with pytest.raises(ConvTransposeError) as info:
+        infer(X1, W1, None, {}, {"x": "float32", "w": "float16"})
+    assert info.value.field is None
+
+
 def test_unknown_attribute_message_lists_unknown_name():
     with pytest.raises(ConvTransposeError, match=r"unknown attribute.*'stride'"):
         infer(X1, W1, None, {"stride": [2]})

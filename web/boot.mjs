@@ -93,7 +93,19 @@ export async function getKernel(id, { version = 1, revision = null } = {}) {
       args.destroy();
     }
   };
+  /** {} when the request would run, else {error, field}: every refusal, found without GPU work. */
+  kernel.validate = (inputs) => {
+    const args = pyodide.toPy(request(inputs));
+    try {
+      return toJs(bridge.validate(pyKernel, args));
+    } finally {
+      args.destroy();
+    }
+  };
   kernel.loadCases = (text) => toJs(bridge.load_cases(text));
   kernel.runCase = async (index, variant = null) => toJs(await bridge.run_loaded_case(pyKernel, index, variant));
+  kernel.loadBench = (text, tier) => toJs(bridge.load_bench(text, tier));
+  kernel.runBenchCase = async (index, { runs = 5, warmup = 1 } = {}) =>
+    toJs(await bridge.run_bench_case(pyKernel, index, runs, warmup));
   return kernel;
 }
