@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants]`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app serve`, `python -m app setup`."""
 from __future__ import annotations
 
 import argparse
@@ -22,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--variants", help="'all' (every covering variant per case) or a comma-separated list; "
                                           "default: the planner's choice")
     bench.add_argument("--runs", type=int, default=5)
+    bench.add_argument("--warmup", type=int, default=1)
+    bench.add_argument("--against", choices=["ort"], help="also time onnxruntime-web (both WebGPU builds) on each "
+                                                           "case in the same page, and compare")
+    bench.add_argument("--plot", help="with --against ort: write a PNG chart of ours vs ORT per case here")
     bench.add_argument("--out", help="write the rows as JSON here")
     bench.add_argument("--bench", help="a bench file other than bench.json")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
@@ -34,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         from .host.bench_runner import main as run_bench
 
-        return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench)
+        return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench, args.against,
+                         args.plot, args.warmup)
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 
