@@ -28,6 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--plot", help="with --against ort: write a PNG chart of ours vs ORT per case here")
     bench.add_argument("--out", help="write the rows as JSON here")
     bench.add_argument("--bench", help="a bench file other than bench.json")
+    tune = sub.add_parser("tune", help="measure the best tile params per variant and shape class on this adapter "
+                                       "and write tuning/<adapter>.json")
+    tune.add_argument("--tier", choices=["small", "full"], default="small")
+    tune.add_argument("--host", choices=["browser", "node"], default="browser")
+    tune.add_argument("--runs", type=int, default=3)
+    tune.add_argument("--cases", help="comma-separated bench case names (default: every case of the tier)")
+    tune.add_argument("--out", help="where to write the table (default: tuning/<vendor>-<architecture>.json)")
+    tune.add_argument("--bench", help="a bench file other than bench.json")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
     args = parser.parse_args(argv)
 
@@ -40,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench, args.against,
                          args.plot, args.warmup)
+    if args.command == "tune":
+        from .host.tune_runner import main as run_tune
+
+        return run_tune(args.tier, args.host, args.runs, args.out, args.bench, args.cases)
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 
