@@ -107,7 +107,7 @@ def chart_svg(rows: list[dict], title: str) -> str:
     x = lambda v: left + (math.log10(v) - lo) / (hi - lo) * width  # noqa: E731
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 30}" height="{height}" '
            f'font-family="sans-serif" font-size="12">', f'<rect width="100%" height="100%" fill="white"/>',
-           f'<text x="10" y="20" font-size="15" font-weight="bold">{title}</text>']
+           f'<text x="10" y="20" font-size="14" font-weight="bold">{title}</text>']
     for i, (name, color, _) in enumerate(series):
         out.append(f'<rect x="{left + i * 190 - 150}" y="32" width="12" height="12" fill="{color}"/>'
                    f'<text x="{left + i * 190 - 134}" y="43">{name}</text>')

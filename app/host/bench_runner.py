@@ -143,7 +143,7 @@ def _against_ort(text: str, tier: str, runs: int, warmup: int, out: str | None, 
             names = json.loads(run(_fill(COUNT, BENCH_TEXT=text, TIER=tier)))
             adapter = page.evaluate("""async () => {
                 const a = await navigator.gpu.requestAdapter();
-                return a ? `${a.info.vendor}/${a.info.architecture}/${a.info.device}` : "none"; }""")
+                return a ? [a.info.vendor, a.info.architecture, a.info.device].filter(Boolean).join("/") : "none"; }""")
             print(f"adapter {adapter}; {runs} timed runs after {warmup} warm-up, per case: ours, then ORT webgpu, "
                   "then ORT jsep", flush=True)
             print(bench_report.HEADER, flush=True)
@@ -157,7 +157,7 @@ def _against_ort(text: str, tier: str, runs: int, warmup: int, out: str | None, 
             for line in bench_report.summary(rows):
                 print(line)
             if plot:
-                title = f"ConvTranspose, bench.json {tier} tier, {adapter}: ours vs onnxruntime-web (median ms)"
+                title = chart_title(tier, adapter, rows)
                 _screenshot_svg(page.context.browser, bench_report.chart_svg(rows, title), plot)
                 print(f"wrote {plot}")
     finally:
@@ -166,6 +166,12 @@ def _against_ort(text: str, tier: str, runs: int, warmup: int, out: str | None, 
         Path(out).write_text(json.dumps(rows, indent=1))
         print(f"wrote {out}")
     return 0
+
+
+def chart_title(tier: str, adapter: str, rows: list[dict]) -> str:
+    sources = {r["source"] for r in rows} | {o["source"] for r in rows for o in r["ort"].values() if not o.get("error")}
+    what = "median GPU ms, timestamp-query" if sources == {"timestamp-query"} else "median ms (GPU where timed, else wall)"
+    return f"bench.json {tier} tier on {adapter}: ours vs onnxruntime-web, {what}"
 
 
 def _screenshot_svg(browser, svg: str, path: str) -> None:
