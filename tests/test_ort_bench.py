@@ -126,6 +126,8 @@ cases = [
      "attributes": {"pads": [1, 0, 0, 1]}, "fill": fill, "variant": "stride1_implicit_gemm"},
     {"name": "one_by_one", "tier": "t", "x": [1, 20, 5, 5], "w": [20, 18, 1, 1], "bias": False,
      "attributes": {}, "fill": fill},
+    {"name": "phase1d", "tier": "t", "x": [2, 10, 37], "w": [10, 6, 5], "bias": True,
+     "attributes": {"strides": [3], "pads": [1, 2], "output_padding": [1]}, "fill": fill},
 ]
 table = await tuning.tune(kernel, cases, runs=1)
 json.dumps(table)
