@@ -90,13 +90,13 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
         progress(f"{case['name']}: {variant}, {len(passing)} candidates passed, {len(rejected)} rejected; "
                  f"defaults {medians.get(default_key, float('nan')):.3f} ms, best {medians.get(best, float('nan')):.3f} ms")
     return {"case": case["name"], "variant": variant, "class": tuned.shape_class(geom), "defaults": default_key,
-            "medians": medians, "rejected": rejected}
+            "medians": medians, "rejected": rejected, "keys": sorted(grid_for[variant])}
 
 
 def best_per_class(results: list[dict], margin: float = MARGIN) -> dict:
     """variant -> class -> entry: the candidate with the best geometric mean of (its time / that case's
     defaults' time) over the class's cases, among candidates measured on every one of them; kept only
-    when that mean is below 1 - margin."""
+    when that mean is below 1 - margin. The entry's params are the grid's keys only."""
     grouped: dict[tuple[str, str], list[dict]] = {}
     for r in results:
         if r is not None and r["defaults"] is not None:
@@ -110,8 +110,10 @@ def best_per_class(results: list[dict], margin: float = MARGIN) -> dict:
             continue
         best = min(scores, key=scores.get)
         if scores[best] < 1 - margin:
+            # Only the grid's params: the rest stay each request's defaults (some follow from its shape).
+            keys = set(rs[0].get("keys") or json.loads(best))
             table.setdefault(variant, {})[cls] = {
-                "params": json.loads(best), "relative_time": round(scores[best], 4),
+                "params": {k: v for k, v in json.loads(best).items() if k in keys}, "relative_time": round(scores[best], 4),
                 "cases": [r["case"] for r in rs],
                 "median_ms": {r["case"]: {"defaults": round(r["medians"][r["defaults"]], 4),
                                           "tuned": round(r["medians"][best], 4)} for r in rs}}

@@ -104,6 +104,12 @@ def result(case, cls, medians, variant="v"):
     return {"case": case, "variant": variant, "class": cls, "defaults": "D", "medians": medians, "rejected": []}
 
 
+def test_best_per_class_keeps_only_the_grid_params():
+    best = json.dumps({"taps": 2, "phases": 8, "positions": 8})
+    won = tuning.best_per_class([result("c1", "k", {"D": 10.0, best: 4.0}) | {"keys": ["positions"]}])
+    assert won["v"]["k"]["params"] == {"positions": 8}
+
+
 def test_best_per_class_needs_a_clear_win_over_the_defaults():
     a = json.dumps({"t": 1})
     won = tuning.best_per_class([result("c1", "k", {"D": 10.0, a: 5.0}), result("c2", "k", {"D": 4.0, a: 4.0})])
