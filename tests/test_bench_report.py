@@ -80,3 +80,15 @@ def test_chart_has_a_bar_per_measured_series_and_names_refusals():
     svg = bench_report.chart_svg(rows, "title")
     assert svg.startswith("<svg") and svg.endswith("</svg>")
     assert ">dcgan<" in svg and ">conv3d<" in svg and svg.count("refused") == 2
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"host": "node", "against": "ort"}, "use --host browser"),
+    ({"variants": "all", "against": "ort"}, "leave out --variants"),
+    ({"plot": "x.png"}, "add --against ort"),
+])
+def test_bench_options_that_do_not_go_together_are_refused_before_any_browser(kwargs, words):
+    from app.host.bench_runner import main
+
+    with pytest.raises(SystemExit, match=words):
+        main(**kwargs)
