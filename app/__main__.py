@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants]`, `python -m app device [--host]`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve`, `python -m app setup`."""
 from __future__ import annotations
 
 import argparse
@@ -23,10 +23,22 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--variants", help="'all' (every covering variant per case) or a comma-separated list; "
                                           "default: the planner's choice")
     bench.add_argument("--runs", type=int, default=5)
+    bench.add_argument("--warmup", type=int, default=1)
+    bench.add_argument("--against", choices=["ort"], help="also time onnxruntime-web (both WebGPU builds) on each "
+                                                           "case in the same page, and compare")
+    bench.add_argument("--plot", help="with --against ort: write a PNG chart of ours vs ORT per case here")
     bench.add_argument("--out", help="write the rows as JSON here")
     bench.add_argument("--bench", help="a bench file other than bench.json")
     device = sub.add_parser("device", help="print the WebGPU adapter's info, features and limits as the package sees them")
     device.add_argument("--host", choices=["browser", "node"], default="browser")
+    tune = sub.add_parser("tune", help="measure the best tile params per variant and shape class on this adapter "
+                                       "and write tuning/<adapter>.json")
+    tune.add_argument("--tier", choices=["small", "full"], default="small")
+    tune.add_argument("--host", choices=["browser", "node"], default="browser")
+    tune.add_argument("--runs", type=int, default=3)
+    tune.add_argument("--cases", help="comma-separated bench case names (default: every case of the tier)")
+    tune.add_argument("--out", help="where to write the table (default: tuning/<vendor>-<architecture>.json)")
+    tune.add_argument("--bench", help="a bench file other than bench.json")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
     args = parser.parse_args(argv)
 
@@ -37,7 +49,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "bench":
         from .host.bench_runner import main as run_bench
 
-        return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench)
+        return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench, args.against,
+                         args.plot, args.warmup)
+    if args.command == "tune":
+        from .host.tune_runner import main as run_tune
+
+        return run_tune(args.tier, args.host, args.runs, args.out, args.bench, args.cases)
     if args.command == "device":
         from .host.device_report import main as report_device
 

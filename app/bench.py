@@ -7,6 +7,7 @@ and min of N runs, and GFLOP/s counting only the multiply-adds that land in the 
 from __future__ import annotations
 
 import json
+import statistics
 
 import numpy as np
 
@@ -49,6 +50,34 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
                      "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
                      "flop": flops})
     return rows
+
+
+async def run_resident(kernel, case: dict, runs: int = 5, warmup: int = 1) -> dict:
+    """The planner's choice on one case, timed as a peer library is timed (bench --against ort): inputs
+    already on the GPU, y left there; per run the wall time to queue.onSubmittedWorkDone and the GPU time
+    from timestamp-query. Also y from an ordinary call (for the comparison with the peer's y) and its
+    max abs difference from the float64 reference."""
+    from .reference import conv_transpose_reference
+
+    inputs = make_inputs(case)
+    geom, arrays = prepare(**inputs, **case["attributes"])
+    plan = kernel.plan(geom)
+    flops = 2 * geom.multiply_adds()
+    samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * np.dtype(geom.dtype).itemsize,
+                                             warmup=warmup, runs=runs)
+    walls = [wall for wall, _ in samples]
+    gpus = [gpu for _, gpu in samples if gpu is not None]
+    timed = len(gpus) == len(samples)
+    median = statistics.median(gpus) if timed else statistics.median(walls)
+    y = (await kernel(**inputs, **case["attributes"]))["y"]
+    want = conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
+    return {"case": case["name"], "tier": case["tier"], "variant": plan.variant, "flop": flops,
+            "median_ms": median, "min_ms": min(gpus) if timed else min(walls),
+            "source": "timestamp-query" if timed else "wall",
+            "wall_median_ms": statistics.median(walls), "wall_min_ms": min(walls),
+            "gflops": flops / (median * 1e6) if median > 0 else None,
+            "max_abs_diff_reference": float(np.max(np.abs(y - want))) if y.size else 0.0,
+            "y": y.astype("float32").tobytes(), "inputs": {n: a.astype("float32").tobytes() for n, a in inputs.items()}}
 
 
 def all_variants() -> list[str]:

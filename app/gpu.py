@@ -201,3 +201,80 @@ class Gpu:
                 buf.destroy()
             if timed:
                 queries.destroy()
+
+    async def time_resident(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int,
+                            warmup: int = 1, runs: int = 5) -> list[tuple[float, float | None]]:
+        """Benchmarks only: times the plan with its inputs already on the GPU and y left there, as a peer
+        library is timed (input buffers bound, output not read back). Per run: (wall ms from encoding to
+        queue.onSubmittedWorkDone, GPU ms from timestamp-query or None). Weight-side passes run once, first."""
+        import time
+
+        device = self.device
+        pipelines = [await self._pipeline(render(d.template, d.params), plan.variant)
+                     for d in plan.prepare + plan.dispatches]
+        used = {name for d in plan.prepare + plan.dispatches for name in d.bindings}
+        buffers = {name: self._buffer(arr.nbytes, STORAGE | COPY_DST, arr.tobytes())
+                   for name, arr in inputs.items() if name in used}
+        buffers["y"] = self._buffer(y_nbytes, STORAGE | COPY_SRC)
+        for name, nbytes in list(plan.scratch.items()) + list(plan.prepared.items()):
+            buffers[name] = self._buffer(nbytes, STORAGE)
+        owned = list(buffers.values())
+        passes = list(zip(plan.dispatches, pipelines[len(plan.prepare):]))
+        timed = self.caps.has("timestamp-query")
+        count = 2 * len(passes)
+        if timed:
+            queries = device.createQuerySet(_js({"type": "timestamp", "count": count}))
+            resolved = self._buffer(8 * count, QUERY_RESOLVE | COPY_SRC)
+            owned.append(resolved)
+
+        def encode(todo, stamps=None):
+            encoder = device.createCommandEncoder()
+            for i, (dispatch, pipeline) in enumerate(todo):
+                uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
+                ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
+                owned.append(ubuf)
+                entries = [{"binding": j, "resource": {"buffer": buffers[n]}} for j, n in enumerate(dispatch.bindings)]
+                entries.append({"binding": len(entries), "resource": {"buffer": ubuf}})
+                group = device.createBindGroup(_js({"layout": pipeline.getBindGroupLayout(0), "entries": entries}))
+                descriptor = {"label": f"{plan.variant}#{i}"}
+                if stamps is not None:
+                    descriptor["timestampWrites"] = {"querySet": queries, "beginningOfPassWriteIndex": 2 * i,
+                                                     "endOfPassWriteIndex": 2 * i + 1}
+                compute = encoder.beginComputePass(_js(descriptor))
+                compute.setPipeline(pipeline)
+                compute.setBindGroup(0, group)
+                compute.dispatchWorkgroups(*dispatch.workgroups)
+                compute.end()
+            if stamps is not None:
+                encoder.resolveQuerySet(queries, 0, count, resolved, 0)
+                encoder.copyBufferToBuffer(resolved, 0, stamps, 0, 8 * count)
+            device.queue.submit(_js([encoder.finish()]))
+
+        samples = []
+        device.pushErrorScope("validation")
+        try:
+            if plan.prepare:
+                encode(list(zip(plan.prepare, pipelines[:len(plan.prepare)])))
+            for i in range(warmup + runs):
+                stamps = self._buffer(8 * count, MAP_READ | COPY_DST) if timed else None
+                start = time.perf_counter()
+                encode(passes, stamps)
+                await device.queue.onSubmittedWorkDone()
+                wall = (time.perf_counter() - start) * 1000
+                gpu_ms = None
+                if timed:
+                    await stamps.mapAsync(MAP_MODE_READ)
+                    ticks = np.frombuffer(js.Uint8Array.new(stamps.getMappedRange()).to_bytes(), dtype=np.uint64)
+                    gpu_ms = float(np.sum(ticks[1::2].astype(np.int64) - ticks[0::2].astype(np.int64))) / 1e6
+                    stamps.destroy()
+                if i >= warmup:
+                    samples.append((wall, gpu_ms))
+        finally:
+            error = await device.popErrorScope()
+            for buf in owned:
+                buf.destroy()
+            if timed:
+                queries.destroy()
+        if error is not None:
+            raise GpuError(f"variant {plan.variant}: WebGPU {error.constructor.name}: {error.message}")
+        return samples

@@ -57,3 +57,6 @@ def test_bundle_holds_the_python_package_templates_and_contract(url):
     assert {"app/__init__.py", "app/gpu.py", "manifest.json", "metadata.json",
             "templates/conv-transpose2d-nchw.wgsl.jinja"} <= names
     assert not any(n.startswith("app/host/") for n in names)
+    # The per-adapter tuning tables travel with the package: the planner in Pyodide reads them.
+    assert {f"tuning/{p.name}" for p in (ROOT / "tuning").glob("*.json")} <= names
+    assert "tuning/google-swiftshader.json" in names

@@ -11,7 +11,8 @@ if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libvulkan1 >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
-# npm: Dawn for Node (`webgpu`), pinned with integrity hashes in package-lock.json.
-[ -d node_modules/webgpu ] || npm ci --silent --no-audit --no-fund
+# npm: Dawn for Node (`webgpu`) and the benchmark peer `onnxruntime-web`, pinned with integrity hashes in
+# package-lock.json.
+{ [ -d node_modules/webgpu ] && [ -d node_modules/onnxruntime-web ]; } || npm ci --silent --no-audit --no-fund
 python3 -m app setup >/dev/null
 python3 -m pytest -q "$@"

@@ -1,7 +1,8 @@
 """The local web server: serves the app's own files and nothing else.
 
 Routes: `/` (the run page), `/web/*` (pages and JS), `/pyodide/*` (the verified runtime from
-build/pyodide), `/bundle.zip` (the Python package, templates and contract files, zipped for Pyodide)
+build/pyodide), `/ort/*` (onnxruntime-web's dist/ from node_modules, pinned in package-lock.json: the peer
+that `python -m app bench --against ort` times in the same page), `/bundle.zip` (the Python package, templates and contract files, zipped for Pyodide)
 and the contract files at the root. Paths are resolved and must stay inside their folder, so `..`,
 encoded dots, absolute paths and symlinks out of the tree are all 404s.
 """
@@ -18,6 +19,8 @@ from urllib.parse import unquote, urlsplit
 
 from ..contract import ROOT
 from .assets import PYODIDE_DIR, ensure_pyodide_assets
+
+ORT_DIST = ROOT / "node_modules" / "onnxruntime-web" / "dist"
 
 CONTRACT_FILES = ("manifest.json", "metadata.json", "test.json", "bench.json")
 MIME = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
@@ -38,7 +41,8 @@ HEADERS = {
 
 
 def bundle_bytes() -> bytes:
-    """The Python side of the app as Pyodide unpacks it: app/ (minus host tooling), templates/, contracts."""
+    """The Python side of the app as Pyodide unpacks it: app/ (minus host tooling), templates/, contracts,
+    and the per-adapter tuning tables (tuning/*.json)."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in sorted((ROOT / "app").rglob("*.py")):
@@ -49,6 +53,8 @@ def bundle_bytes() -> bytes:
         for name in CONTRACT_FILES:
             if (ROOT / name).exists():
                 zf.write(ROOT / name, name)
+        for path in sorted((ROOT / "tuning").glob("*.json")):
+            zf.write(path, path.relative_to(ROOT).as_posix())
     return out.getvalue()
 
 
@@ -59,7 +65,8 @@ def resolve(url_path: str) -> Path | None:
         return ROOT / "web" / "index.html"
     if path.lstrip("/") in CONTRACT_FILES:
         return ROOT / path.lstrip("/")
-    for prefix, folder in (("/web/", ROOT / "web"), ("/pyodide/", PYODIDE_DIR), ("/docs/", ROOT / "docs")):
+    for prefix, folder in (("/web/", ROOT / "web"), ("/pyodide/", PYODIDE_DIR), ("/docs/", ROOT / "docs"),
+                           ("/ort/", ORT_DIST)):
         if path.startswith(prefix):
             candidate = (folder / path[len(prefix):]).resolve()
             if candidate.is_relative_to(folder.resolve()) and candidate.is_file():

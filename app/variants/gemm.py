@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from .. import tuned
 from ..plan import Plan, grid
 from .base import DTYPE_BYTES, Variant, dispatch, io_bindings
 
@@ -76,18 +77,42 @@ def _tiled(name: str, tile: int) -> Variant:
         conditions=dict(ONE_BY_ONE), plan_passes=plan_passes, workgroup_bytes=lambda geom, caps: 2 * tile * tile * 4)
 
 
-def _tiled_reg(name: str, shape: dict) -> Variant:
+def reg_refusal(shape: dict, geom, caps) -> str | None:
+    """Why a register-blocked GEMM shape cannot run on this device (None when it can)."""
+    if any(not isinstance(shape.get(k), int) or shape[k] < 1 for k in ("wx", "wy", "rm", "rn", "tk")):
+        return "tile sizes must be positive integers"
+    if shape["wx"] * shape["wy"] > caps.limit("maxComputeInvocationsPerWorkgroup"):
+        return "too many invocations per workgroup for this device"
+    # maxComputeWorkgroupSizeY is not among the limits the device layer raises: WebGPU's default (256) holds.
+    if shape["wx"] > caps.limit("maxComputeWorkgroupSizeX") or shape["wy"] > int(caps.limits.get(
+            "maxComputeWorkgroupSizeY", 256)):
+        return "the workgroup is wider than this device allows"
+    if _reg_bytes(shape) > caps.limit("maxComputeWorkgroupStorageSize"):
+        return "the tiles exceed the device's workgroup memory"
+    return None
+
+
+def _tiled_reg(name: str, default_shape: dict) -> Variant:
+    def shape_for(geom, caps) -> dict:
+        """The tile shape: tuned for this adapter and shape class when a tuning table says so (app/tuned.py)."""
+        return tuned.choose(name, geom, caps, dict(default_shape))
+
     def plan_passes(geom, caps) -> Plan:
+        shape = shape_for(geom, caps)
         uniforms, tiles = _gemm_uniforms(geom, geom.out_per_group, _tile_rows(shape), _tile_cols(shape))
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "weights": "w", "output": "y"} | shape
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
         return Plan("", "", (dispatch(REG, params, io_bindings(geom), uniforms, workgroups),))
 
+    tuned.tunable(name, reg_refusal, lambda geom, caps: dict(default_shape))
+    shape = default_shape
     return Variant(
         name=name, templates=(REG,),
         summary=f"1x1 kernel, stride 1, no padding: a batched GEMM y = W^T x + b with {_tile_rows(shape)}x"
-                f"{_tile_cols(shape)} workgroup-memory tiles, {shape['rm']}x{shape['rn']} outputs per invocation",
-        conditions=dict(ONE_BY_ONE), plan_passes=plan_passes, workgroup_bytes=lambda geom, caps: _reg_bytes(shape))
+                f"{_tile_cols(shape)} workgroup-memory tiles (by default; tunable per adapter), {shape['rm']}x"
+                f"{shape['rn']} outputs per invocation",
+        conditions=dict(ONE_BY_ONE), plan_passes=plan_passes,
+        workgroup_bytes=lambda geom, caps: _reg_bytes(shape_for(geom, caps)))
 
 
 def _modular_inverse(a: int, m: int) -> int:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 
+from .. import tuned
 from ..plan import Plan, grid
 from .base import Variant, io_bindings
 from .base import dispatch as make_dispatch
 
+STRIDE1_NAME = "stride1_implicit_gemm"
 PORTABLE = "conv-transpose-stride1-implicit-gemm.wgsl.jinja"
 SGMAT_3D = "conv-transpose3d-implicit-sgmat.wgsl.jinja"
 SGMAT_1X1 = "conv-1x1-subgroup-matrix.wgsl.jinja"
@@ -35,7 +37,7 @@ def _software(caps) -> bool:
     return caps.is_fallback or caps.architecture in ("swiftshader", "llvmpipe", "lavapipe")
 
 
-def _portable_tiles(geom, caps) -> dict:
+def _default_portable_tiles(geom, caps) -> dict:
     software = _software(caps)
     shapes = _CPU_SHAPES if software else _GPU_SHAPES
     width = next((w for w in sorted(shapes) if w >= geom.out_per_group), 64)
@@ -49,6 +51,27 @@ def _portable_tiles(geom, caps) -> dict:
     # Unrolled staging is about 2x faster on a GPU (H200); SwiftShader compiles long unrolled shaders so
     # slowly that its GPU process can be lost, so software adapters keep loops.
     return {"tx": tx, "ty": ty, "rm": rm, "rn": rn, "tk": tk, "unroll": not software}
+
+
+def portable_refusal(t: dict, geom, caps) -> str | None:
+    """Why a tile shape breaks the template's invariants or the device's limits (None when it is usable)."""
+    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in ("tx", "ty", "rm", "rn", "tk")):
+        return "tile sizes must be positive integers"
+    tm, wg = t["tx"] * t["rm"], t["tx"] * t["ty"]
+    if wg % tm:
+        return "tx*ty must be a multiple of tx*rm (each invocation stages one fixed pixel)"
+    if t["tk"] % (wg // tm):
+        return "tk must be a multiple of tx*ty / (tx*rm)"
+    if wg > caps.limit(INVOCATIONS) or wg > caps.limit("maxComputeWorkgroupSizeX"):
+        return f"{wg} invocations per workgroup exceed the device's limit"
+    if 4 * t["tk"] * (tm + t["ty"] * t["rn"]) > caps.limit("maxComputeWorkgroupStorageSize"):
+        return "the tiles exceed the device's workgroup memory"
+    return None
+
+
+def _portable_tiles(geom, caps) -> dict:
+    """The tile shape: tuned for this adapter and shape class when a tuning table says so (app/tuned.py)."""
+    return tuned.choose(STRIDE1_NAME, geom, caps, _default_portable_tiles(geom, caps))
 
 
 def _portable_bytes(geom, caps) -> int:
@@ -80,8 +103,10 @@ def _portable_plan(geom, caps) -> Plan:
     return Plan("", "", (make_dispatch(PORTABLE, params, io_bindings(geom), uniforms, workgroups),))
 
 
+tuned.tunable(STRIDE1_NAME, portable_refusal, _default_portable_tiles)
+
 STRIDE1_IMPLICIT_GEMM = Variant(
-    name="stride1_implicit_gemm", templates=(PORTABLE,),
+    name=STRIDE1_NAME, templates=(PORTABLE,),
     summary="every stride 1: implicit-gather GEMM (pixels x out-channels tiles in workgroup memory, "
             "register-blocked, reduction over in-channels x taps), any rank, dilation, pads and groups",
     conditions={"stride": 1, "min_in_per_group": MIN_CHANNELS, "min_out_per_group": MIN_CHANNELS,

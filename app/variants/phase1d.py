@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import tuned
 from ..plan import Plan, grid
 from .base import WORKGROUP_STORAGE, Variant, dispatch, io_bindings
 
+NAME = "ncl1d_phase_tiled"
 TEMPLATE = "conv-transpose1d-phase-tiled.wgsl.jinja"
 INVOCATIONS = 64    # target workgroup size
 MAX_PHASES = 64     # phases per workgroup; larger strides split their phases over several workgroups
@@ -57,7 +59,7 @@ def _q_range(geom) -> tuple[int, int]:
     return pad // s, (out_len - 1 + pad) // s
 
 
-def _tiles(geom, limit: int) -> Tiles:
+def _default_tiles(geom, limit: int) -> Tiles:
     s, kernel = geom.strides[0], geom.kernel[0]
     taps = -(-kernel // s)
     phases = -(-s // -(-s // MAX_PHASES))
@@ -82,12 +84,41 @@ def _tiles(geom, limit: int) -> Tiles:
     return tiles
 
 
+def default_params(geom, caps) -> dict:
+    return _default_tiles(geom, caps.limit(WORKGROUP_STORAGE)).params()
+
+
+def params_refusal(t: dict, geom, caps) -> str | None:
+    """Why a tile shape cannot run this request on this device (None when it can). taps and phases follow
+    from the kernel and stride (the launch depends on them), so only the other sizes are free."""
+    names = ("taps", "phases", "q_lanes", "positions", "m_lanes", "channels", "chunk")
+    if set(t) != set(names) or any(not isinstance(t[k], int) or t[k] < 1 for k in names):
+        return f"tile params must be the positive integers {names}"
+    structural = default_params(geom, caps)
+    if (t["taps"], t["phases"]) != (structural["taps"], structural["phases"]):
+        return "taps and phases follow from the kernel and the stride"
+    invocations = t["phases"] * t["q_lanes"] * t["m_lanes"]
+    if invocations > caps.limit("maxComputeInvocationsPerWorkgroup") or invocations > caps.limit("maxComputeWorkgroupSizeX"):
+        return f"{invocations} invocations per workgroup exceed the device's limit"
+    if Tiles(**t).workgroup_bytes > caps.limit(WORKGROUP_STORAGE):
+        return "the tiles exceed the device's workgroup memory"
+    return None
+
+
+def _tiles(geom, caps) -> Tiles:
+    """The tile shape: tuned for this adapter and shape class when a tuning table says so (app/tuned.py)."""
+    return Tiles(**tuned.choose(NAME, geom, caps, default_params(geom, caps)))
+
+
+tuned.tunable(NAME, params_refusal, default_params)
+
+
 def _workgroup_bytes(geom, caps) -> int:
-    return _tiles(geom, caps.limit(WORKGROUP_STORAGE)).workgroup_bytes
+    return _tiles(geom, caps).workgroup_bytes
 
 
 def _plan(geom, caps) -> Plan:
-    tiles = _tiles(geom, caps.limit(WORKGROUP_STORAGE))
+    tiles = _tiles(geom, caps)
     q_lo, q_hi = _q_range(geom)
     q_tiles = -(-(q_hi - q_lo + 1) // tiles.q_tile)
     phase_blocks = -(-geom.strides[0] // tiles.phases)
@@ -105,7 +136,7 @@ def _plan(geom, caps) -> Plan:
 
 
 VARIANTS = (Variant(
-    name="ncl1d_phase_tiled", templates=(TEMPLATE,),
+    name=NAME, templates=(TEMPLATE,),
     summary="rank-1 stride-phase tiles: input window and phase taps staged in workgroup memory per "
             "in-channel chunk, a positions x out-channels block of outputs per invocation (dilation 1)",
     conditions={"rank": [1], "dilation": 1, "input": "nonempty"},

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 
+from .. import tuned
 from ..plan import Plan, grid
-from .base import Variant, dispatch, io_bindings
+from .base import WORKGROUP_STORAGE, Variant, dispatch, io_bindings
 
 TEMPLATE = "conv-transpose2d-phase-gemm-tiled.wgsl.jinja"
 NAME = "nchw2d_phase_gemm_tiled"
@@ -36,8 +37,8 @@ def _fit(size: int, sizes: tuple[int, ...]) -> int:
     return next((t for t in sizes if size <= t), sizes[-1])
 
 
-def tiles(geom, caps) -> dict:
-    """Render params for the tile shape. Invariants the template relies on: thread_m | tile_m,
+def default_tiles(geom, caps) -> dict:
+    """Built-in render params for the tile shape. Invariants the template relies on: thread_m | tile_m,
     thread_n | tile_n, tile_n / thread_n a multiple of 4 (a subgroup of 4 shares A rows and reads 4
     consecutive B columns), and the invocation count divides or is a multiple of each tile edge."""
     rows, m = _phase_rows(geom), geom.out_channels
@@ -51,12 +52,31 @@ def tiles(geom, caps) -> dict:
             "thread_m": 4, "thread_n": 4}
 
 
-def _check(t: dict) -> None:
+def tiles_refusal(t: dict, geom, caps) -> str | None:
+    """Why a tile shape breaks the template's invariants or the device's limits (None when it is usable)."""
+    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in ("tile_m", "tile_n", "tile_k", "thread_m", "thread_n")):
+        return "tile sizes must be positive integers"
+    if t["tile_m"] % t["thread_m"] or t["tile_n"] % t["thread_n"]:
+        return "thread blocks must divide the tile"
+    if (t["tile_n"] // t["thread_n"]) % 4:
+        return "tile_n / thread_n must be a multiple of 4"
     threads = (t["tile_m"] // t["thread_m"]) * (t["tile_n"] // t["thread_n"])
-    assert t["tile_m"] % t["thread_m"] == 0 and t["tile_n"] % t["thread_n"] == 0
-    assert (t["tile_n"] // t["thread_n"]) % 4 == 0
+    if threads > caps.limit("maxComputeInvocationsPerWorkgroup") or threads > caps.limit("maxComputeWorkgroupSizeX"):
+        return f"{threads} invocations per workgroup exceed the device's limit"
     for edge in (t["tile_m"], t["tile_n"]):
-        assert edge % threads == 0 or (threads % edge == 0 and t["tile_k"] % (threads // edge) == 0)
+        if not (edge % threads == 0 or (threads % edge == 0 and t["tile_k"] % (threads // edge) == 0)):
+            return "the invocation count must divide or be a multiple of each tile edge"
+    if F32_BYTES * t["tile_k"] * (t["tile_m"] + t["tile_n"]) > caps.limit(WORKGROUP_STORAGE):
+        return "the tiles exceed the device's workgroup memory"
+    return None
+
+
+def tiles(geom, caps) -> dict:
+    """The tile shape: tuned for this adapter and shape class when a tuning table says so (app/tuned.py)."""
+    return tuned.choose(NAME, geom, caps, default_tiles(geom, caps))
+
+
+tuned.tunable(NAME, tiles_refusal, default_tiles)
 
 
 def _workgroup_bytes(geom, caps) -> int:
@@ -66,7 +86,7 @@ def _workgroup_bytes(geom, caps) -> int:
 
 def _plan(geom, caps) -> Plan:
     t = tiles(geom, caps)
-    _check(t)
+    assert tiles_refusal(t, geom, caps) is None, tiles_refusal(t, geom, caps)
     row_tiles = -(-_phase_rows(geom) // t["tile_m"])
     col_tiles = -(-geom.out_channels // t["tile_n"])
     total = geom.strides[0] * geom.strides[1] * row_tiles * col_tiles

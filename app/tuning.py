@@ -1,0 +1,134 @@
+"""Measures the best render params per tunable variant and shape class on the current adapter.
+
+    table = await tuning.tune(kernel, cases, progress=print)      # cases: bench.json cases (with "fill")
+    tuned.use_table(table)                                        # use it in this session; or save it as
+                                                                  # tuning/<tuned.file_name(caps)> and ship it
+
+For each case, the planner's variant (or the case's "variant"), if bench.json's tuning grids list it, runs
+every candidate of its grid (the cartesian product, minus what the variant refuses, plus its built-in
+defaults). Each candidate's first call is checked against the float64 reference (|got - want| <= atol +
+rtol*|want|): one that fails is rejected and can never enter the table. The survivors are then timed in
+interleaved rounds (one call each per round, GPU time from timestamp-query, else wall time) and compared
+by median. Per (variant, shape class) the table keeps the candidate with the best geometric-mean time
+relative to each case's defaults, and only when that beats the defaults by more than MARGIN (noise on a
+shared machine is larger than small wins). Pure Python: runs in Pyodide (the page or `python -m app tune`).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import statistics
+import time
+
+from . import tuned
+from .cases import compare
+from .contract import ROOT
+from .kernel import prepare
+from .reference import conv_transpose_reference
+
+MARGIN = 0.05  # a tuned choice must be at least 5% faster than the defaults (geometric mean over its cases)
+TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}  # as test.json's float32 cases: inputs in [-1, 1], f32 accumulation
+
+
+def grids(bench_text: str | None = None) -> dict:
+    """bench.json's tuning grids: variant -> {param: [values]}."""
+    doc = json.loads(bench_text if bench_text is not None else (ROOT / "bench.json").read_text())
+    return doc["tuning"]["grids"]
+
+
+def candidates(variant: str, grid: dict, geom, caps) -> list[dict]:
+    """The defaults first, then every grid combination (over the defaults) the variant accepts, no repeats."""
+    base = tuned.defaults(variant, geom, caps)
+    out, seen = [base], {_key(base)}
+    names = sorted(grid)
+    for values in itertools.product(*(grid[n] for n in names)):
+        params = base | dict(zip(names, values))
+        if _key(params) not in seen and tuned.refusal(variant, params, geom, caps) is None:
+            seen.add(_key(params))
+            out.append(params)
+    return out
+
+
+def _key(params: dict) -> str:
+    return json.dumps(params, sort_keys=True)
+
+
+async def _timed_call(kernel, variant: str, params: dict, inputs: dict, attributes: dict):
+    with tuned.forcing(variant, params):
+        start = time.perf_counter()
+        out = await kernel(**inputs, variant=variant, **attributes)
+    wall = (time.perf_counter() - start) * 1000
+    return out, (out["meta"]["gpu_ms"] if out["meta"]["gpu_ms"] is not None else wall)
+
+
+async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=None) -> dict | None:
+    """One case: every candidate checked against the reference, then timed. None when nothing to tune."""
+    from .bench import make_inputs
+
+    inputs = make_inputs(case)
+    attributes = case["attributes"]
+    geom, arrays = prepare(**inputs, **attributes)
+    variant = case.get("variant") or kernel.plan(geom).variant
+    if variant not in grid_for or variant not in tuned.tunable_variants():
+        return None
+    caps = kernel.gpu.caps
+    want = conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
+    passing, rejected = [], []
+    for params in candidates(variant, grid_for[variant], geom, caps):
+        out, _ = await _timed_call(kernel, variant, params, inputs, attributes)
+        ok, err = compare(out["y"], want, **TOLERANCE)
+        (passing if ok else rejected).append(params if ok else {"params": params, "max_error": err})
+    samples = {_key(p): [] for p in passing}
+    for _ in range(runs):
+        for params in passing:  # interleaved rounds: machine noise spreads over every candidate alike
+            samples[_key(params)].append((await _timed_call(kernel, variant, params, inputs, attributes))[1])
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    default_key = _key(passing[0]) if passing else None
+    if progress is not None:
+        best = min(medians, key=medians.get) if medians else None
+        progress(f"{case['name']}: {variant}, {len(passing)} candidates passed, {len(rejected)} rejected; "
+                 f"defaults {medians.get(default_key, float('nan')):.3f} ms, best {medians.get(best, float('nan')):.3f} ms")
+    return {"case": case["name"], "variant": variant, "class": tuned.shape_class(geom), "defaults": default_key,
+            "medians": medians, "rejected": rejected, "keys": sorted(grid_for[variant])}
+
+
+def best_per_class(results: list[dict], margin: float = MARGIN) -> dict:
+    """variant -> class -> entry: the candidate with the best geometric mean of (its time / that case's
+    defaults' time) over the class's cases, among candidates measured on every one of them; kept only
+    when that mean is below 1 - margin. The entry's params are the grid's keys only."""
+    grouped: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        if r is not None and r["defaults"] is not None:
+            grouped.setdefault((r["variant"], r["class"]), []).append(r)
+    table: dict = {}
+    for (variant, cls), rs in sorted(grouped.items()):
+        common = set.intersection(*(set(r["medians"]) for r in rs))
+        scores = {k: math.exp(statistics.fmean(math.log(r["medians"][k] / r["medians"][r["defaults"]]) for r in rs))
+                  for k in common}
+        if not scores:
+            continue
+        best = min(scores, key=scores.get)
+        if scores[best] < 1 - margin:
+            # Only the grid's params: the rest stay each request's defaults (some follow from its shape).
+            keys = set(rs[0].get("keys") or json.loads(best))
+            table.setdefault(variant, {})[cls] = {
+                "params": {k: v for k, v in json.loads(best).items() if k in keys}, "relative_time": round(scores[best], 4),
+                "cases": [r["case"] for r in rs],
+                "median_ms": {r["case"]: {"defaults": round(r["medians"][r["defaults"]], 4),
+                                          "tuned": round(r["medians"][best], 4)} for r in rs}}
+    return table
+
+
+async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for: dict | None = None) -> dict:
+    """The tuning table for the current adapter (see the module docstring); `progress(text)` gets a line per case."""
+    grid_for = grids() if grid_for is None else grid_for
+    results = [await tune_case(kernel, case, grid_for, runs, progress) for case in cases]
+    caps = kernel.gpu.caps
+    return {"format": tuned.FORMAT, "adapter": tuned.adapter_key(caps), "description": caps.description,
+            "made_by": "python -m app tune (app/tuning.py)", "runs": runs, "margin": MARGIN,
+            "variants": best_per_class(results),
+            "rejected": [{"case": r["case"], "variant": r["variant"], "candidates": r["rejected"]}
+                         for r in results if r and r["rejected"]],
+            "measured": [{k: r[k] for k in ("case", "variant", "class")} | {"candidates": len(r["medians"])}
+                         for r in results if r]}

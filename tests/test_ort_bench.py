@@ -1,0 +1,147 @@
+"""onnxruntime-web beside our kernel: the ONNX bytes web/onnx-convtranspose.mjs builds, the /ort/ route, one
+small comparison end to end in the page (both ORT builds, data from the app's own Python, y checked against
+the float64 reference), ORT's 3D refusal coming back as an error, and the tuning grid's candidates checked
+against the reference in the page."""
+import base64
+import json
+import subprocess
+import urllib.request
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+
+from app import bench
+from app.host.server import ORT_DIST, ROOT
+from app.kernel import prepare
+from app.reference import conv_transpose_reference
+from tests.browser_session import run_python
+
+FILL = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 0}
+CASE_2D = {"name": "tiny_k3s2p1_bias", "tier": "test", "x": [1, 4, 5, 5], "w": [4, 3, 3, 3], "bias": True,
+           "attributes": {"strides": [2, 2], "pads": [1, 0, 1, 0], "output_padding": [1, 0]}, "dtype": "float32",
+           "fill": FILL}
+CASE_3D = {"name": "tiny3d", "tier": "test", "x": [1, 2, 3, 3, 3], "w": [2, 2, 2, 2, 2], "bias": False,
+           "attributes": {"strides": [2, 2, 2]}, "dtype": "float32", "fill": FILL}
+MODEL_JS = """
+import { convTransposeModel } from "%s";
+const spec = JSON.parse(process.argv[2]);
+const f32 = (b64) => new Float32Array(Uint8Array.from(Buffer.from(b64, "base64")).buffer);
+const bytes = convTransposeModel({ ...spec, w_data: f32(spec.w_data), b_data: spec.b_data && f32(spec.b_data) });
+process.stdout.write(Buffer.from(bytes).toString("base64"));
+"""
+
+
+def reference(case):
+    inputs = bench.make_inputs(case)
+    geom, arrays = prepare(**inputs, **case["attributes"])
+    return inputs, conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
+
+
+@pytest.mark.parametrize("attributes", [
+    CASE_2D["attributes"],
+    {"strides": [3, 2], "dilations": [2, 1], "group": 2, "auto_pad": "SAME_UPPER"},
+    {"output_shape": [10, 9], "strides": [2, 2]},
+])
+def test_model_bytes_are_valid_onnx_that_computes_the_reference(tmp_path, attributes):
+    case = CASE_2D | {"attributes": attributes}
+    inputs, want = reference(case)
+    spec = {"x": case["x"], "w": case["w"], "bias": True, "attributes": attributes,
+            "w_data": base64.b64encode(inputs["w"].tobytes()).decode(),
+            "b_data": base64.b64encode(inputs["b"].tobytes()).decode()}
+    script = tmp_path / "model.mjs"
+    script.write_text(MODEL_JS % (ROOT / "web" / "onnx-convtranspose.mjs").as_uri())
+    out = subprocess.run(["node", str(script), json.dumps(spec)], capture_output=True, text=True, check=True).stdout
+    model = onnx.load_from_string(base64.b64decode(out))
+    onnx.checker.check_model(model, full_check=True)
+    node = model.graph.node[0]
+    assert node.op_type == "ConvTranspose" and list(node.input) == ["x", "w", "b"]
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    got = session.run(None, {"x": inputs["x"]})[0]
+    # ORT's CPU provider applies output_shape/SAME pads its own way only where the spec is ambiguous; these
+    # attributes are not such cases, so it must match the float64 reference.
+    np.testing.assert_allclose(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_ort_is_pinned_and_served_from_node_modules(app_url):
+    lock = json.loads((ROOT / "package-lock.json").read_text())
+    pinned = json.loads((ROOT / "package.json").read_text())["devDependencies"]["onnxruntime-web"]
+    assert lock["packages"]["node_modules/onnxruntime-web"]["version"] == pinned
+    assert json.loads((ORT_DIST.parent / "package.json").read_text())["version"] == pinned
+    for path, mime in (("ort/ort.webgpu.min.mjs", "text/javascript"), ("ort/ort.min.mjs", "text/javascript"),
+                       ("ort/ort-wasm-simd-threaded.jsep.wasm", "application/wasm")):
+        with urllib.request.urlopen(urllib.request.Request(app_url + path, method="HEAD")) as response:
+            assert response.headers["Content-Type"] == mime
+            assert response.headers["Cross-Origin-Embedder-Policy"] == "require-corp"
+
+
+BENCH_ORT = """async ({benchCase, ep}) => {
+    const { benchOrt } = await import("/web/ort-bench.mjs");
+    const r = await benchOrt(benchCase, { runs: 2, warmup: 1, ep });
+    if (r.y) r.y = Array.from(r.y);
+    return r;
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("ep", ["webgpu", "jsep"])
+def test_one_small_ort_comparison_end_to_end(page, ep):
+    _, want = reference(CASE_2D)
+    r = page.evaluate(BENCH_ORT, {"benchCase": CASE_2D, "ep": ep})
+    assert "error" not in r, r
+    assert r["impl"] == f"onnxruntime-web 1.30.0 {ep}" and r["y_shape"] == list(want.shape)
+    np.testing.assert_allclose(np.array(r["y"]).reshape(want.shape), want, atol=1e-5, rtol=1e-5)
+    assert r["source"] in ("timestamp-query", "wall") and 0 < r["min_ms"] <= r["median_ms"]
+    assert r["wall_median_ms"] > 0
+    # Ours on the same case, same page, timed the same way; its y agrees with ORT's.
+    ours = run_python(page, f"""
+import json
+from app import bench, get_kernel
+kernel = await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
+row = await bench.run_resident(kernel, json.loads({json.dumps(json.dumps(CASE_2D))}), runs=2, warmup=1)
+import numpy as np
+{{"max_vs_ort": float(np.max(np.abs(np.frombuffer(row["y"], dtype=np.float32) - np.array({r["y"]!r}, dtype=np.float32)))),
+  "source": row["source"], "ref": row["max_abs_diff_reference"]}}""")
+    assert ours["max_vs_ort"] < 1e-5 and ours["ref"] < 1e-5 and ours["source"] == r["source"]
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("ep", ["webgpu", "jsep"])
+def test_ort_refusing_3d_is_an_error_result_not_a_crash(page, ep):
+    r = page.evaluate(BENCH_ORT, {"benchCase": CASE_3D, "ep": ep})
+    assert r["source"] == "none" and "y" not in r
+    assert "conv" in r["error"].lower(), r["error"]
+
+
+TUNE_SMALL = """
+import json
+from app import get_kernel, tuning
+kernel = await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
+fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 3}
+cases = [
+    {"name": "phase_gemm", "tier": "t", "x": [2, 12, 3, 3], "w": [12, 10, 3, 3], "bias": True,
+     "attributes": {"strides": [2, 2], "pads": [1, 1, 0, 0]}, "fill": fill},
+    {"name": "stride1", "tier": "t", "x": [1, 10, 5, 4], "w": [10, 12, 3, 2], "bias": True,
+     "attributes": {"pads": [1, 0, 0, 1]}, "fill": fill, "variant": "stride1_implicit_gemm"},
+    {"name": "one_by_one", "tier": "t", "x": [1, 20, 5, 5], "w": [20, 18, 1, 1], "bias": False,
+     "attributes": {}, "fill": fill},
+    {"name": "phase1d", "tier": "t", "x": [2, 10, 37], "w": [10, 6, 5], "bias": True,
+     "attributes": {"strides": [3], "pads": [1, 2], "output_padding": [1]}, "fill": fill},
+]
+table = await tuning.tune(kernel, cases, runs=1)
+json.dumps(table)
+"""
+
+
+@pytest.mark.browser
+def test_every_tuning_candidate_matches_the_reference_in_the_browser(page):
+    """A tuned choice must never change results beyond tolerance: the tuner checks each candidate of each
+    grid against the float64 reference (odd sizes, so tile edges and tails are hit) and rejects failures;
+    here none may fail, and every grid was explored."""
+    table = json.loads(run_python(page, TUNE_SMALL))
+    assert table["rejected"] == []
+    measured = {m["variant"]: m["candidates"] for m in table["measured"]}
+    grids = json.loads((ROOT / "bench.json").read_text())["tuning"]["grids"]
+    assert set(measured) == set(grids)
+    assert all(n >= 8 for n in measured.values()), measured

@@ -1,0 +1,118 @@
+"""Tuning tables in CPython: which table applies to which adapter, what the planner then renders, fallbacks,
+the tuner's candidate grids and its per-class choice."""
+import json
+
+import pytest
+
+from app import tuned, tuning
+from app.caps import DeviceCaps
+from app.planner import plan
+from app.shapes import infer
+
+SWIFTSHADER = DeviceCaps(features=frozenset({"timestamp-query", "subgroups"}), vendor="google",
+                         architecture="swiftshader", is_fallback=True)
+OTHER_GPU = DeviceCaps(features=frozenset({"timestamp-query"}), vendor="nvidia", architecture="hopper",
+                       device="h200")
+DCGAN = infer((1, 64, 4, 4), (64, 32, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]})
+TUNED_TILES = {"tile_m": 32, "tile_n": 16, "thread_m": 4, "thread_n": 4}
+
+
+def table(caps, variant, geom, params):
+    return {"format": tuned.FORMAT, "adapter": tuned.adapter_key(caps),
+            "variants": {variant: {tuned.shape_class(geom): {"params": params}}}}
+
+
+@pytest.fixture
+def tables(monkeypatch):
+    """An isolated list of tables in place of the shipped ones."""
+    loaded: list[dict] = []
+    monkeypatch.setattr(tuned, "_tables", loaded)
+    return loaded
+
+
+def main_params(geom, caps):
+    return plan(geom, caps).dispatches[0].params
+
+
+def test_a_matching_table_changes_the_rendered_tiles(tables):
+    default = main_params(DCGAN, SWIFTSHADER)
+    tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES))
+    got = main_params(DCGAN, SWIFTSHADER)
+    assert {k: got[k] for k in TUNED_TILES} == TUNED_TILES != {k: default[k] for k in TUNED_TILES}
+    assert plan(DCGAN, SWIFTSHADER).variant == "nchw2d_phase_gemm_tiled"
+
+
+def test_another_adapter_or_shape_class_keeps_the_defaults(tables):
+    tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES))
+    no_tables_other = tuned.defaults("nchw2d_phase_gemm_tiled", DCGAN, OTHER_GPU)
+    assert {k: main_params(DCGAN, OTHER_GPU)[k] for k in TUNED_TILES} == {k: no_tables_other[k] for k in TUNED_TILES}
+    bigger = infer((1, 512, 4, 4), (512, 256, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]})
+    assert tuned.shape_class(bigger) != tuned.shape_class(DCGAN)
+    assert tuned.lookup("nchw2d_phase_gemm_tiled", bigger, SWIFTSHADER) is None
+    # Same vendor and architecture but a different fallback flag is a different adapter.
+    assert tuned.select(DeviceCaps(vendor="google", architecture="swiftshader")) is None
+
+
+def test_params_the_variant_refuses_fall_back_to_the_defaults(tables):
+    broken = {"tile_m": 16, "tile_n": 16, "thread_m": 8, "thread_n": 8}  # tile_n / thread_n = 2: not a multiple of 4
+    assert tuned.refusal("nchw2d_phase_gemm_tiled", tuned.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
+                         | broken, DCGAN, SWIFTSHADER)
+    tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, broken))
+    default = tuned.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
+    assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in broken} == {k: default[k] for k in broken}
+
+
+def test_a_table_of_another_format_is_ignored(tables):
+    tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES) | {"format": 999})
+    assert tuned.select(SWIFTSHADER) is None
+
+
+def test_forcing_wins_over_the_table_and_ends_with_the_block(tables):
+    tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES))
+    forced = {"tile_m": 16, "tile_n": 32, "thread_m": 8, "thread_n": 2}
+    with tuned.forcing("nchw2d_phase_gemm_tiled", forced):
+        assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in forced} == forced
+    assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in TUNED_TILES} == TUNED_TILES
+
+
+@pytest.mark.parametrize("variant, x, w, attributes", [
+    ("stride1_implicit_gemm", (1, 32, 8, 8), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ("conv1x1_gemm_tiled_reg", (1, 64, 8, 8), (64, 32, 1, 1), {}),
+])
+def test_other_tunable_variants_follow_their_table(tables, variant, x, w, attributes):
+    geom = infer(x, w, None, attributes)
+    assert plan(geom, SWIFTSHADER).variant == variant
+    grid = tuning.grids()[variant]
+    options = tuning.candidates(variant, grid, geom, SWIFTSHADER)
+    pick = options[-1]
+    assert pick != options[0]
+    tables.append(table(SWIFTSHADER, variant, geom, pick))
+    got = main_params(geom, SWIFTSHADER)
+    assert {k: got[k] for k in pick} == pick
+
+
+def test_every_grid_names_a_tunable_variant_and_candidates_respect_refusals():
+    grids = tuning.grids()
+    assert set(grids) <= set(tuned.tunable_variants())
+    options = tuning.candidates("nchw2d_phase_gemm_tiled", grids["nchw2d_phase_gemm_tiled"], DCGAN, SWIFTSHADER)
+    assert options[0] == tuned.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
+    assert len({json.dumps(o, sort_keys=True) for o in options}) == len(options) > 4
+    assert all(tuned.refusal("nchw2d_phase_gemm_tiled", o, DCGAN, SWIFTSHADER) is None for o in options)
+
+
+def result(case, cls, medians, variant="v"):
+    return {"case": case, "variant": variant, "class": cls, "defaults": "D", "medians": medians, "rejected": []}
+
+
+def test_best_per_class_keeps_only_the_grid_params():
+    best = json.dumps({"taps": 2, "phases": 8, "positions": 8})
+    won = tuning.best_per_class([result("c1", "k", {"D": 10.0, best: 4.0}) | {"keys": ["positions"]}])
+    assert won["v"]["k"]["params"] == {"positions": 8}
+
+
+def test_best_per_class_needs_a_clear_win_over_the_defaults():
+    a = json.dumps({"t": 1})
+    won = tuning.best_per_class([result("c1", "k", {"D": 10.0, a: 5.0}), result("c2", "k", {"D": 4.0, a: 4.0})])
+    assert won["v"]["k"]["params"] == {"t": 1} and won["v"]["k"]["relative_time"] == pytest.approx(0.5 ** 0.5, abs=1e-4)
+    assert tuning.best_per_class([result("c1", "k", {"D": 10.0, a: 9.8})]) == {}  # within the margin: keep defaults
+    assert tuning.best_per_class([result("c1", "k", {"D": 10.0, a: 12.0})]) == {}

@@ -1,0 +1,191 @@
+// onnxruntime-web on one bench case, timed in this page the way our kernel is timed (bench --against ort).
+//
+//   import { benchOrt } from "/web/ort-bench.mjs";
+//   const r = await benchOrt(benchCase, { runs: 5, warmup: 1, ep: "webgpu" });
+//
+// benchCase: one entry of bench.json's "cases" plus "fill" (bench.json's fill spec), i.e. {name, x, w, bias,
+//   attributes, dtype, fill}. Optional `inputs: {x, w, b?}` (Float32Arrays, row-major) in the options are the
+//   case's data; without them the data is drawn by the app's own Python (app.bench.make_inputs, through
+//   boot.mjs's Pyodide), so ORT and our kernel always see the same numbers.
+// ep: "webgpu": onnxruntime-web's native C++ WebGPU execution provider (dist/ort.webgpu.min.mjs, which loads
+//       the asyncify wasm); "jsep": its default build's JavaScript WebGPU kernels (dist/ort.min.mjs, jsep wasm).
+//   Both are loaded from this server's /ort/ route (node_modules/onnxruntime-web/dist, pinned in
+//   package-lock.json), single-threaded, CPU fallback disabled: a node the EP cannot run (3D ConvTranspose,
+//   say) makes session creation fail, and that comes back as `error`, never silently timed on the CPU.
+// Timing: x is uploaded once into a GPU buffer (Tensor.fromGpuBuffer) and y stays on the GPU
+//   (preferredOutputLocation "gpu-buffer"); `warmup` untimed runs, then `runs` timed ones. Per run:
+//   - wall: performance.now() around session.run() + device.queue.onSubmittedWorkDone();
+//   - gpu: the sum over the run's compute passes of (end - begin) timestamps, as our kernel's GPU time is
+//     taken (app/gpu.py). Where ORT's device has timestamp-query (the native EP asks for it), while ORT runs
+//     GPUCommandEncoder.prototype.beginComputePass is wrapped to add timestampWrites into a query set of
+//     ours, resolved after the run. The JSEP build asks for Chromium's timestamp-inside-passes feature
+//     instead when offered (SwiftShader does), which cannot carry pass timestamps: there, ORT's own profiling
+//     (env.webgpu.profiling "default" mode, per-kernel timestamps) times separate runs, because it makes
+//     JSEP submit one pass at a time and would distort the wall time.
+// Returns {impl, ep, median_ms, min_ms, source: "timestamp-query" | "wall", wall_median_ms, wall_min_ms,
+//   gpu_median_ms?, passes?, y?: Float32Array (read back once, after timing), y_shape?, error?: string}.
+//   median_ms/min_ms are the GPU numbers where source is "timestamp-query", else the wall numbers.
+
+import { convTransposeModel } from "./onnx-convtranspose.mjs";
+
+const BUILDS = { webgpu: "ort.webgpu.min.mjs", jsep: "ort.min.mjs" };
+const loaded = {};
+// GPUBufferUsage and GPUMapMode bits (WebGPU constants; GPUBufferUsage is absent in some hosts).
+const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, STORAGE = 0x80, QUERY_RESOLVE = 0x200;
+
+function loadOrt(ep) {
+  if (!(ep in BUILDS)) throw new Error(`unknown ep ${JSON.stringify(ep)}; known: ${Object.keys(BUILDS)}`);
+  loaded[ep] ??= import(new URL(`../ort/${BUILDS[ep]}`, import.meta.url).href).then((ort) => {
+    ort.env.wasm.numThreads = 1;  // no worker threads: the page timing its own GPU work stays one thread
+    ort.env.wasm.proxy = false;
+    ort.env.logLevel = "error";
+    return ort;
+  });
+  return loaded[ep];
+}
+
+async function caseInputs(benchCase) {
+  const { bootApp } = await import("./boot.mjs");
+  const { pyodide } = await bootApp();
+  pyodide.globals.set("bench_case_json", JSON.stringify(benchCase));
+  const out = await pyodide.runPythonAsync(`
+import json
+from app import bench
+_arrays = bench.make_inputs(json.loads(bench_case_json))
+{name: a.astype("float32").tobytes() for name, a in _arrays.items()}`);
+  const bytes = out.toJs({ dict_converter: Object.fromEntries });
+  out.destroy();
+  return Object.fromEntries(Object.entries(bytes).map(([k, v]) => [k, new Float32Array(v.slice().buffer)]));
+}
+
+/** Wraps beginComputePass (between start() and stop()) to timestamp every compute pass ORT encodes. */
+function passTimer(device, capacity = 4096) {
+  if (!device.features.has("timestamp-query")) return null;
+  const querySet = device.createQuerySet({ type: "timestamp", count: capacity });
+  const resolve = device.createBuffer({ size: 8 * capacity, usage: QUERY_RESOLVE | COPY_SRC });
+  const proto = GPUCommandEncoder.prototype;
+  const original = proto.beginComputePass;
+  let used = 0, overflow = false;
+  return {
+    start() {
+      used = 0; overflow = false;
+      proto.beginComputePass = function (descriptor) {
+        if (descriptor?.timestampWrites) return original.call(this, descriptor);
+        if (used + 2 > capacity) { overflow = true; return original.call(this, descriptor); }
+        const timestampWrites = { querySet, beginningOfPassWriteIndex: used, endOfPassWriteIndex: used + 1 };
+        used += 2;
+        return original.call(this, { ...(descriptor ?? {}), timestampWrites });
+      };
+    },
+    stop() { proto.beginComputePass = original; },
+    /** GPU ms of the passes since start() (call once the work is done), and how many passes ran. */
+    async read() {
+      if (used === 0 || overflow) return { ms: null, passes: used / 2 };
+      const read = device.createBuffer({ size: 8 * used, usage: MAP_READ | COPY_DST });
+      const encoder = device.createCommandEncoder();
+      encoder.resolveQuerySet(querySet, 0, used, resolve, 0);
+      encoder.copyBufferToBuffer(resolve, 0, read, 0, 8 * used);
+      device.queue.submit([encoder.finish()]);
+      await read.mapAsync(MAP_READ);
+      const ticks = new BigUint64Array(read.getMappedRange());
+      let ns = 0n;
+      for (let i = 0; i < used; i += 2) ns += ticks[i + 1] - ticks[i];
+      read.destroy();
+      return { ms: Number(ns) / 1e6, passes: used / 2 };
+    },
+    destroy() { proto.beginComputePass = original; querySet.destroy(); resolve.destroy(); },
+  };
+}
+
+/** Total ms of the profiling records of one run: they arrive once the run's query buffer maps. */
+async function settled(records) {
+  let seen = -1;
+  for (let i = 0; i < 200 && (records.length === 0 || records.length !== seen); i++) {
+    seen = records.length;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return records.splice(0).reduce((a, b) => a + b, 0) / 1e6;
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+
+/** Times onnxruntime-web on one bench case (see the module header). Never throws for ORT's refusals. */
+export async function benchOrt(benchCase, { runs = 5, warmup = 1, ep = "webgpu", inputs = null } = {}) {
+  let ort, session, xBuffer, timer;
+  const result = { impl: `onnxruntime-web ${ep}`, ep };
+  try {
+    ort = await loadOrt(ep);
+    result.impl = `onnxruntime-web ${ort.env.versions?.web ?? ""} ${ep}`.replace("  ", " ");
+    if ((benchCase.dtype ?? "float32") !== "float32") throw new Error(`dtype ${benchCase.dtype} is not benchmarked against ORT`);
+    const data = inputs ?? await caseInputs(benchCase);
+    const profiled = [];  // JSEP's per-kernel timestamps (ns), from its profiling callback
+    ort.env.webgpu.profiling = ep === "jsep"
+      ? { mode: "default", ondata: (record) => profiled.push(record.endTime - record.startTime) }
+      : { mode: "off" };
+    const model = convTransposeModel({ x: benchCase.x, w: benchCase.w, bias: !!benchCase.bias,
+                                       attributes: benchCase.attributes ?? {}, w_data: data.w, b_data: data.b ?? null });
+    session = await ort.InferenceSession.create(model, {
+      executionProviders: ["webgpu"], preferredOutputLocation: "gpu-buffer",
+      extra: { session: { disable_cpu_ep_fallback: "1" } },
+    });
+    const device = await ort.env.webgpu.device;
+    xBuffer = device.createBuffer({ size: Math.max(4, data.x.byteLength), usage: STORAGE | COPY_SRC | COPY_DST });
+    device.queue.writeBuffer(xBuffer, 0, data.x);
+    const x = ort.Tensor.fromGpuBuffer(xBuffer, { dataType: "float32", dims: benchCase.x });
+    timer = passTimer(device);
+
+    const walls = [], gpus = [];
+    let last = null;
+    if (!timer && ep === "jsep") {
+      // JSEP takes Chromium's timestamp-inside-passes feature instead of timestamp-query when offered, so
+      // its passes cannot carry ours: its own profiling times them (extra runs: profiling submits pass by
+      // pass, which would distort the wall time).
+      for (let i = 0; i < warmup + runs; i++) {
+        const out = await session.run({ x });
+        await device.queue.onSubmittedWorkDone();
+        out.y.dispose();
+        const ms = await settled(profiled);
+        if (i >= warmup) gpus.push(ms);
+      }
+    }
+    ort.env.webgpu.profiling = { mode: "off" };  // read at each run's start: the timed runs are unprofiled
+    for (let i = 0; i < warmup + runs; i++) {
+      timer?.start();
+      const start = performance.now();
+      let out;
+      try {
+        out = await session.run({ x });
+        await device.queue.onSubmittedWorkDone();
+      } finally {
+        timer?.stop();
+      }
+      const wall = performance.now() - start;
+      if (i >= warmup) walls.push(wall);
+      if (timer) {
+        const gpu = await timer.read();
+        if (i >= warmup) { gpus.push(gpu.ms); result.passes = gpu.passes; }
+      }
+      if (last) last.dispose();
+      last = out.y;
+    }
+    result.y = await last.getData();
+    result.y_shape = Array.from(last.dims);
+    last.dispose();
+    result.wall_median_ms = median(walls);
+    result.wall_min_ms = Math.min(...walls);
+    if (gpus.length && gpus.every((ms) => ms !== null && ms > 0)) {
+      Object.assign(result, { source: "timestamp-query", gpu_median_ms: median(gpus),
+                              median_ms: median(gpus), min_ms: Math.min(...gpus) });
+    } else {
+      Object.assign(result, { source: "wall", median_ms: result.wall_median_ms, min_ms: result.wall_min_ms });
+    }
+  } catch (err) {
+    result.error = String(err?.message ?? err).split("\n")[0].slice(0, 300);
+    result.source = "none";
+  } finally {
+    timer?.destroy();
+    if (session) await session.release().catch(() => {});
+    if (xBuffer) xBuffer.destroy();
+  }
+  return result;
+}
