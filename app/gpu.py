@@ -210,7 +210,8 @@ class Gpu:
             try:
                 await readback.mapAsync(MAP_MODE_READ)
             except JsException as exc:
-                raise GpuError(f"variant {plan.variant}: reading the output back failed ({self.lost_reason or exc})") from None
+                why = f"the WebGPU device was lost during the call ({self.lost_reason})" if self.lost_reason else exc
+                raise GpuError(f"variant {plan.variant}: reading the output back failed: {why}") from None
             data = js.Uint8Array.new(readback.getMappedRange()).to_bytes()[:y_nbytes]
             if fresh_prepared:
                 self._remember_prepared(*fresh_prepared)
