@@ -125,6 +125,14 @@ class Gpu:
             for buf in self._prepared.popitem(last=False)[1].values():
                 self._release(buf)
 
+    def release_caches(self) -> None:
+        """Drops every cached weight layout and pipeline (their GPU memory goes back to the device)."""
+        for entry in self._prepared.values():
+            for buf in entry.values():
+                self._release(buf)
+        self._prepared.clear()
+        self._pipelines.clear()
+
     def _release(self, buf) -> None:
         self.live_bytes -= int(buf.size)
         buf.destroy()

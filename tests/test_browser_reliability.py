@@ -81,25 +81,33 @@ except app.ConvTransposeError as exc:
 def test_500_calls_with_varying_shapes_leave_gpu_memory_flat(page):
     out = run_python(page, CHECK + f"""
 from app.gpu import PIPELINE_CACHE_SIZE, PREPARED_CACHE_SIZE
+from app.variants import VARIANTS
 kernel = {KERNEL.format(extra="")}
 rng = np.random.default_rng(500)
 before = kernel.gpu.memory()
 worst, variants, peak_cached = 0.0, set(), 0
 for i in range(500):
     rank = 1 + i % 3
-    c, m, g = int(rng.integers(1, 4)), int(rng.integers(1, 4)), [1, 1, 2][i % 3]
+    c, m, g = int(rng.integers(1, 4)), int(rng.integers(1, 4)), [1, 1, 2][int(rng.integers(0, 3))]
     spatial = [int(rng.integers(1, 6)) for _ in range(rank)]
     x = rng.uniform(-1, 1, [1 + i % 2, c * g] + spatial).astype(np.float32)
     w = rng.uniform(-1, 1, [c * g, m] + [int(rng.integers(1, 4)) for _ in range(rank)]).astype(np.float32)
     attrs = {{"group": g, "strides": [int(rng.integers(1, 4)) for _ in range(rank)]}}
-    res = await kernel(x=x, w=w, **attrs)
+    forced = None
+    if i % 5 == 0:  # every covering variant in turn, so the fast ones and the weight cache are exercised too
+        geom = prepare(x, w, **attrs)[0]
+        covering = [n for n, v in sorted(VARIANTS.items()) if v.why_not(geom, kernel.gpu.caps) is None]
+        forced = covering[(i // 5) % len(covering)]
+    res = await kernel(x=x, w=w, variant=forced, **attrs)
     variants.add(res["meta"]["variant"])
     worst = max(worst, error(res, x, w, None, attrs))
     mem = kernel.gpu.memory()
     assert mem["live_bytes"] == mem["cached_bytes"], mem  # nothing but the weight cache outlives a call
     peak_cached = max(peak_cached, mem["cached_bytes"])
 after = kernel.gpu.memory()
-{{"before": before, "after": after, "worst": worst, "variants": sorted(variants), "peak_cached": peak_cached,
+kernel.gpu.release_caches()
+released = kernel.gpu.memory()
+{{"released": released, "before": before, "after": after, "worst": worst, "variants": sorted(variants), "peak_cached": peak_cached,
   "pipeline_bound": PIPELINE_CACHE_SIZE, "prepared_bound": PREPARED_CACHE_SIZE}}
 """)
     print("memory before/after 500 calls:", out["before"], out["after"], "variants:", out["variants"])
@@ -108,7 +116,8 @@ after = kernel.gpu.memory()
         out["before"]["live_bytes"] - out["before"]["cached_bytes"] == 0
     assert out["after"]["pipelines"] <= out["pipeline_bound"]
     assert out["after"]["prepared_entries"] <= out["prepared_bound"]
-    assert len(out["variants"]) >= 3
+    assert len(out["variants"]) >= 10 and out["peak_cached"] > 0
+    assert out["released"]["live_bytes"] == 0 and out["released"]["pipelines"] == 0
 
 
 def test_pipeline_cache_is_lru_bounded(page):
