@@ -25,7 +25,7 @@ def as_array(name: str, value) -> np.ndarray:
         data = value["data"]
         try:
             flat = np.frombuffer(data, dtype=dtype) if isinstance(data, (bytes, memoryview)) else np.asarray(data, dtype=dtype)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ConvTransposeError(f"input '{name}': data is not a flat list of numbers ({exc})") from None
         if flat.ndim != 1:
             raise ConvTransposeError(f"input '{name}': data must be flat (row-major), got {flat.ndim} dimensions")

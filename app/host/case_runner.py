@@ -81,9 +81,17 @@ def format_line(result: dict) -> str:
 
 
 def main(path: str, variant: str | None = None, host: str = "browser") -> int:
+    from ..cases import CaseFileError, parse_case_file
+
+    try:  # a malformed file is reported here, before any browser starts
+        text = Path(path).read_text()
+        parse_case_file(text)
+    except (OSError, UnicodeDecodeError, CaseFileError) as exc:
+        print(f"{path}: {exc}", file=sys.stderr)
+        return 2
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     with open_host(host) as cases:
-        for result in run_cases(cases, Path(path).read_text(), variant):
+        for result in run_cases(cases, text, variant):
             counts[result["status"]] += 1
             print(format_line(result), flush=True)
     summary = f"{counts['PASS']} passed, {counts['FAIL']} failed"
