@@ -23,6 +23,13 @@ def as_array(name: str, value) -> np.ndarray:
         if dtype not in ("float32", "float16"):
             raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: ['float16', 'float32']")
         data = value["data"]
+        if isinstance(data, (list, tuple)) and not all(
+                isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                for v in data):
+            # numpy would quietly turn None into NaN and "1" into 1.0: a wrong answer, not an error
+            bad = next(v for v in data if not isinstance(v, (int, float, np.integer, np.floating))
+                       or isinstance(v, (bool, np.bool_)))
+            raise ConvTransposeError(f"input '{name}': data must be a flat list of numbers, found {bad!r}")
         try:
             flat = np.frombuffer(data, dtype=dtype) if isinstance(data, (bytes, memoryview)) else np.asarray(data, dtype=dtype)
         except (TypeError, ValueError, OverflowError) as exc:
