@@ -1,13 +1,15 @@
 """The callable kernel: request -> validated geometry -> plan -> GPU -> numpy result."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from . import contract, planner
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
 from .split import run_pieces, split
-from .tensors import as_array
+from .tensors import all_finite, as_array
 
 
 def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict[str, np.ndarray]]:
@@ -17,6 +19,8 @@ def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict[str, np.ndar
         arrays["b"] = as_array("b", b)
     geom = infer(arrays["x"].shape, arrays["w"].shape, arrays["b"].shape if b is not None else None,
                  attributes, {name: str(arr.dtype) for name, arr in arrays.items()})
+    if not all_finite(arrays):  # NaN or Inf in x or w: only variants that form real products only
+        geom = replace(geom, finite_data=False)
     return geom, {name: np.ascontiguousarray(arr) for name, arr in arrays.items()}
 
 

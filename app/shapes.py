@@ -35,6 +35,9 @@ class ConvGeometry:
     pads_end: tuple[int, ...]
     output_padding: tuple[int, ...]
     has_bias: bool
+    # False when x or w holds a NaN or an Inf (set by the kernel from the data): the planner then keeps to
+    # variants whose every product is a real one, so non-finite values spread exactly as IEEE says.
+    finite_data: bool = True
 
     @property
     def rank(self) -> int:

@@ -8,6 +8,11 @@ import numpy as np
 from .errors import ConvTransposeError
 
 
+def all_finite(arrays: dict[str, np.ndarray]) -> bool:
+    """Whether x and w hold only finite numbers (b is added once per output: any value is exact there)."""
+    return all(bool(np.isfinite(arrays[name]).all()) for name in ("x", "w") if name in arrays)
+
+
 def as_array(name: str, value) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value

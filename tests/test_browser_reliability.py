@@ -288,3 +288,54 @@ except app.GpuError as exc:
 """)
     assert "variant misbound_test_variant" in out["text"] and "Validation" in out["text"], out
     assert out["before"]["live_bytes"] == out["after"]["live_bytes"]
+
+
+NONFINITE_REQUESTS = [
+    ([1, 4, 5], [4, 3, 3], {"strides": [2], "pads": [1, 0]}),
+    ([2, 8, 4, 4], [8, 4, 3, 3], {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 0]}),
+    ([1, 8, 4, 4], [8, 2, 4, 4], {"group": 4, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ([1, 16, 3, 3], [16, 16, 1, 1], {}),
+    ([1, 16, 4, 4], [16, 8, 3, 3], {"pads": [1, 1, 1, 1]}),
+    ([1, 32, 3, 3, 2], [32, 2, 2, 2, 2], {"strides": [2, 2, 1]}),
+    ([1, 8, 3, 3, 3], [8, 8, 3, 3, 3], {"pads": [1, 0, 1, 1, 0, 1]}),
+]
+
+
+@pytest.mark.parametrize("x_shape, w_shape, attrs", NONFINITE_REQUESTS)
+def test_nan_and_inf_propagate_as_ieee_says_in_every_variant(page, x_shape, w_shape, attrs):
+    """NaN and +-Inf in x and w reach exactly the outputs they reach in the float64 reference (Inf*0 and
+    Inf-Inf are NaN there too), under the planner's choice and every covering variant forced."""
+    out = run_python(page, CHECK + f"""
+from app.cases import compare
+from app.variants import VARIANTS
+kernel = {KERNEL.format(extra="")}
+rng = np.random.default_rng(13)
+x = rng.uniform(-1, 1, {x_shape}).astype(np.float32)
+w = rng.uniform(-1, 1, {w_shape}).astype(np.float32)
+b = rng.uniform(-1, 1, {w_shape[1]} * {attrs.get("group", 1)}).astype(np.float32)
+flat = x.reshape(-1)
+flat[rng.choice(flat.size, 3, replace=False)] = [np.nan, np.inf, -np.inf]
+w.reshape(-1)[rng.choice(w.size, 2, replace=False)] = [np.inf, -np.inf]
+geom = prepare(x, w, b, **{attrs!r})[0]
+assert not geom.finite_data
+want = conv_transpose_reference(geom, x, w, b)
+results, refused = {{}}, {{}}
+for name, v in sorted(VARIANTS.items()):
+    if v.why_not(geom, kernel.gpu.caps) is None:
+        res = await kernel(x=x, w=w, b=b, variant=name, **{attrs!r})
+        results[name] = compare(res["y"], want, 1e-4, 1e-4)[0]
+    elif v.why_not(prepare(np.nan_to_num(x), np.nan_to_num(w), b, **{attrs!r})[0], kernel.gpu.caps) is None:
+        try:  # covers the same request with finite data: forcing it now is a clear refusal
+            await kernel(x=x, w=w, b=b, variant=name, **{attrs!r})
+            refused[name] = "ran"
+        except app.ConvTransposeError as exc:
+            refused[name] = str(exc)
+chosen = await kernel(x=x, w=w, b=b, **{attrs!r})
+results["planner: " + chosen["meta"]["variant"]] = compare(chosen["y"], want, 1e-4, 1e-4)[0]
+{{"results": results, "refused": refused, "nan": int(np.isnan(want).sum()), "inf": int(np.isinf(want).sum()),
+  "size": int(want.size)}}
+""")
+    assert 0 < out["nan"] < out["size"]  # the test reaches both kinds of output
+    assert len(out["results"]) >= 2 and all(out["results"].values()), out
+    assert all("finite" in text for text in out["refused"].values()), out
+    print("exact:", sorted(out["results"]), "refused for non-finite data:", sorted(out["refused"]))
