@@ -76,3 +76,10 @@ class DeviceHandle:
 
     def __getattr__(self, name):
         return getattr(self._gpu, name)
+
+    def __setattr__(self, name, value):
+        # Counters set through the handle (tests reset them) belong to the Gpu, not to a shadow copy here.
+        if name in ("_gpu", "_opener", "limits"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._gpu, name, value)

@@ -19,7 +19,7 @@ def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict[str, np.ndar
         arrays["b"] = as_array("b", b)
     geom = infer(arrays["x"].shape, arrays["w"].shape, arrays["b"].shape if b is not None else None,
                  attributes, {name: str(arr.dtype) for name, arr in arrays.items()})
-    if not all_finite(arrays):  # NaN or Inf in x or w: only variants that form real products only
+    if not all_finite(arrays):  # NaN or Inf in x or w: only variants whose every product is a real one
         geom = replace(geom, finite_data=False)
     return geom, {name: np.ascontiguousarray(arr) for name, arr in arrays.items()}
 

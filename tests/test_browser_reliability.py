@@ -47,10 +47,10 @@ rng = np.random.default_rng(1)
 x = rng.uniform(-1, 1, {x}).astype(np.float32)
 w = rng.uniform(-1, 1, {w}).astype(np.float32)
 b = rng.uniform(-1, 1, {w[1]} * {attrs.get("group", 1)}).astype(np.float32) if {bias} else None
-kernel.gpu.largest_buffer = 0
+kernel.gpu.gpu.largest_buffer = 0
 res = await kernel(x=x, w=w, b=b, variant={variant!r}, **{attrs!r})
 {{"err": error(res, x, w, b, {attrs!r}), "pieces": res["meta"]["pieces"], "variant": res["meta"]["variant"],
-  "largest": kernel.gpu.largest_buffer, "limits": kernel.gpu.caps.limits}}
+  "largest": kernel.gpu.gpu.largest_buffer, "limits": kernel.gpu.caps.limits}}
 """)
     assert out["err"] < 1e-3, out
     assert out["pieces"] > 1, out
