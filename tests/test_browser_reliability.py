@@ -159,9 +159,11 @@ for i in range(24):
     b = rng.uniform(-1, 1, 1 + i % 3).astype(np.float32) if i % 2 else None
     requests.append((x, w, b, {{"strides": [1 + i % 3] * rank}}))
 results = await asyncio.gather(*(kernel(x=x, w=w, b=b, **a) for x, w, b, a in requests))
-[error(res, *req) for res, req in zip(results, requests)]
+mem = kernel.gpu.memory()
+{"errors": [error(res, *req) for res, req in zip(results, requests)], "transient": mem["live_bytes"] - mem["cached_bytes"]}
 """)
-    assert len(out) == 24 and max(out) < 1e-3
+    assert len(out["errors"]) == 24 and max(out["errors"]) < 1e-3
+    assert out["transient"] == 0
 
 
 def test_js_calls_awaited_at_once_are_right_and_in_order(page):
