@@ -160,7 +160,7 @@ for i in range(24):
     requests.append((x, w, b, {{"strides": [1 + i % 3] * rank}}))
 results = await asyncio.gather(*(kernel(x=x, w=w, b=b, **a) for x, w, b, a in requests))
 mem = kernel.gpu.memory()
-{"errors": [error(res, *req) for res, req in zip(results, requests)], "transient": mem["live_bytes"] - mem["cached_bytes"]}
+{{"errors": [error(res, *req) for res, req in zip(results, requests)], "transient": mem["live_bytes"] - mem["cached_bytes"]}}
 """)
     assert len(out["errors"]) == 24 and max(out["errors"]) < 1e-3
     assert out["transient"] == 0
