@@ -103,7 +103,7 @@ def to_case(name: str, request: dict, want: np.ndarray) -> dict:
 
 async def run_fuzz(kernel, seed: int, count: int, force_every: int = 5, start: int = 0) -> dict:
     """Runs requests start..start+count-1 of the seeded stream; returns counts and the failing cases."""
-    calls, variants, failures = 0, {}, []
+    calls, split, variants, failures = 0, 0, {}, []
     for index in range(start, start + count):
         rng = np.random.default_rng([seed, index])  # each case reproducible on its own
         request = random_request(rng)
@@ -123,10 +123,11 @@ async def run_fuzz(kernel, seed: int, count: int, force_every: int = 5, start: i
                                  "detail": f"{type(exc).__name__}: {exc}"})
                 continue
             used = out["meta"]["variant"]
+            split += out["meta"].get("pieces", 1) > 1
             variants[used] = variants.get(used, 0) + 1
             ok, err = compare(out["y"], want, **TOLERANCE)
             if not ok:
                 failures.append({"case": to_case(name, request, want), "variant": used,
                                  "detail": f"max abs error {err:.3g}" if math.isfinite(err) else "shape mismatch"})
-    return {"seed": seed, "start": start, "cases": count, "calls": calls, "variants": variants,
+    return {"seed": seed, "start": start, "cases": count, "calls": calls, "split": split, "variants": variants,
             "failures": failures}

@@ -1,8 +1,9 @@
 """app/device.py in CPython: the kernel's device handle reopens a lost device and plans with capped limits."""
-import asyncio
 
 from app.caps import DeviceCaps
 from app.device import DeviceHandle
+
+from .async_helper import run_coroutine
 
 
 class FakeGpu:
@@ -31,7 +32,7 @@ def test_a_lost_device_is_replaced_before_the_next_call():
         out.append(await handle.execute("p3", {}, 4))
         return out
 
-    assert [name for name, _ in asyncio.run(scenario())] == ["gpu0", "gpu1", "gpu1"]
+    assert [name for name, _ in run_coroutine(scenario())] == ["gpu0", "gpu1", "gpu1"]
     assert len(opened) == 1 and first.runs == ["p1"] and opened[0].runs == ["p2", "p3"]
     assert handle.caps.limit("maxBufferSize") == 1000  # the cap follows the new device
     assert handle.caps.limit("maxStorageBufferBindingSize") == 134217728

@@ -20,21 +20,22 @@ CHUNK = 60  # cases per page.evaluate: one round trip for many requests
 FAILURES = ROOT / "build" / "fuzz-failures"
 
 
-def fuzz_in_page(page, seed: int, count: int, start: int = 0) -> dict:
+def fuzz_in_page(page, seed: int, count: int, start: int = 0, limits=None) -> dict:
     return run_python(page, f"""
 import app
 from app.fuzz import run_fuzz
-kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
+kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1, limits={limits!r})
 await run_fuzz(kernel, {seed}, {count}, start={start})
 """)
 
 
-def run_tier(page, seed: int, total: int) -> dict:
-    summary = {"cases": 0, "calls": 0, "variants": {}, "failures": []}
+def run_tier(page, seed: int, total: int, limits=None) -> dict:
+    summary = {"cases": 0, "calls": 0, "variants": {}, "failures": [], "split": 0}
     for start in range(0, total, CHUNK):
-        out = fuzz_in_page(page, seed, min(CHUNK, total - start), start)
+        out = fuzz_in_page(page, seed, min(CHUNK, total - start), start, limits)
         summary["cases"] += out["cases"]
         summary["calls"] += out["calls"]
+        summary["split"] += out["split"]
         for name, n in out["variants"].items():
             summary["variants"][name] = summary["variants"].get(name, 0) + n
         summary["failures"] += out["failures"]
@@ -44,7 +45,8 @@ def run_tier(page, seed: int, total: int) -> dict:
         path = FAILURES / f"{failure['case']['name']}.json"
         path.write_text(json.dumps(case_file([failure["case"]])))
         written.append(f"{path} ({failure['variant']}: {failure['detail']})")
-    print(f"fuzz seed {seed}: {summary['cases']} cases, {summary['calls']} calls, variants {summary['variants']}")
+    print(f"fuzz seed {seed}: {summary['cases']} cases, {summary['calls']} calls ({summary['split']} split into "
+          f"pieces), variants {summary['variants']}")
     assert not written, "fuzz failures, each reproducible with `python -m app cases FILE`:\n" + "\n".join(written)
     return summary
 
@@ -53,6 +55,13 @@ def test_fuzz_ci_tier(page):
     summary = run_tier(page, SEED, FUZZ_CASES)
     assert summary["cases"] == FUZZ_CASES and summary["calls"] > FUZZ_CASES
     assert len(summary["variants"]) >= 8  # the planner's fast variants and the forced ones all took part
+
+
+def test_fuzz_under_lowered_limits(page):
+    """The same generator with the planning limits capped: most requests run as pieces, all match."""
+    summary = run_tier(page, SEED + 2, 60, {"maxStorageBufferBindingSize": 4096,
+                                            "maxComputeWorkgroupsPerDimension": 16})
+    assert summary["split"] >= 20
 
 
 def test_fuzz_long_tier(page, request):

@@ -1,7 +1,6 @@
 """app/fuzz.py and hostile case files in CPython: the generator covers every attribute path, a wrong answer
 comes back as a case file that parses and reproduces, and malformed case files or inputs are refused with
 CaseFileError / ConvTransposeError, never another exception."""
-import asyncio
 import copy
 import json
 
@@ -17,6 +16,8 @@ from app.errors import ConvTransposeError
 from app.fuzz import case_file, random_request, run_fuzz
 from app.kernel import prepare
 from app.reference import conv_transpose_reference
+
+from .async_helper import run_coroutine
 
 
 def test_generator_covers_every_attribute_path():
@@ -55,13 +56,13 @@ class ReferenceKernel:
         geom, _ = prepare(x, w, b, **attributes)
         plan = planner.plan(geom, self.gpu.caps, variant)
         y = conv_transpose_reference(geom, x, w, b).astype(np.float32) + np.float32(self.off)
-        return {"y": y, "meta": {"variant": plan.variant}}
+        return {"y": y, "meta": {"variant": plan.variant, "pieces": 1}}
 
 
 def test_fuzz_passes_a_right_kernel_and_reports_a_wrong_one_as_reproducible_cases():
-    good = asyncio.run(run_fuzz(ReferenceKernel(), seed=3, count=12))
+    good = run_coroutine(run_fuzz(ReferenceKernel(), seed=3, count=12))
     assert good["failures"] == [] and good["calls"] > 12
-    bad = asyncio.run(run_fuzz(ReferenceKernel(off=1e-2), seed=3, count=12))
+    bad = run_coroutine(run_fuzz(ReferenceKernel(off=1e-2), seed=3, count=12))
     assert len(bad["failures"]) == bad["calls"]
     doc = json.loads(json.dumps(case_file([f["case"] for f in bad["failures"]])))
     cases = parse_case_file(json.dumps(doc))

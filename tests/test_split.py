@@ -1,6 +1,5 @@
 """app/split.py in CPython: pieces that tile the output, each within the (lowered) limits, and assembled
 piece by piece through the float64 reference they equal the whole request's reference."""
-import asyncio
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from app.reference import conv_transpose_reference
 from app.shapes import infer
 from app.split import buffer_bytes, run_pieces, split
 
+from .async_helper import run_coroutine
 from .test_planner_properties import requests
 
 BYTES, BUFFER, GRID = "maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupsPerDimension"
@@ -47,7 +47,7 @@ def run_split(geom, caps, seed=0):
         arrays["b"] = rng.standard_normal(geom.out_channels).astype(np.float32)
     gpu = ReferenceGpu(caps)
     pieces = split(geom, caps, gpu.plan)
-    y, _ = asyncio.run(run_pieces(gpu, geom, arrays, pieces))
+    y, _ = run_coroutine(run_pieces(gpu, geom, arrays, pieces))
     want = conv_transpose_reference(geom, arrays["x"], arrays["w"], arrays.get("b"))
     return pieces, y, want
 
