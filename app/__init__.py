@@ -11,18 +11,26 @@ from .errors import ConvTransposeError, GpuError, KernelNotFoundError
 __all__ = ["get_kernel", "ConvTransposeError", "GpuError", "KernelNotFoundError"]
 
 _gpu = None
+_opening = None  # the lock that makes concurrent first calls (or calls after a loss) open one device
 
 
 async def _shared_gpu():
-    global _gpu
-    if _gpu is None or _gpu.lost_reason:
-        from .gpu import Gpu  # the only import of the js layer, deferred so CPython can use the rest
+    global _gpu, _opening
+    if _opening is None:
+        import asyncio
 
-        _gpu = await Gpu.open()
+        _opening = asyncio.Lock()
+    async with _opening:
+        if _gpu is None or _gpu.lost_reason:
+            from .gpu import Gpu  # the only import of the js layer, deferred so CPython can use the rest
+
+            _gpu = await Gpu.open()
     return _gpu
 
 
-async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = None):
+async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = None, limits: dict | None = None):
+    """The kernel. `limits` caps the device limits the package plans with (names in app.device.CAPPABLE):
+    requests past them are split into pieces (app/split.py); tests use it to split tiny tensors."""
     if kernel_id != contract.kernel_id():
         raise KernelNotFoundError(f"unknown kernel {kernel_id!r}; this package provides {contract.kernel_id()!r}")
     if version != contract.contract_version():
@@ -34,6 +42,8 @@ async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = No
         if revision != recorded()["revision"]:
             raise KernelNotFoundError(
                 f"revision {revision!r} does not match this package's revision {recorded()['revision']!r}")
+    from .device import DeviceHandle, check_limits
     from .kernel import ConvTransposeKernel
 
-    return ConvTransposeKernel(await _shared_gpu())
+    check_limits(limits)
+    return ConvTransposeKernel(DeviceHandle(await _shared_gpu(), _shared_gpu, limits))

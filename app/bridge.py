@@ -31,18 +31,20 @@ def _split(request) -> tuple[dict, str | None, dict]:
     return inputs, variant, request
 
 
-async def open_kernel(kernel_id: str, version: int, revision=None):
-    return await get_kernel(kernel_id, version=version, revision=revision)
+async def open_kernel(kernel_id: str, version: int, revision=None, limits=None):
+    return await get_kernel(kernel_id, version=version, revision=revision, limits=_plain(limits))
 
 
 def device_info(kernel) -> dict:
+    """The adapter, its features, the limits the package plans with, and the GPU memory it holds now."""
     caps = kernel.gpu.caps
     return {"vendor": caps.vendor, "architecture": caps.architecture, "device": caps.device,
             "description": caps.description, "is_fallback": caps.is_fallback,
             "features": sorted(caps.features), "adapter_features": sorted(caps.adapter_features),
             "limits": dict(caps.limits),
             "subgroup_sizes": [caps.subgroup_min_size, caps.subgroup_max_size],
-            "subgroup_matrix_configs": list(caps.subgroup_matrix_configs)}
+            "subgroup_matrix_configs": list(caps.subgroup_matrix_configs),
+            "memory": kernel.gpu.memory()}
 
 
 async def call(kernel, request) -> dict:

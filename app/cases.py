@@ -16,6 +16,9 @@ from .errors import ConvTransposeError
 from .kernel import prepare
 
 
+RESERVED = {"x", "w", "b", "variant"}
+
+
 class CaseFileError(ValueError):
     """A case file that does not follow the format."""
 
@@ -46,6 +49,9 @@ def parse_case_file(text: str) -> list[dict]:
         attributes = case.get("attributes", {})
         if not isinstance(attributes, dict):
             raise CaseFileError(f"case {name!r}: 'attributes' must be an object")
+        reserved = sorted(set(attributes) & RESERVED)
+        if reserved:  # these would collide with the kernel call's own arguments
+            raise CaseFileError(f"case {name!r}: {reserved} are not attributes")
         parsed = {"name": name, "attributes": attributes,
                   "inputs": {k: _tensor(name, k, v) for k, v in inputs.items()},
                   "expected_error": case.get("expected_error") is True}
@@ -55,8 +61,12 @@ def parse_case_file(text: str) -> list[dict]:
                 raise CaseFileError(f"case {name!r}: needs 'expected': {{'y': ...}} or 'expected_error': true")
             parsed["expected"] = _tensor(name, "y", expected["y"])
             tol = case.get("tolerance", {})
-            if not isinstance(tol, dict) or not all(isinstance(tol.get(k, 0), (int, float)) for k in ("atol", "rtol")):
-                raise CaseFileError(f"case {name!r}: 'tolerance' must be {{'atol': number, 'rtol': number}}")
+            # A non-finite or negative tolerance would pass any answer (or none): refused, not trusted.
+            if not isinstance(tol, dict) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+                    for v in (tol.get("atol", 0), tol.get("rtol", 0))):
+                raise CaseFileError(
+                    f"case {name!r}: 'tolerance' must be {{'atol': number, 'rtol': number}}, finite and >= 0")
             parsed["tolerance"] = {"atol": float(tol.get("atol", 1e-4)), "rtol": float(tol.get("rtol", 1e-4))}
         cases.append(parsed)
     return cases

@@ -6,6 +6,7 @@ back, and turns WebGPU errors into GpuError. Everything above it is plain Python
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import OrderedDict
 
@@ -21,6 +22,7 @@ from .render import render
 OPTIONAL_FEATURES = ("shader-f16", "subgroups", "timestamp-query", "chromium-experimental-subgroup-matrix")
 RAISED_LIMITS = tuple(DEFAULT_LIMITS)
 PREPARED_CACHE_SIZE = 8  # weight layouts kept on the device (per weight content and layout)
+PIPELINE_CACHE_SIZE = 64  # compiled pipelines kept, least recently used dropped (per rendered source)
 
 # GPUBufferUsage and GPUMapMode bits (constants of the WebGPU spec).
 MAP_READ, COPY_SRC, COPY_DST, UNIFORM, STORAGE, QUERY_RESOLVE = 0x1, 0x4, 0x8, 0x40, 0x80, 0x200
@@ -42,8 +44,13 @@ class Gpu:
     def __init__(self, device, caps: DeviceCaps):
         self.device = device
         self.caps = caps
-        self._pipelines: dict[str, object] = {}
+        self._pipelines: OrderedDict = OrderedDict()
         self._prepared: OrderedDict = OrderedDict()
+        # One plan at a time: error scopes are a per-device stack, so two interleaved calls would pop each
+        # other's scopes (and share the prepared-weight cache mid-update).
+        self._lock = asyncio.Lock()
+        self.live_bytes = 0  # bytes of GPU buffers created and not yet destroyed (caches included)
+        self.largest_buffer = 0  # the largest buffer created since the caller last reset it (split tests)
         self.lost_reason: str | None = None
         self.executions = 0  # plans submitted; tests use it to prove refusals happen before GPU work
         self.weight_preparations = 0  # weight-side passes run (the rest were served from the cache)
@@ -78,6 +85,7 @@ class Gpu:
     async def _pipeline(self, source: str, label: str):
         cached = self._pipelines.get(source)
         if cached is not None:
+            self._pipelines.move_to_end(source)
             return cached
         module = self.device.createShaderModule(_js({"code": source, "label": label}))
         try:
@@ -88,11 +96,15 @@ class Gpu:
             messages = "; ".join(f"line {m.lineNum}: {m.message}" for m in info.messages)
             raise GpuError(f"variant {label}: the shader did not compile or link: {messages or exc}") from None
         self._pipelines[source] = pipeline
+        while len(self._pipelines) > PIPELINE_CACHE_SIZE:
+            self._pipelines.popitem(last=False)  # GPUComputePipeline has no destroy(): dropping it frees it
         return pipeline
 
     def _buffer(self, nbytes: int, usage: int, data: bytes | None = None):
-        buf = self.device.createBuffer(_js({"size": _padded(nbytes), "usage": usage,
-                                            "mappedAtCreation": data is not None}))
+        size = _padded(nbytes)
+        buf = self.device.createBuffer(_js({"size": size, "usage": usage, "mappedAtCreation": data is not None}))
+        self.live_bytes += size
+        self.largest_buffer = max(self.largest_buffer, size)
         if data is not None:
             if data:
                 js.Uint8Array.new(buf.getMappedRange(0, len(data) + (-len(data)) % 4)).subarray(0, len(data)).assign(data)
@@ -116,10 +128,33 @@ class Gpu:
         self._prepared[key] = buffers
         while len(self._prepared) > PREPARED_CACHE_SIZE:
             for buf in self._prepared.popitem(last=False)[1].values():
-                buf.destroy()
+                self._release(buf)
+
+    def release_caches(self) -> None:
+        """Drops every cached weight layout and pipeline (their GPU memory goes back to the device)."""
+        for entry in self._prepared.values():
+            for buf in entry.values():
+                self._release(buf)
+        self._prepared.clear()
+        self._pipelines.clear()
+
+    def _release(self, buf) -> None:
+        self.live_bytes -= int(buf.size)
+        buf.destroy()
+
+    def memory(self) -> dict:
+        """GPU memory the package holds: live buffer bytes, the part held by the prepared-weight cache, and
+        the cache sizes (the web page's device panel shows these)."""
+        cached = sum(int(buf.size) for entry in self._prepared.values() for buf in entry.values())
+        return {"live_bytes": self.live_bytes, "cached_bytes": cached, "prepared_entries": len(self._prepared),
+                "pipelines": len(self._pipelines), "pipeline_cache_size": PIPELINE_CACHE_SIZE}
 
     async def execute(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int) -> tuple[bytes, float | None]:
         """Runs the plan; returns the raw bytes of y and the GPU time in ms (None without timestamp-query)."""
+        async with self._lock:
+            return await self._execute(plan, inputs, y_nbytes)
+
+    async def _execute(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int) -> tuple[bytes, float | None]:
         if self.lost_reason:
             raise GpuError(f"the WebGPU device was lost ({self.lost_reason})")
         device = self.device
@@ -176,29 +211,33 @@ class Gpu:
             encoder.resolveQuerySet(queries, 0, count, resolved, 0)
             encoder.copyBufferToBuffer(resolved, 0, stamps, 0, 8 * count)
         device.queue.submit(_js([encoder.finish()]))
-        validation = await device.popErrorScope()
-        oom = await device.popErrorScope()
         try:
+            try:
+                validation = await device.popErrorScope()
+                oom = await device.popErrorScope()
+            except JsException as exc:  # older implementations reject instead of resolving on a lost device
+                raise GpuError(f"variant {plan.variant}: {self.lost_reason or exc}") from None
             for error in (validation, oom):
                 if error is not None:
                     raise GpuError(f"variant {plan.variant}: WebGPU {error.constructor.name}: {error.message}")
             try:
                 await readback.mapAsync(MAP_MODE_READ)
             except JsException as exc:
-                raise GpuError(f"variant {plan.variant}: reading the output back failed ({self.lost_reason or exc})") from None
+                why = f"the WebGPU device was lost during the call ({self.lost_reason})" if self.lost_reason else exc
+                raise GpuError(f"variant {plan.variant}: reading the output back failed: {why}") from None
             data = js.Uint8Array.new(readback.getMappedRange()).to_bytes()[:y_nbytes]
             if fresh_prepared:
                 self._remember_prepared(*fresh_prepared)
                 fresh_prepared = None
             gpu_ms = None
-            if timed:
+            if timed and not self.lost_reason:
                 await stamps.mapAsync(MAP_MODE_READ)
                 ticks = np.frombuffer(js.Uint8Array.new(stamps.getMappedRange()).to_bytes(), dtype=np.uint64)
                 gpu_ms = float(np.sum(ticks[1::2].astype(np.int64) - ticks[0::2].astype(np.int64))) / 1e6
             return data, gpu_ms
         finally:
             for buf in owned + (list(fresh_prepared[1].values()) if fresh_prepared else []):
-                buf.destroy()
+                self._release(buf)
             if timed:
                 queries.destroy()
 

@@ -1,12 +1,15 @@
 """The callable kernel: request -> validated geometry -> plan -> GPU -> numpy result."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from . import contract, planner
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
-from .tensors import as_array
+from .split import run_pieces, split
+from .tensors import all_finite, as_array
 
 
 def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict[str, np.ndarray]]:
@@ -16,6 +19,8 @@ def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict[str, np.ndar
         arrays["b"] = as_array("b", b)
     geom = infer(arrays["x"].shape, arrays["w"].shape, arrays["b"].shape if b is not None else None,
                  attributes, {name: str(arr.dtype) for name, arr in arrays.items()})
+    if not all_finite(arrays):  # NaN or Inf in x or w: only variants whose every product is a real one
+        geom = replace(geom, finite_data=False)
     return geom, {name: np.ascontiguousarray(arr) for name, arr in arrays.items()}
 
 
@@ -33,10 +38,12 @@ class ConvTransposeKernel:
 
     async def __call__(self, x, w, b=None, variant: str | None = None, **attributes) -> dict:
         geom, arrays = prepare(x, w, b, **attributes)
-        plan = self.plan(geom, variant)
-        meta = {"variant": plan.variant, "reason": plan.reason, "gpu_ms": None, "y_shape": list(geom.y_shape)}
+        # Past the device's buffer or dispatch limits the request runs as pieces (app/split.py).
+        pieces = split(geom, self.gpu.caps, lambda piece: self.plan(piece, variant))
+        plan = pieces[0][1]
+        meta = {"variant": plan.variant, "reason": plan.reason, "gpu_ms": None, "y_shape": list(geom.y_shape),
+                "pieces": len(pieces)}
         if geom.y_size == 0:
             return {"y": np.zeros(geom.y_shape, dtype=geom.dtype), "meta": meta | {"variant": "none (empty output)"}}
-        data, gpu_ms = await self.gpu.execute(plan, arrays, geom.y_size * np.dtype(geom.dtype).itemsize)
-        meta["gpu_ms"] = gpu_ms
-        return {"y": np.frombuffer(data, dtype=geom.dtype).reshape(geom.y_shape).copy(), "meta": meta}
+        y, meta["gpu_ms"] = await run_pieces(self.gpu, geom, arrays, pieces)
+        return {"y": y, "meta": meta}

@@ -31,11 +31,15 @@ class Plan:
     prepare_key: str = ""
 
 
+class DispatchTooLarge(ConvTransposeError):
+    """A dispatch past maxComputeWorkgroupsPerDimension even folded into 2D: app/split.py cuts the request."""
+
+
 def grid(workgroups: int, max_per_dim: int) -> tuple[int, int, int]:
     """Fold a 1D count of workgroups into x*y <= max_per_dim each; kernels guard the tail."""
     if workgroups <= max_per_dim:
         return (max(workgroups, 1), 1, 1)
     rows = -(-workgroups // max_per_dim)
     if rows > max_per_dim:
-        raise ConvTransposeError(f"{workgroups} workgroups do not fit the device's {max_per_dim}^2 dispatch grid")
+        raise DispatchTooLarge(f"{workgroups} workgroups do not fit the device's {max_per_dim}^2 dispatch grid")
     return (-(-workgroups // rows), rows, 1)

@@ -35,6 +35,9 @@ class ConvGeometry:
     pads_end: tuple[int, ...]
     output_padding: tuple[int, ...]
     has_bias: bool
+    # False when x or w holds a NaN or an Inf (set by the kernel from the data): the planner then keeps to
+    # variants whose every product is a real one, so non-finite values spread exactly as IEEE says.
+    finite_data: bool = True
 
     @property
     def rank(self) -> int:
@@ -85,7 +88,7 @@ def _shape(name: str, shape) -> tuple[int, ...]:
             raise ConvTransposeError(f"input '{name}': shape entries must be integers, got {shape!r}", field=name)
         if d < 0:
             raise ConvTransposeError(f"input '{name}': shape {list(shape)} has a negative dimension", field=name)
-    if math.prod(shape) > MAX_ELEMENTS:
+    if math.prod(shape) > MAX_ELEMENTS or any(d > MAX_ELEMENTS for d in shape):
         raise ConvTransposeError(f"input '{name}': shape {list(shape)} has more than 2^31-1 elements", field=name)
     return tuple(shape)
 
@@ -100,6 +103,9 @@ def _ints(name: str, value, length: int, minimum: int) -> tuple[int, ...]:
             field=name)
     if any(v < minimum for v in value):
         raise ConvTransposeError(f"attribute '{name}' entries must be >= {minimum}, got {list(value)}", field=name)
+    if any(v > MAX_ELEMENTS for v in value):
+        raise ConvTransposeError(f"attribute '{name}' entries must be <= 2^31-1 (32-bit on the GPU), got {list(value)}",
+                                 field=name)
     return tuple(value)
 
 
@@ -125,9 +131,9 @@ def normalize_attributes(attributes: dict, rank: int) -> dict:
                                          field=name)
             out[name] = value
         elif spec["type"] == "int":
-            if isinstance(value, bool) or not isinstance(value, int) or value < spec["min"]:
-                raise ConvTransposeError(f"attribute '{name}' must be an integer >= {spec['min']}, got {value!r}",
-                                         field=name)
+            if isinstance(value, bool) or not isinstance(value, int) or not spec["min"] <= value <= MAX_ELEMENTS:
+                raise ConvTransposeError(
+                    f"attribute '{name}' must be an integer from {spec['min']} to 2^31-1, got {value!r}", field=name)
             out[name] = value
         elif name == "output_shape":
             # onnxruntime also accepts the full [N, M, O1..On]; only the spatial tail matters.
@@ -207,6 +213,11 @@ def infer(x_shape, w_shape, b_shape=None, attributes: dict | None = None,
     spatial = x[2:]
     natural = [s * (i - 1) + op + (k - 1) * d + 1
                for i, s, op, k, d in zip(spatial, strides, output_padding, kernel, dilations)]
+    for axis, n in enumerate(natural):
+        if n > MAX_ELEMENTS:  # every kernel index i*s + t*d - pad stays below this extent
+            raise ConvTransposeError(
+                f"axis {axis}: the full output extent s*(I-1) + output_padding + (k-1)*d + 1 = {n} is past 2^31-1 "
+                f"(32-bit indices on the GPU); check 'strides' {list(strides)} and 'dilations' {list(dilations)}")
     auto_pad = attrs["auto_pad"]
     if attrs["output_shape"] is not None:
         targets, source = attrs["output_shape"], "output_shape"

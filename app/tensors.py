@@ -8,6 +8,11 @@ import numpy as np
 from .errors import ConvTransposeError
 
 
+def all_finite(arrays: dict[str, np.ndarray]) -> bool:
+    """Whether x and w hold only finite numbers (b is added once per output: any value is exact there)."""
+    return all(bool(np.isfinite(arrays[name]).all()) for name in ("x", "w") if name in arrays)
+
+
 def as_array(name: str, value) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value
@@ -23,9 +28,16 @@ def as_array(name: str, value) -> np.ndarray:
         if dtype not in ("float32", "float16"):
             raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: ['float16', 'float32']")
         data = value["data"]
+        if isinstance(data, (list, tuple)) and not all(
+                isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                for v in data):
+            # numpy would quietly turn None into NaN and "1" into 1.0: a wrong answer, not an error
+            bad = next(v for v in data if not isinstance(v, (int, float, np.integer, np.floating))
+                       or isinstance(v, (bool, np.bool_)))
+            raise ConvTransposeError(f"input '{name}': data must be a flat list of numbers, found {bad!r}")
         try:
             flat = np.frombuffer(data, dtype=dtype) if isinstance(data, (bytes, memoryview)) else np.asarray(data, dtype=dtype)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError) as exc:
             raise ConvTransposeError(f"input '{name}': data is not a flat list of numbers ({exc})") from None
         if flat.ndim != 1:
             raise ConvTransposeError(f"input '{name}': data must be flat (row-major), got {flat.ndim} dimensions")

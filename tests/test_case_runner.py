@@ -26,7 +26,7 @@ def fake(monkeypatch, tmp_path):
         cases = FakeCases(set(fail))
         monkeypatch.setattr(case_runner, "open_host", lambda host: contextlib.nullcontext(cases))
         path = tmp_path / "cases.json"
-        path.write_text("{}")
+        path.write_text('{"op": "ai.onnx.ConvTranspose", "version": 1, "cases": []}')
         return cases, str(path)
 
     return install

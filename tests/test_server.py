@@ -60,3 +60,88 @@ def test_bundle_holds_the_python_package_templates_and_contract(url):
     # The per-adapter tuning tables travel with the package: the planner in Pyodide reads them.
     assert {f"tuning/{p.name}" for p in (ROOT / "tuning").glob("*.json")} <= names
     assert "tuning/google-swiftshader.json" in names
+
+
+def raw(url, path, method="GET"):
+    """A request with the path sent byte for byte (urllib would normalise it)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn.putrequest(method, path, skip_accept_encoding=True)
+    conn.endheaders()
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    return response.status, dict(response.headers), body
+
+
+@pytest.mark.parametrize("path", [
+    "//etc/passwd", "/web//etc/passwd", "/web/..%2fserve.py", "/web/..%5cserve.py", "/web/..\\serve.py",
+    "/web/%252e%252e/serve.py", "/pyodide/../../serve.py", "/web/%00boot.mjs", "/manifest.json%00",
+    "/web/" + "a" * 5000, "/web/", "/pyodide/", "/docs/../app/gpu.py", "/%2e%2e/%2e%2e/etc/passwd",
+    "/web/.%2e/.%2e/etc/passwd", "/build/pyodide/pyodide.mjs", "/tests/test_server.py", "/README.md",
+], ids=lambda path: path[:32])
+def test_hostile_paths_are_404_and_the_server_survives(url, path):
+    status, _, body = raw(url, path)
+    assert status == 404, (path, status)
+    assert b"root:" not in body and b"import" not in body
+    assert fetch(url + "web/boot.mjs")[0] == 200  # still serving
+
+
+def test_symlink_out_of_pyodide_tree_is_not_followed(url):
+    from app.host.assets import PYODIDE_DIR
+
+    link = PYODIDE_DIR / "link-out.js"
+    link.symlink_to(ROOT / "serve.py")
+    try:
+        assert fetch(url + "pyodide/link-out.js")[0] == 404
+    finally:
+        link.unlink()
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS", "TRACE"])
+def test_only_get_and_head(url, method):
+    status, _, _ = raw(url, "/web/boot.mjs", method)
+    assert status in (405, 501)
+
+
+def test_head_sends_headers_without_body(url):
+    status, headers, body = raw(url, "/web/boot.mjs", "HEAD")
+    assert status == 200 and body == b"" and int(headers["Content-Length"]) > 0
+
+
+def test_headers_give_nothing_away_and_allow_nothing_looser(url):
+    _, headers, _ = fetch(url + "web/boot.mjs")
+    assert headers["Server"].strip() == "convtranspose"  # no Python or OS version
+    csp = dict(d.strip().split(" ", 1) for d in headers["Content-Security-Policy"].split(";"))
+    assert csp == {
+        "default-src": "'self'", "script-src": "'self' 'wasm-unsafe-eval' 'unsafe-eval'", "style-src": "'self'",
+        "img-src": "'self' data: blob:", "connect-src": "'self'", "object-src": "'none'", "base-uri": "'none'",
+        "frame-ancestors": "'none'"}
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Cross-Origin-Resource-Policy"] == "same-origin"
+    assert "Access-Control-Allow-Origin" not in headers
+
+
+def test_unknown_types_are_not_sniffed(url):
+    status, headers, _ = fetch(url + "pyodide/pyodide-lock.json")
+    assert status == 200 and headers["Content-Type"] == "application/json"
+    status, headers, _ = fetch(url + "pyodide/python_stdlib.zip")
+    assert status == 200 and headers["Content-Type"] == "application/zip"
+
+
+def test_binds_loopback_by_default():
+    import inspect
+
+    import serve
+    from app.host.server import make_server
+
+    assert inspect.signature(make_server).parameters["host"].default == "127.0.0.1"
+    assert 'default="127.0.0.1"' in inspect.getsource(serve.main)
+    server = make_server(port=0)
+    try:
+        assert server.server_address[0] == "127.0.0.1"
+    finally:
+        server.server_close()

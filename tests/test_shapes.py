@@ -295,3 +295,37 @@ def test_data_refusal(inputs, words):
         prepare(**inputs)
     for word in words:
         assert word in str(info.value), f"{word!r} not in {str(info.value)!r}"
+
+
+# Hostile sizes: everything the GPU indexes in 32 bits is refused past 2^31-1, before any GPU work.
+HUGE = 2**40
+HOSTILE = [
+    ("stride_past_i32", X1, W1, {"strides": [2**31]}, ["'strides'", "2^31-1"]),
+    ("dilation_past_i32", X1, W1, {"dilations": [HUGE]}, ["'dilations'"]),
+    ("pads_past_i32", X1, W1, {"pads": [HUGE, 0]}, ["'pads'"]),
+    ("output_shape_past_i32", X1, W1, {"output_shape": [HUGE]}, ["'output_shape'"]),
+    ("group_past_i32", X1, W1, {"group": HUGE}, ["'group'"]),
+    ("extent_past_i32", [1, 1, 70000], [1, 1, 2], {"strides": [40000]}, ["full output extent", "'strides'"]),
+    ("dilated_extent_past_i32", [1, 1, 2], [1, 1, 3], {"dilations": [2**30 + 7]}, ["full output extent"]),
+    ("empty_x_huge_dim", [0, 1, HUGE], [1, 1, 1], {}, ["'x'", "2^31-1"]),
+    ("huge_attribute_list", X1, W1, {"strides": [1] * 100000}, ["'strides'", "1 entries"]),
+    ("nested_attribute", X1, W1, {"pads": [[1], [1]]}, ["'pads'"]),
+    ("string_ints", X1, W1, {"strides": ["2"]}, ["'strides'"]),
+    ("none_in_list", X1, W1, {"dilations": [None]}, ["'dilations'"]),
+    ("auto_pad_not_string", X1, W1, {"auto_pad": 3}, ["'auto_pad'"]),
+    ("auto_pad_list", X1, W1, {"auto_pad": ["VALID"]}, ["'auto_pad'"]),
+    ("kernel_shape_dict", X1, W1, {"kernel_shape": {"k": 3}}, ["'kernel_shape'"]),
+]
+
+
+@pytest.mark.parametrize("x, w, attributes, words", [r[1:] for r in HOSTILE], ids=[r[0] for r in HOSTILE])
+def test_hostile_sizes_and_attributes_are_refused(x, w, attributes, words):
+    with pytest.raises(ConvTransposeError) as info:
+        infer(x, w, None, attributes)
+    for word in words:
+        assert word in str(info.value), f"{word!r} not in {str(info.value)!r}"
+
+
+def test_largest_i32_extent_is_accepted():
+    g = infer([1, 1, 2], [1, 1, 2], None, {"strides": [2**31 - 3]})
+    assert g.out_spatial == (2**31 - 1,)

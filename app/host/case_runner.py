@@ -87,13 +87,20 @@ def _summary(counts: dict) -> str:
 
 def main(path: str, variant: str | None = None, host: str = "browser") -> int:
     """variant: None (the planner's choice), a name, a comma-separated list or "all" (each forced in turn)."""
+    from ..cases import CaseFileError, parse_case_file
+
     if variant == "all":
         from ..variants import VARIANTS
 
         forced = list(VARIANTS)
     else:
         forced = variant.split(",") if variant else [None]
-    text = Path(path).read_text()
+    try:  # a malformed file is reported here, before any browser starts
+        text = Path(path).read_text()
+        parse_case_file(text)
+    except (OSError, UnicodeDecodeError, CaseFileError) as exc:
+        print(f"{path}: {exc}", file=sys.stderr)
+        return 2
     total = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     with open_host(host) as cases:
         for name in forced:

@@ -68,9 +68,12 @@ def resolve(url_path: str) -> Path | None:
     for prefix, folder in (("/web/", ROOT / "web"), ("/pyodide/", PYODIDE_DIR), ("/docs/", ROOT / "docs"),
                            ("/ort/", ORT_DIST)):
         if path.startswith(prefix):
-            candidate = (folder / path[len(prefix):]).resolve()
-            if candidate.is_relative_to(folder.resolve()) and candidate.is_file():
-                return candidate
+            try:
+                candidate = (folder / path[len(prefix):]).resolve()
+                if candidate.is_relative_to(folder.resolve()) and candidate.is_file():
+                    return candidate
+            except (ValueError, OSError):  # a NUL byte, a name too long for the filesystem: not a file of ours
+                return None
     return None
 
 

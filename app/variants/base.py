@@ -37,6 +37,10 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "min_output": ("the output has at least {} elements", lambda g, v: g.y_size >= v),
     "bias": ("the request has a bias: {}", lambda g, v: g.has_bias == v),
     "input": ("the input is {} (empty: some dim of x is 0)", lambda g, v: (g.x_size == 0) == (v == "empty")),
+    # Kernels that multiply zeros padded into their tiles (absent taps, positions outside x) turn a NaN or
+    # an Inf of the other factor into a NaN that IEEE arithmetic on the real products would not produce.
+    "finite_data": ("x and w hold only finite values (given {}): the kernel multiplies padding zeros",
+                    lambda g, v: not v or g.finite_data),
 }
 
 

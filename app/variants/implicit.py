@@ -110,7 +110,7 @@ STRIDE1_IMPLICIT_GEMM = Variant(
     summary="every stride 1: implicit-gather GEMM (pixels x out-channels tiles in workgroup memory, "
             "register-blocked, reduction over in-channels x taps), any rank, dilation, pads and groups",
     conditions={"stride": 1, "min_in_per_group": MIN_CHANNELS, "min_out_per_group": MIN_CHANNELS,
-                "input": "nonempty"},
+                "input": "nonempty", "finite_data": True},
     plan_passes=_portable_plan, workgroup_bytes=_portable_bytes)
 
 
@@ -202,7 +202,7 @@ def _sgmat_3d(name: str, bias: bool) -> Variant:
                 "workgroup memory, matrix shape and component type from the device's configurations)"
                 + (", bias fused" if bias else ""),
         conditions={"rank": [3], "stride": 1, "min_in_per_group": MIN_CHANNELS, "min_out_per_group": MIN_CHANNELS,
-                    "bias": bias, "input": "nonempty"},
+                    "bias": bias, "input": "nonempty", "finite_data": True},
         plan_passes=_sgmat_plan(SGMAT_3D), features=SGMAT_FEATURES, workgroup_bytes=_sgmat_bytes)
 
 

@@ -139,5 +139,5 @@ VARIANTS = (Variant(
     name=NAME, templates=(TEMPLATE,),
     summary="rank-1 stride-phase tiles: input window and phase taps staged in workgroup memory per "
             "in-channel chunk, a positions x out-channels block of outputs per invocation (dilation 1)",
-    conditions={"rank": [1], "dilation": 1, "input": "nonempty"},
+    conditions={"rank": [1], "dilation": 1, "input": "nonempty", "finite_data": True},
     plan_passes=_plan, workgroup_bytes=_workgroup_bytes),)

@@ -107,5 +107,5 @@ VARIANTS = (Variant(
             "sub-grid, cols = out-channels, reduction = in-channels x the phase's taps), all phases in one "
             "dispatch, A/B tiles in workgroup memory, a register block of outputs per invocation; any pads, "
             "output_padding, dilation; phases that no tap reaches get the bias",
-    conditions={"rank": [2], "group": ["dense"], "min_stride": 2, "input": "nonempty"},
+    conditions={"rank": [2], "group": ["dense"], "min_stride": 2, "input": "nonempty", "finite_data": True},
     plan_passes=_plan, workgroup_bytes=_workgroup_bytes),)

@@ -1,0 +1,85 @@
+"""What a kernel holds instead of a raw device: the current Gpu, reopened after a loss, and the caps it
+plans with, optionally capped below the device's own limits.
+
+Lowered limits exist so that splitting (app/split.py) can be exercised with tiny tensors: WebGPU's
+requestDevice raises any requiredLimits below the spec defaults (128 MiB binding, 256 MiB buffer, 65535
+workgroups per dimension) back to them, so a test cannot get a device with smaller ones. Capping the limits
+the package plans with is what makes every piece small; the real device's larger limits are never
+relied on. No `js` import here: the opener comes from app/__init__.py.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Awaitable, Callable
+
+from .caps import DEFAULT_LIMITS, DeviceCaps
+from .errors import ConvTransposeError
+
+# The limits a caller may lower (get_kernel(..., limits={...})): the ones the planner splits requests for.
+CAPPABLE = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupsPerDimension")
+
+
+def check_limits(limits) -> dict[str, int]:
+    """Validates a caller's limit caps: known names, positive integers. Raises ConvTransposeError."""
+    if limits is None:
+        return {}
+    if not isinstance(limits, dict):
+        raise ConvTransposeError(f"limits must be an object of {list(CAPPABLE)} -> integer, got {limits!r}")
+    out = {}
+    for name, value in limits.items():
+        if name not in CAPPABLE:
+            raise ConvTransposeError(f"limit {name!r} cannot be capped; cappable: {list(CAPPABLE)}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < (16 if name != CAPPABLE[2] else 1):
+            raise ConvTransposeError(f"limit {name!r} must be an integer >= {16 if name != CAPPABLE[2] else 1}, "
+                                     f"got {value!r}")
+        out[name] = value
+    return out
+
+
+def capped(caps: DeviceCaps, limits: dict[str, int]) -> DeviceCaps:
+    """The device's caps with each given limit lowered to the cap (never raised above the device's)."""
+    if not limits:
+        return caps
+    merged = dict(caps.limits)
+    for name, value in limits.items():
+        merged[name] = min(int(merged.get(name, DEFAULT_LIMITS[name])), value)
+    return replace(caps, limits=merged)
+
+
+class DeviceHandle:
+    """The kernel's view of the GPU: `caps` (capped) to plan with, `execute` to run a plan.
+
+    A lost device is noticed at the next call, which opens a new one (through `opener`, shared by every
+    kernel) before running; other attributes (counters, live bytes) read through to the current Gpu."""
+
+    def __init__(self, gpu, opener: Callable[[], Awaitable], limits: dict[str, int] | None = None):
+        self._gpu = gpu
+        self._opener = opener
+        self.limits = check_limits(limits)
+
+    @property
+    def gpu(self):
+        return self._gpu
+
+    @property
+    def caps(self) -> DeviceCaps:
+        return capped(self._gpu.caps, self.limits)
+
+    async def current(self):
+        """The live Gpu, reopened when the one held was lost."""
+        if self._gpu.lost_reason:
+            self._gpu = await self._opener()
+        return self._gpu
+
+    async def execute(self, plan, inputs, y_nbytes):
+        return await (await self.current()).execute(plan, inputs, y_nbytes)
+
+    def __getattr__(self, name):
+        return getattr(self._gpu, name)
+
+    def __setattr__(self, name, value):
+        # Counters set through the handle (tests reset them) belong to the Gpu, not to a shadow copy here.
+        if name in ("_gpu", "_opener", "limits"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._gpu, name, value)
