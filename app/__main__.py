@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
                                           "default: the planner's choice")
     bench.add_argument("--runs", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=1)
+    bench.add_argument("--repeats", type=int, default=1,
+                       help="submit each timed run this many times back to back on resident buffers (real GPUs: "
+                            "keeps the GPU at working clocks; times are per repetition)")
     bench.add_argument("--against", choices=["ort"], help="also time onnxruntime-web (both WebGPU builds) on each "
                                                            "case in the same page, and compare")
     bench.add_argument("--plot", help="with --against ort: write a PNG chart of ours vs ORT per case here")
@@ -39,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
     tune.add_argument("--cases", help="comma-separated bench case names (default: every case of the tier)")
     tune.add_argument("--out", help="where to write the table (default: tuning/<vendor>-<architecture>.json)")
     tune.add_argument("--bench", help="a bench file other than bench.json")
+    tune.add_argument("--repeats", type=int, default=1,
+                      help="time each candidate as this many back-to-back submissions (real GPUs)")
+    tune.add_argument("--choose-variants", action="store_true",
+                      help="also time every covering variant and record, per shape class, one that beats the "
+                           "planner's choice")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
     args = parser.parse_args(argv)
 
@@ -50,11 +58,12 @@ def main(argv: list[str] | None = None) -> int:
         from .host.bench_runner import main as run_bench
 
         return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench, args.against,
-                         args.plot, args.warmup)
+                         args.plot, args.warmup, args.repeats)
     if args.command == "tune":
         from .host.tune_runner import main as run_tune
 
-        return run_tune(args.tier, args.host, args.runs, args.out, args.bench, args.cases)
+        return run_tune(args.tier, args.host, args.runs, args.out, args.bench, args.cases, args.repeats,
+                        args.choose_variants)
     if args.command == "device":
         from .host.device_report import main as report_device
 

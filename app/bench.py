@@ -33,10 +33,12 @@ def make_inputs(case: dict) -> dict:
     return inputs
 
 
-async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: int = 5, warmup: int = 1) -> list[dict]:
-    """Rows for one case: the planner's choice when `variants` is None, else each listed variant that covers it."""
+async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: int = 5, warmup: int = 1,
+                   repeats: int = 1) -> list[dict]:
+    """Rows for one case: the planner's choice when `variants` is None, else each listed variant that covers it.
+    repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs)."""
     inputs = make_inputs(case)
-    geom, _ = prepare(**inputs, **case["attributes"])
+    geom, arrays = prepare(**inputs, **case["attributes"])
     flops = 2 * geom.multiply_adds()
     rows = []
     for variant in variants or [None]:
@@ -45,11 +47,26 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
                 kernel.plan(geom, variant)
             except ConvTransposeError:
                 continue
-        timing = await time_call(kernel, inputs, case["attributes"], variant, warmup=warmup, runs=runs)
+        if repeats > 1:
+            timing = await _time_back_to_back(kernel, geom, arrays, variant, runs, warmup, repeats)
+        else:
+            timing = await time_call(kernel, inputs, case["attributes"], variant, warmup=warmup, runs=runs)
         rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None, **timing,
                      "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
                      "flop": flops})
     return rows
+
+
+async def _time_back_to_back(kernel, geom, arrays, variant, runs, warmup, repeats) -> dict:
+    plan = kernel.plan(geom, variant)
+    samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * np.dtype(geom.dtype).itemsize,
+                                             warmup=warmup, runs=runs, repeats=repeats)
+    walls = [wall for wall, _ in samples]
+    timed = all(gpu is not None for _, gpu in samples)
+    times = [gpu for _, gpu in samples] if timed else walls
+    return {"variant": plan.variant, "median_ms": statistics.median(times), "min_ms": min(times),
+            "wall_median_ms": statistics.median(walls), "repeats": repeats,
+            "source": "timestamp-query" if timed else "wall"}
 
 
 async def run_resident(kernel, case: dict, runs: int = 5, warmup: int = 1) -> dict:

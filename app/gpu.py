@@ -21,6 +21,7 @@ from .render import render
 
 OPTIONAL_FEATURES = ("shader-f16", "subgroups", "timestamp-query", "chromium-experimental-subgroup-matrix")
 RAISED_LIMITS = tuple(DEFAULT_LIMITS)
+MAX_QUERIES = 4096  # WebGPU caps a timestamp query set at 4096 queries
 PREPARED_CACHE_SIZE = 8  # weight layouts kept on the device (per weight content and layout)
 PIPELINE_CACHE_SIZE = 64  # compiled pipelines kept, least recently used dropped (per rendered source)
 
@@ -242,10 +243,17 @@ class Gpu:
                 queries.destroy()
 
     async def time_resident(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int,
-                            warmup: int = 1, runs: int = 5) -> list[tuple[float, float | None]]:
+                            warmup: int = 1, runs: int = 5, repeats: int = 1) -> list[tuple[float, float | None]]:
         """Benchmarks only: times the plan with its inputs already on the GPU and y left there, as a peer
-        library is timed (input buffers bound, output not read back). Per run: (wall ms from encoding to
-        queue.onSubmittedWorkDone, GPU ms from timestamp-query or None). Weight-side passes run once, first."""
+        library is timed (input buffers bound, output not read back). Each run submits the plan `repeats`
+        times back to back in one command buffer: a real GPU then stays busy at its working clocks, as it
+        does inside a model, instead of idling between calls. Per run, per repetition: (wall ms from
+        encoding to queue.onSubmittedWorkDone, GPU ms summed over the compute passes' timestamps, or None
+        without timestamp-query). Weight-side passes run once, first."""
+        async with self._lock:
+            return await self._time_resident(plan, inputs, y_nbytes, warmup, runs, repeats)
+
+    async def _time_resident(self, plan, inputs, y_nbytes, warmup, runs, repeats):
         import time
 
         device = self.device
@@ -258,9 +266,21 @@ class Gpu:
         for name, nbytes in list(plan.scratch.items()) + list(plan.prepared.items()):
             buffers[name] = self._buffer(nbytes, STORAGE)
         owned = list(buffers.values())
-        passes = list(zip(plan.dispatches, pipelines[len(plan.prepare):]))
+
+        def bound(dispatch, pipeline):
+            uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
+            ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
+            owned.append(ubuf)
+            entries = [{"binding": j, "resource": {"buffer": buffers[n]}} for j, n in enumerate(dispatch.bindings)]
+            entries.append({"binding": len(entries), "resource": {"buffer": ubuf}})
+            group = device.createBindGroup(_js({"layout": pipeline.getBindGroupLayout(0), "entries": entries}))
+            return pipeline, group, dispatch.workgroups
+
+        prepare = [bound(d, p) for d, p in zip(plan.prepare, pipelines)]
+        main = [bound(d, p) for d, p in zip(plan.dispatches, pipelines[len(plan.prepare):])]
+        repeats = max(1, min(repeats, MAX_QUERIES // (2 * len(main))))
         timed = self.caps.has("timestamp-query")
-        count = 2 * len(passes)
+        count = 2 * len(main) * repeats
         if timed:
             queries = device.createQuerySet(_js({"type": "timestamp", "count": count}))
             resolved = self._buffer(8 * count, QUERY_RESOLVE | COPY_SRC)
@@ -268,13 +288,7 @@ class Gpu:
 
         def encode(todo, stamps=None):
             encoder = device.createCommandEncoder()
-            for i, (dispatch, pipeline) in enumerate(todo):
-                uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
-                ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
-                owned.append(ubuf)
-                entries = [{"binding": j, "resource": {"buffer": buffers[n]}} for j, n in enumerate(dispatch.bindings)]
-                entries.append({"binding": len(entries), "resource": {"buffer": ubuf}})
-                group = device.createBindGroup(_js({"layout": pipeline.getBindGroupLayout(0), "entries": entries}))
+            for i, (pipeline, group, workgroups) in enumerate(todo):
                 descriptor = {"label": f"{plan.variant}#{i}"}
                 if stamps is not None:
                     descriptor["timestampWrites"] = {"querySet": queries, "beginningOfPassWriteIndex": 2 * i,
@@ -282,7 +296,7 @@ class Gpu:
                 compute = encoder.beginComputePass(_js(descriptor))
                 compute.setPipeline(pipeline)
                 compute.setBindGroup(0, group)
-                compute.dispatchWorkgroups(*dispatch.workgroups)
+                compute.dispatchWorkgroups(*workgroups)
                 compute.end()
             if stamps is not None:
                 encoder.resolveQuerySet(queries, 0, count, resolved, 0)
@@ -292,26 +306,26 @@ class Gpu:
         samples = []
         device.pushErrorScope("validation")
         try:
-            if plan.prepare:
-                encode(list(zip(plan.prepare, pipelines[:len(plan.prepare)])))
+            if prepare:
+                encode(prepare)
             for i in range(warmup + runs):
                 stamps = self._buffer(8 * count, MAP_READ | COPY_DST) if timed else None
                 start = time.perf_counter()
-                encode(passes, stamps)
+                encode(main * repeats, stamps)
                 await device.queue.onSubmittedWorkDone()
-                wall = (time.perf_counter() - start) * 1000
+                wall = (time.perf_counter() - start) * 1000 / repeats
                 gpu_ms = None
                 if timed:
                     await stamps.mapAsync(MAP_MODE_READ)
                     ticks = np.frombuffer(js.Uint8Array.new(stamps.getMappedRange()).to_bytes(), dtype=np.uint64)
-                    gpu_ms = float(np.sum(ticks[1::2].astype(np.int64) - ticks[0::2].astype(np.int64))) / 1e6
-                    stamps.destroy()
+                    gpu_ms = float(np.sum(ticks[1::2].astype(np.int64) - ticks[0::2].astype(np.int64))) / 1e6 / repeats
+                    self._release(stamps)
                 if i >= warmup:
                     samples.append((wall, gpu_ms))
         finally:
             error = await device.popErrorScope()
             for buf in owned:
-                buf.destroy()
+                self._release(buf)
             if timed:
                 queries.destroy()
         if error is not None:

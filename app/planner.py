@@ -4,10 +4,12 @@ The rules are the ordered table RULES, data in one place: (variant, when, why). 
 variant covers the request on this device (its own conditions, features and limits) and whose `when`
 conditions hold (the shape class where measurement showed it wins; same vocabulary as the variants'
 conditions) is chosen. The general gather kernels come last and cover everything, so a request always
-has a plan. The measurements behind each rule are in the README's variant table.
+has a plan. Before the rules, a tuning table measured on this very adapter may name the variant for the
+request's shape class (app/tuned.py), when that variant covers the request. The measurements behind each rule are in the README's variant table.
 """
 from __future__ import annotations
 
+from . import tuned
 from .caps import DeviceCaps
 from .errors import ConvTransposeError
 from .plan import Plan
@@ -46,6 +48,10 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> Pl
         if refusal:
             raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {refusal}")
         return chosen.plan(geom, caps, "forced by the caller")
+    preferred = tuned.preferred_variant(geom, caps)
+    if preferred in VARIANTS and VARIANTS[preferred].why_not(geom, caps) is None:
+        return VARIANTS[preferred].plan(geom, caps, f"measured fastest for this shape class on this adapter "
+                                                    f"(tuning/{tuned.file_name(caps)})")
     for name, when, why in RULES:
         if VARIANTS[name].why_not(geom, caps) is None and unmet(when, geom) is None:
             return VARIANTS[name].plan(geom, caps, why)

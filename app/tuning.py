@@ -11,7 +11,18 @@ rtol*|want|): one that fails is rejected and can never enter the table. The surv
 interleaved rounds (one call each per round, GPU time from timestamp-query, else wall time) and compared
 by median. Per (variant, shape class) the table keeps the candidate with the best geometric-mean time
 relative to each case's defaults, and only when that beats the defaults by more than MARGIN (noise on a
-shared machine is larger than small wins). Pure Python: runs in Pyodide (the page or `python -m app tune`).
+shared machine is larger than small wins).
+
+With `choose_variants`, every other variant that covers the case is checked and timed the same way (with
+its defaults) against the planner's variant at its best candidate; per shape class the table's `choices`
+name the variant that beats the planner's by more than MARGIN on every case measured there. The planner
+takes that variant for the class on this adapter (app/planner.py). Rule orders measured on one adapter
+(SwiftShader) are not the best order on another (a real GPU): this is how the package learns that.
+
+`repeats` > 1 times each candidate as `repeats` back-to-back submissions on resident buffers
+(Gpu.time_resident), which a real GPU needs: between separate calls it idles and drops its clocks, and
+single sub-millisecond kernels then time 2-5x slower at random. Pure Python: runs in Pyodide (the page or
+`python -m app tune`).
 """
 from __future__ import annotations
 
@@ -20,6 +31,7 @@ import json
 import math
 import statistics
 import time
+from contextlib import contextmanager
 
 from . import tuned
 from .cases import compare
@@ -54,43 +66,121 @@ def _key(params: dict) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-async def _timed_call(kernel, variant: str, params: dict, inputs: dict, attributes: dict):
-    with tuned.forcing(variant, params):
+async def _timed_call(kernel, variant: str, params: dict | None, inputs: dict, attributes: dict,
+                      geom=None, arrays=None, repeats: int = 1):
+    """(result of one ordinary call or None, ms): params None = the variant's own (defaults or table)."""
+    with tuned.forcing(variant, params) if params is not None else _unchanged():
+        if repeats > 1:
+            plan = kernel.plan(geom, variant)
+            samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * arrays["x"].itemsize,
+                                                     warmup=0, runs=1, repeats=repeats)
+            wall, gpu = samples[0]
+            return None, gpu if gpu is not None else wall
         start = time.perf_counter()
         out = await kernel(**inputs, variant=variant, **attributes)
     wall = (time.perf_counter() - start) * 1000
     return out, (out["meta"]["gpu_ms"] if out["meta"]["gpu_ms"] is not None else wall)
 
 
-async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=None) -> dict | None:
+@contextmanager
+def _unchanged():
+    yield
+
+
+async def _checked(kernel, variant, params, inputs, attributes, want) -> tuple[bool, float]:
+    out, _ = await _timed_call(kernel, variant, params, inputs, attributes)
+    return compare(out["y"], want, **TOLERANCE)
+
+
+async def _medians(kernel, entries: list[tuple[str, dict | None]], inputs, attributes, geom, arrays, runs,
+                   repeats) -> list[float]:
+    """Median ms per (variant, params) entry, timed in interleaved rounds: machine noise spreads alike."""
+    samples = [[] for _ in entries]
+    for _ in range(runs):
+        for i, (variant, params) in enumerate(entries):
+            samples[i].append((await _timed_call(kernel, variant, params, inputs, attributes, geom, arrays,
+                                                 repeats))[1])
+    return [statistics.median(s) for s in samples]
+
+
+async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=None, repeats: int = 1,
+                    choose_variants: bool = False) -> dict | None:
     """One case: every candidate checked against the reference, then timed. None when nothing to tune."""
     from .bench import make_inputs
+    from .errors import ConvTransposeError
+    from .variants import VARIANTS
 
     inputs = make_inputs(case)
     attributes = case["attributes"]
     geom, arrays = prepare(**inputs, **attributes)
     variant = case.get("variant") or kernel.plan(geom).variant
-    if variant not in grid_for or variant not in tuned.tunable_variants():
+    tunable = variant in grid_for and variant in tuned.tunable_variants()
+    if not tunable and not choose_variants:
         return None
     caps = kernel.gpu.caps
     want = conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
     passing, rejected = [], []
-    for params in candidates(variant, grid_for[variant], geom, caps):
-        out, _ = await _timed_call(kernel, variant, params, inputs, attributes)
-        ok, err = compare(out["y"], want, **TOLERANCE)
+    grid = grid_for[variant] if tunable else {}
+    for params in candidates(variant, grid, geom, caps) if tunable else [None]:
+        ok, err = await _checked(kernel, variant, params, inputs, attributes, want)
         (passing if ok else rejected).append(params if ok else {"params": params, "max_error": err})
-    samples = {_key(p): [] for p in passing}
-    for _ in range(runs):
-        for params in passing:  # interleaved rounds: machine noise spreads over every candidate alike
-            samples[_key(params)].append((await _timed_call(kernel, variant, params, inputs, attributes))[1])
-    medians = {k: statistics.median(v) for k, v in samples.items()}
+    times = await _medians(kernel, [(variant, p) for p in passing], inputs, attributes, geom, arrays, runs, repeats)
+    medians = {_key(p): t for p, t in zip(passing, times)}
     default_key = _key(passing[0]) if passing else None
+    result = {"case": case["name"], "variant": variant, "class": tuned.shape_class(geom),
+              "defaults": default_key if tunable else None, "medians": medians if tunable else {},
+              "rejected": rejected, "keys": sorted(grid)}
+    if choose_variants and passing:
+        others = []
+        for name in VARIANTS:
+            try:
+                covered = name != variant and kernel.plan(geom, name) is not None
+            except ConvTransposeError:
+                covered = False
+            if covered:
+                ok, err = await _checked(kernel, name, None, inputs, attributes, want)
+                if ok:
+                    others.append(name)
+                else:
+                    rejected.append({"variant": name, "max_error": err})
+        best_own = min(passing, key=lambda p: medians[_key(p)])
+        timed = await _medians(kernel, [(variant, best_own)] + [(n, None) for n in others], inputs, attributes,
+                               geom, arrays, runs, repeats)
+        result["variant_ms"] = dict(zip([variant] + others, timed))
     if progress is not None:
         best = min(medians, key=medians.get) if medians else None
-        progress(f"{case['name']}: {variant}, {len(passing)} candidates passed, {len(rejected)} rejected; "
-                 f"defaults {medians.get(default_key, float('nan')):.3f} ms, best {medians.get(best, float('nan')):.3f} ms")
-    return {"case": case["name"], "variant": variant, "class": tuned.shape_class(geom), "defaults": default_key,
-            "medians": medians, "rejected": rejected, "keys": sorted(grid_for[variant])}
+        line = (f"{case['name']}: {variant}, {len(passing)} candidates passed, {len(rejected)} rejected; "
+                f"defaults {medians.get(default_key, float('nan')):.3f} ms, best {medians.get(best, float('nan')):.3f} ms")
+        if "variant_ms" in result:
+            line += "; " + ", ".join(f"{n} {t:.3f}" for n, t in sorted(result["variant_ms"].items(), key=lambda kv: kv[1]))
+        progress(line)
+    return result
+
+
+def best_variant_per_class(results: list[dict], margin: float = MARGIN) -> dict:
+    """class -> entry: the variant (other than the planner's) whose time relative to the planner's variant
+    at its best candidate is below 1 - margin on every case of the class measured with the same planner
+    variant; the geometric mean of those ratios picks among several."""
+    grouped: dict[str, list[dict]] = {}
+    for r in results:
+        if r is not None and r.get("variant_ms"):
+            grouped.setdefault(r["class"], []).append(r)
+    choices = {}
+    for cls, rs in sorted(grouped.items()):
+        if len({r["variant"] for r in rs}) != 1:
+            continue  # the planner itself varies inside the class: too coarse to override
+        planned = rs[0]["variant"]
+        ratios = {}
+        for name in set.intersection(*(set(r["variant_ms"]) for r in rs)) - {planned}:
+            per_case = [r["variant_ms"][name] / r["variant_ms"][planned] for r in rs]
+            if max(per_case) < 1 - margin:
+                ratios[name] = math.exp(statistics.fmean(math.log(q) for q in per_case))
+        if ratios:
+            best = min(ratios, key=ratios.get)
+            choices[cls] = {"variant": best, "instead_of": planned, "relative_time": round(ratios[best], 4),
+                            "cases": [r["case"] for r in rs],
+                            "median_ms": {r["case"]: {n: round(t, 4) for n, t in r["variant_ms"].items()} for r in rs}}
+    return choices
 
 
 def best_per_class(results: list[dict], margin: float = MARGIN) -> dict:
@@ -120,14 +210,15 @@ def best_per_class(results: list[dict], margin: float = MARGIN) -> dict:
     return table
 
 
-async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for: dict | None = None) -> dict:
+async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for: dict | None = None,
+               repeats: int = 1, choose_variants: bool = False) -> dict:
     """The tuning table for the current adapter (see the module docstring); `progress(text)` gets a line per case."""
     grid_for = grids() if grid_for is None else grid_for
-    results = [await tune_case(kernel, case, grid_for, runs, progress) for case in cases]
+    results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]
     caps = kernel.gpu.caps
     return {"format": tuned.FORMAT, "adapter": tuned.adapter_key(caps), "description": caps.description,
-            "made_by": "python -m app tune (app/tuning.py)", "runs": runs, "margin": MARGIN,
-            "variants": best_per_class(results),
+            "made_by": "python -m app tune (app/tuning.py)", "runs": runs, "repeats": repeats, "margin": MARGIN,
+            "variants": best_per_class(results), "choices": best_variant_per_class(results),
             "rejected": [{"case": r["case"], "variant": r["variant"], "candidates": r["rejected"]}
                          for r in results if r and r["rejected"]],
             "measured": [{k: r[k] for k in ("case", "variant", "class")} | {"candidates": len(r["medians"])}

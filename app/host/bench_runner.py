@@ -16,7 +16,7 @@ from app import bench, get_kernel
 kernel = await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 case = bench.load(BENCH_TEXT, TIER)[INDEX]
 variants = bench.all_variants() if VARIANTS == "all" else VARIANTS
-json.dumps(await bench.run_case(kernel, case, variants, runs=RUNS))
+json.dumps(await bench.run_case(kernel, case, variants, runs=RUNS, warmup=WARMUP, repeats=REPEATS))
 """
 
 COUNT = """
@@ -100,7 +100,7 @@ def _fill(code: str, **values) -> str:
 
 def main(tier: str = "small", host: str = "browser", variants: str | None = None, runs: int = 5,
          out: str | None = None, bench_path: str | None = None, against: str | None = None,
-         plot: str | None = None, warmup: int = 1) -> int:
+         plot: str | None = None, warmup: int = 1, repeats: int = 1) -> int:
     text = Path(bench_path or ROOT / "bench.json").read_text()
     if against:
         if host != "browser":
@@ -116,7 +116,8 @@ def main(tier: str = "small", host: str = "browser", variants: str | None = None
         names = json.loads(run(_fill(COUNT, BENCH_TEXT=text, TIER=tier)))
         print(f"{'case':28s} {'variant':42s} {'median ms':>10s} {'min ms':>10s} {'GFLOP/s':>9s}", flush=True)
         for index, name in enumerate(names):
-            code = _fill(RUN_CASE, BENCH_TEXT=text, TIER=tier, INDEX=index, VARIANTS=chosen, RUNS=runs)
+            code = _fill(RUN_CASE, BENCH_TEXT=text, TIER=tier, INDEX=index, VARIANTS=chosen, RUNS=runs,
+                         WARMUP=warmup, REPEATS=repeats)
             for row in json.loads(run(code)):
                 rows.append(row)
                 print(f"{row['case']:28s} {row['variant']:42s} {row['median_ms']:10.3f} {row['min_ms']:10.3f} "

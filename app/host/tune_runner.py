@@ -16,23 +16,28 @@ cases = bench.load(BENCH_TEXT, TIER)
 if NAMES:
     cases = [c for c in cases if c["name"] in NAMES]
 lines = []
-table = await tuning.tune(kernel, cases, progress=lines.append, runs=RUNS, grid_for=tuning.grids(BENCH_TEXT))
+table = await tuning.tune(kernel, cases, progress=lines.append, runs=RUNS, grid_for=tuning.grids(BENCH_TEXT),
+                          repeats=REPEATS, choose_variants=CHOOSE)
 json.dumps({"table": table, "file": tuned.file_name(kernel.gpu.caps), "lines": lines})
 """
 
 
 def main(tier: str = "small", host: str = "browser", runs: int = 3, out: str | None = None,
-         bench_path: str | None = None, cases: str | None = None) -> int:
+         bench_path: str | None = None, cases: str | None = None, repeats: int = 1, choose: bool = False) -> int:
     text = Path(bench_path or ROOT / "bench.json").read_text()
     names = cases.split(",") if cases else None
     with python_runner(host) as run:
-        got = json.loads(run(_fill(TUNE, BENCH_TEXT=text, TIER=tier, RUNS=runs, NAMES=names)))
+        got = json.loads(run(_fill(TUNE, BENCH_TEXT=text, TIER=tier, RUNS=runs, NAMES=names, REPEATS=repeats,
+                                   CHOOSE=choose)))
     for line in got["lines"]:
         print(line)
     table = got["table"]
     for variant, classes in table["variants"].items():
         for cls, entry in classes.items():
             print(f"tuned {variant} {cls}: {entry['params']} ({entry['relative_time']:.2f}x the defaults' time)")
+    for cls, entry in table["choices"].items():
+        print(f"chosen {entry['variant']} instead of {entry['instead_of']} for {cls} "
+              f"({entry['relative_time']:.2f}x its time)")
     for r in table["rejected"]:
         print(f"REJECTED (wrong results) {r['case']} {r['variant']}: {r['candidates']}")
     path = Path(out) if out else ROOT / "tuning" / got["file"]

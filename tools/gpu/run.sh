@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
-#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants bench torch report (default: all)
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench torch report (default: all)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
-STAGES=${*:-device cases variants bench torch report}
+STAGES=${*:-device cases variants tune bench torch report}
+REPEATS=${REPEATS:-20}  # back-to-back submissions per timed run: keeps the GPU at its working clocks
 
 # Vulkan loader (unpacked over /, as the machine's notes say) and the NVIDIA driver's ICD.
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -28,14 +29,17 @@ for stage in $STAGES; do
     variants) python3 -m app cases test.json --host node --variant "${VARIANTS:-all}" >"$OUT/variants.txt"; s=$?
               grep -E '^variant |^FAIL' "$OUT/variants.txt" | head -60; tail -1 "$OUT/variants.txt"
               [ $s = 0 ] || status=$s ;;
+    tune) python3 -m app tune --tier full --host node --runs 5 --repeats "$REPEATS" --choose-variants || status=1
+          cp tuning/nvidia*.json "$OUT/" ;;
     bench) python3 tools/gpu/as_dtype.py float16 >/tmp/gpu/bench-f16.json
            for run in "bench-full" "bench-full-all --variants all" "bench-full-f16 --bench /tmp/gpu/bench-f16.json" \
                       "bench-full-f16-all --variants all --bench /tmp/gpu/bench-f16.json"; do
              set -- $run
              name=$1; shift
-             python3 -m app bench --tier full --host node --runs 20 --out "$OUT/$name.json" "$@" || status=1
+             python3 -m app bench --tier full --host node --runs 10 --repeats "$REPEATS" --out "$OUT/$name.json" "$@" \
+               || status=1
            done ;;
-    torch) python3 tools/gpu/torch_bench.py --out "$OUT/torch.json" || status=1 ;;
+    torch) python3 tools/gpu/torch_bench.py --repeats "$REPEATS" --out "$OUT/torch.json" || status=1 ;;
     report) python3 tools/gpu/report.py "$OUT" | tee "$OUT/report.md" ;;
     *) echo "unknown stage $stage" >&2; status=2 ;;
   esac
