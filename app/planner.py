@@ -4,8 +4,8 @@ The rules are the ordered table RULES, data in one place: (variant, when, why). 
 variant covers the request on this device (its own conditions, features and limits) and whose `when`
 conditions hold (the shape class where measurement showed it wins; same vocabulary as the variants'
 conditions) is chosen. The general gather kernels come last and cover everything, so a request always
-has a plan. Before the rules, a tuning table measured on this very adapter may name the variant for the
-request's shape class (app/tuned.py), when that variant covers the request. The measurements behind each rule are in the README's variant table.
+has a plan. A tuning table measured on this very adapter may name, for the request's shape class, a variant
+that beat the rules' choice there (app/tuned.py): it is taken instead when it covers the request. The measurements behind each rule are in the README's variant table.
 """
 from __future__ import annotations
 
@@ -48,11 +48,11 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> Pl
         if refusal:
             raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {refusal}")
         return chosen.plan(geom, caps, "forced by the caller")
-    preferred = tuned.preferred_variant(geom, caps)
-    if preferred in VARIANTS and VARIANTS[preferred].why_not(geom, caps) is None:
-        return VARIANTS[preferred].plan(geom, caps, f"measured fastest for this shape class on this adapter "
-                                                    f"(tuning/{tuned.file_name(caps)})")
     for name, when, why in RULES:
         if VARIANTS[name].why_not(geom, caps) is None and unmet(when, geom) is None:
+            preferred = tuned.preferred_variant(geom, caps, name)
+            if preferred in VARIANTS and VARIANTS[preferred].why_not(geom, caps) is None:
+                return VARIANTS[preferred].plan(geom, caps, f"measured faster than {name} for this shape class "
+                                                            f"on this adapter (tuning/{tuned.file_name(caps)})")
             return VARIANTS[name].plan(geom, caps, why)
     raise AssertionError("the general kernels cover every valid request")

@@ -6,7 +6,7 @@ vendor, architecture and device: it applies only when all three match the curren
 too), otherwise every variant keeps its built-in defaults. Inside a table, entries are keyed by variant and
 shape class (`shape_class`: rank and bucketed channel and output sizes), so a shape that was never tuned on
 this adapter also keeps the defaults. A table's `choices` may also name, per shape class, the variant that
-measured fastest there: the planner takes it before its own rules (`preferred_variant`).
+measured faster there than the rules' choice: the planner then takes it instead (`preferred_variant`).
 
 A tunable variant asks `choose(name, geom, caps, defaults)` for its params and registers `tunable(name,
 refusal, defaults)`: a candidate its invariants or the device's limits reject is never used (defaults instead), so a
@@ -100,10 +100,11 @@ def lookup(name: str, geom, caps, tables: list[dict] | None = None) -> dict | No
     return dict(entry["params"]) if entry else None
 
 
-def preferred_variant(geom, caps, tables: list[dict] | None = None) -> str | None:
-    """The variant this adapter's table measured fastest for the request's shape class (its `choices`), or None."""
+def preferred_variant(geom, caps, planned: str, tables: list[dict] | None = None) -> str | None:
+    """The variant this adapter's table measured faster than `planned` (the rules' choice) for the request's
+    shape class (its `choices`), or None."""
     table = select(caps, tables)
-    entry = (table or {}).get("choices", {}).get(shape_class(geom))
+    entry = (table or {}).get("choices", {}).get(shape_class(geom), {}).get(planned)
     return entry["variant"] if entry else None
 
 

@@ -14,9 +14,9 @@ relative to each case's defaults, and only when that beats the defaults by more 
 shared machine is larger than small wins).
 
 With `choose_variants`, every other variant that covers the case is checked and timed the same way (with
-its defaults) against the planner's variant at its best candidate; per shape class the table's `choices`
-name the variant that beats the planner's by more than MARGIN on every case measured there. The planner
-takes that variant for the class on this adapter (app/planner.py). Rule orders measured on one adapter
+its defaults) against the planner's variant at its best candidate; per shape class and planner's variant
+the table's `choices` name the variant that beats it by more than MARGIN on every case measured there. The
+planner then takes that variant instead, on this adapter (app/planner.py). Rule orders measured on one adapter
 (SwiftShader) are not the best order on another (a real GPU): this is how the package learns that.
 
 `repeats` > 1 times each candidate as `repeats` back-to-back submissions on resident buffers
@@ -31,7 +31,7 @@ import json
 import math
 import statistics
 import time
-from contextlib import contextmanager
+from contextlib import nullcontext
 
 from . import tuned
 from .cases import compare
@@ -69,7 +69,7 @@ def _key(params: dict) -> str:
 async def _timed_call(kernel, variant: str, params: dict | None, inputs: dict, attributes: dict,
                       geom=None, arrays=None, repeats: int = 1):
     """(result of one ordinary call or None, ms): params None = the variant's own (defaults or table)."""
-    with tuned.forcing(variant, params) if params is not None else _unchanged():
+    with tuned.forcing(variant, params) if params is not None else nullcontext():
         if repeats > 1:
             plan = kernel.plan(geom, variant)
             samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * arrays["x"].itemsize,
@@ -80,11 +80,6 @@ async def _timed_call(kernel, variant: str, params: dict | None, inputs: dict, a
         out = await kernel(**inputs, variant=variant, **attributes)
     wall = (time.perf_counter() - start) * 1000
     return out, (out["meta"]["gpu_ms"] if out["meta"]["gpu_ms"] is not None else wall)
-
-
-@contextmanager
-def _unchanged():
-    yield
 
 
 async def _checked(kernel, variant, params, inputs, attributes, want) -> tuple[bool, float]:
@@ -158,18 +153,15 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
 
 
 def best_variant_per_class(results: list[dict], margin: float = MARGIN) -> dict:
-    """class -> entry: the variant (other than the planner's) whose time relative to the planner's variant
-    at its best candidate is below 1 - margin on every case of the class measured with the same planner
-    variant; the geometric mean of those ratios picks among several."""
-    grouped: dict[str, list[dict]] = {}
+    """class -> planner's variant -> entry: the variant whose time relative to the planner's (at its best
+    candidate) is below 1 - margin on every case of that class and planner choice; the geometric mean of
+    those ratios picks among several."""
+    grouped: dict[tuple[str, str], list[dict]] = {}
     for r in results:
         if r is not None and r.get("variant_ms"):
-            grouped.setdefault(r["class"], []).append(r)
-    choices = {}
-    for cls, rs in sorted(grouped.items()):
-        if len({r["variant"] for r in rs}) != 1:
-            continue  # the planner itself varies inside the class: too coarse to override
-        planned = rs[0]["variant"]
+            grouped.setdefault((r["class"], r["variant"]), []).append(r)
+    choices: dict = {}
+    for (cls, planned), rs in sorted(grouped.items()):
         ratios = {}
         for name in set.intersection(*(set(r["variant_ms"]) for r in rs)) - {planned}:
             per_case = [r["variant_ms"][name] / r["variant_ms"][planned] for r in rs]
@@ -177,9 +169,9 @@ def best_variant_per_class(results: list[dict], margin: float = MARGIN) -> dict:
                 ratios[name] = math.exp(statistics.fmean(math.log(q) for q in per_case))
         if ratios:
             best = min(ratios, key=ratios.get)
-            choices[cls] = {"variant": best, "instead_of": planned, "relative_time": round(ratios[best], 4),
-                            "cases": [r["case"] for r in rs],
-                            "median_ms": {r["case"]: {n: round(t, 4) for n, t in r["variant_ms"].items()} for r in rs}}
+            choices.setdefault(cls, {})[planned] = {
+                "variant": best, "relative_time": round(ratios[best], 4), "cases": [r["case"] for r in rs],
+                "median_ms": {r["case"]: {n: round(t, 4) for n, t in r["variant_ms"].items()} for r in rs}}
     return choices
 
 

@@ -35,9 +35,9 @@ def main(tier: str = "small", host: str = "browser", runs: int = 3, out: str | N
     for variant, classes in table["variants"].items():
         for cls, entry in classes.items():
             print(f"tuned {variant} {cls}: {entry['params']} ({entry['relative_time']:.2f}x the defaults' time)")
-    for cls, entry in table["choices"].items():
-        print(f"chosen {entry['variant']} instead of {entry['instead_of']} for {cls} "
-              f"({entry['relative_time']:.2f}x its time)")
+    for cls, by_planned in table["choices"].items():
+        for planned, entry in by_planned.items():
+            print(f"chosen {entry['variant']} instead of {planned} for {cls} ({entry['relative_time']:.2f}x its time)")
     for r in table["rejected"]:
         print(f"REJECTED (wrong results) {r['case']} {r['variant']}: {r['candidates']}")
     path = Path(out) if out else ROOT / "tuning" / got["file"]
