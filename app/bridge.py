@@ -162,6 +162,18 @@ def load_bench(text: str, tier: str) -> list[dict]:
              "attributes": c["attributes"], "bias": bool(c.get("bias"))} for c in _bench_cases]
 
 
+async def tune_loaded(kernel, text: str, indices, runs: int = 3, progress=None) -> dict:
+    """Tunes the loaded bench cases at `indices` on this adapter (tile grids from bench.json's text, and the
+    variant per shape class) and applies the table to this session; returns it for the page to show."""
+    from . import tuned, tuning
+
+    chosen = [_bench_cases[i] for i in _plain(indices)]
+    table = await tuning.tune(kernel, chosen, progress=progress, runs=runs, grid_for=tuning.grids(text),
+                              choose_variants=True)
+    tuned.use_table(table)
+    return {"table": table, "file": tuned.file_name(kernel.gpu.caps)}
+
+
 async def run_bench_case(kernel, index: int, runs: int = 5, warmup: int = 1) -> list[dict]:
     """Our kernel (the planner's choice) on one loaded bench case: rows of median/min GPU ms."""
     return await bench.run_case(kernel, _bench_cases[index], None, runs=runs, warmup=warmup)

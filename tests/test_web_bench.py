@@ -38,3 +38,31 @@ def test_runs_one_bench_case(page):
     assert page.is_visible("#bench-chart") and colours > 3
     # Cases not run yet say so.
     assert "not run yet" in page.locator("#bench-table tbody tr[data-case=proj_1x1]").text_content()
+
+
+def test_tunes_the_cases_run_and_shows_what_it_picked(page):
+    """After test_runs_one_bench_case: tuning takes the case that was run, checks every candidate against the
+    float64 reference, shows the table and offers it as JSON."""
+    page.click("nav a[data-view=bench]")
+    page.wait_for_selector("#view-bench:not([hidden])")
+    if page.locator("#bench-table tbody tr[data-case=dcgan_g3_k4s2p1] td").nth(3).text_content() in ("", "–"):
+        test_runs_one_bench_case(page)
+    page.click("#bench-tune")
+    page.wait_for_function("/^Tuned|^Tuning failed/.test(document.getElementById('bench-tune-status').textContent)",
+                           timeout=600_000)
+    status = page.text_content("#bench-tune-status")
+    assert status.startswith("Tuned 1 case(s)") and "every candidate matched the reference" in status, status
+    rows = page.locator("#bench-tune-table tbody tr")
+    assert rows.count() >= 1
+    picked = rows.nth(0).locator("td")
+    # Either a tuned entry for the case's class, or the statement that the defaults stay.
+    assert "dcgan_g3_k4s2p1" in picked.nth(4).text_content() or "defaults" in picked.nth(2).text_content()
+    link = page.locator("#bench-tune-download")
+    assert link.is_visible() and link.get_attribute("download") == "google-swiftshader.json"
+    # The table applies to this page's session: the kernel's planner reads it from now on. Then it is
+    # taken out again, so that the tests after this one (same page) see the shipped tables only.
+    assert page.evaluate("""async () => {
+        const { bootApp } = await import("/web/boot.mjs");
+        const { pyodide } = await bootApp();
+        return pyodide.runPython("from app import tuned; tuned.load_tables().pop(0)['measured'][0]['case']");
+    }""") == "dcgan_g3_k4s2p1"

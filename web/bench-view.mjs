@@ -110,6 +110,7 @@ async function runCases(indices) {
   running = true;
   stopRequested = false;
   $("bench-run-all").disabled = true;
+  $("bench-tune").disabled = true;
   $("bench-stop").disabled = false;
   render();
   const runs = Math.max(1, Number($("bench-runs").value) | 0);
@@ -133,7 +134,66 @@ async function runCases(indices) {
   } finally {
     running = false;
     $("bench-run-all").disabled = false;
+    $("bench-tune").disabled = false;
     $("bench-stop").disabled = true;
+    render();
+    window.dispatchEvent(new Event("gpu-work"));
+  }
+}
+
+// Tuning: the cases run so far (or every case of the tier), tile grids and variant choice, each candidate
+// checked against the float64 reference; the table then applies to this page's later runs.
+async function tune() {
+  if (running) return;
+  running = true;
+  for (const id of ["bench-run-all", "bench-tune"]) $(id).disabled = true;
+  render();
+  const ran = [...results.keys()];
+  const indices = ran.length ? ran : cases.map((_, i) => i);
+  const status = $("bench-tune-status");
+  $("bench-tuning").hidden = false;
+  status.className = "";
+  status.textContent = `Tuning ${indices.length} case(s)…`;
+  const start = performance.now();
+  try {
+    const { table, file } = await kernel.tuneBench(JSON.stringify(benchDoc), indices, {
+      runs: Math.max(1, Number($("bench-runs").value) | 0),
+      progress: (line) => { status.textContent = line; },
+    });
+    const body = $("bench-tune-table").querySelector("tbody");
+    body.replaceChildren();
+    const add = (...cells) => {
+      const tr = document.createElement("tr");
+      for (const text of cells) tr.append(cell(text));
+      body.append(tr);
+    };
+    for (const [variant, classes] of Object.entries(table.variants)) {
+      for (const [cls, e] of Object.entries(classes)) {
+        add(variant, cls, JSON.stringify(e.params), `${e.relative_time.toFixed(2)}x`, e.cases.join(", "));
+      }
+    }
+    for (const [cls, byPlanned] of Object.entries(table.choices)) {
+      for (const [planned, e] of Object.entries(byPlanned)) {
+        add(planned, cls, `use ${e.variant}`, `${e.relative_time.toFixed(2)}x`, e.cases.join(", "));
+      }
+    }
+    if (!body.children.length) add("–", "–", "the defaults and the rules stay: nothing beat them by 5%", "", "");
+    const rejected = table.rejected.length;
+    status.textContent = `Tuned ${table.measured.length} case(s) in ${((performance.now() - start) / 1000).toFixed(1)} s; ` +
+      `${rejected ? `${rejected} case(s) had candidates REJECTED for wrong results` : "every candidate matched the reference"}; ` +
+      "the table now applies to this page's runs.";
+    status.className = rejected ? "error" : "ok";
+    const link = $("bench-tune-download");
+    link.href = URL.createObjectURL(new Blob([JSON.stringify(table, null, 1)], { type: "application/json" }));
+    link.download = file;
+    link.textContent = `Download the table (${file}: commit it under tuning/ to ship it)`;
+    link.hidden = false;
+  } catch (err) {
+    status.textContent = `Tuning failed: ${String(err.message ?? err).split("\n").filter(Boolean).slice(-1)[0]}`;
+    status.className = "error";
+  } finally {
+    running = false;
+    for (const id of ["bench-run-all", "bench-tune"]) $(id).disabled = false;
     render();
     window.dispatchEvent(new Event("gpu-work"));
   }
@@ -158,7 +218,9 @@ export async function initBench(readyKernel, deviceInfo) {
   $("bench-tier").addEventListener("change", () => { if (!running) loadTier(); });
   $("bench-run-all").addEventListener("click", () => runCases(cases.map((_, i) => i)));
   $("bench-stop").addEventListener("click", () => { stopRequested = true; });
+  $("bench-tune").addEventListener("click", tune);
   $("bench-run-all").disabled = false;
+  $("bench-tune").disabled = false;
   loadTier();
   await loadOrt();
 }

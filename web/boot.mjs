@@ -69,9 +69,11 @@ function request(inputs) {
 }
 
 /** The kernel as a JS function: kernel({x, w, b?, ...attributes, variant?}) -> {y: {data, shape, dtype}, meta}. */
-export async function getKernel(id, { version = 1, revision = null } = {}) {
+export async function getKernel(id, { version = 1, revision = null, limits = null } = {}) {
   const { bridge, pyodide } = await bootApp();
-  const pyKernel = await bridge.open_kernel(id, version, revision);
+  const pyLimits = limits ? pyodide.toPy(limits) : null;
+  const pyKernel = await bridge.open_kernel(id, version, revision, pyLimits);
+  pyLimits?.destroy();
   const kernel = async (inputs) => {
     const args = pyodide.toPy(request(inputs));
     try {
@@ -107,5 +109,8 @@ export async function getKernel(id, { version = 1, revision = null } = {}) {
   kernel.loadBench = (text, tier) => toJs(bridge.load_bench(text, tier));
   kernel.runBenchCase = async (index, { runs = 5, warmup = 1 } = {}) =>
     toJs(await bridge.run_bench_case(pyKernel, index, runs, warmup));
+  // Tunes loaded bench cases on this adapter and applies the table to this page's session.
+  kernel.tuneBench = async (benchText, indices, { runs = 3, progress = () => {} } = {}) =>
+    toJs(await bridge.tune_loaded(pyKernel, benchText, indices, runs, progress));
   return kernel;
 }
