@@ -24,10 +24,10 @@ for stage in $STAGES; do
   echo "== $stage ($(date -u +%T))"
   case $stage in
     device) python3 -m app device --host node | tee "$OUT/device.json" ;;
-    cases) python3 -m app cases test.json --host node >"$OUT/cases.txt"; s=$?; tail -1 "$OUT/cases.txt"
-           grep -E '^FAIL' "$OUT/cases.txt" | head -20; [ $s = 0 ] || status=$s ;;
-    variants) python3 -m app cases test.json --host node --variant "${VARIANTS:-all}" >"$OUT/variants.txt"; s=$?
-              grep -E '^variant |^FAIL' "$OUT/variants.txt" | head -60; tail -1 "$OUT/variants.txt"
+    cases) python3 -m app cases test.json --host node >/tmp/gpu/cases.txt; s=$?; tail -1 /tmp/gpu/cases.txt
+           grep -E '^FAIL' /tmp/gpu/cases.txt | head -20; [ $s = 0 ] || status=$s ;;
+    variants) python3 -m app cases test.json --host node --variant "${VARIANTS:-all}" >/tmp/gpu/variants.txt; s=$?
+              grep -E '^variant |^FAIL' /tmp/gpu/variants.txt | head -60; tail -1 /tmp/gpu/variants.txt
               [ $s = 0 ] || status=$s ;;
     tune) python3 -m app tune --tier full --host node --runs 5 --repeats "$REPEATS" --choose-variants || status=1
           cp tuning/nvidia*.json "$OUT/" ;;
@@ -44,4 +44,6 @@ for stage in $STAGES; do
     *) echo "unknown stage $stage" >&2; status=2 ;;
   esac
 done
+# The device tool returns at most 8 files: the case logs travel as one archive.
+ls /tmp/gpu/*.txt >/dev/null 2>&1 && tar -C /tmp/gpu -czf "$OUT/case-logs.tgz" $(cd /tmp/gpu && ls *.txt)
 exit $status
