@@ -139,6 +139,16 @@ class Gpu:
         self._prepared.clear()
         self._pipelines.clear()
 
+    def _bind(self, dispatch, pipeline, buffers: dict, owned: list):
+        """The dispatch's bind group: its buffers in binding order, then a uniform buffer of its sizes (owned
+        by the caller, which releases it)."""
+        uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
+        ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
+        owned.append(ubuf)
+        entries = [{"binding": j, "resource": {"buffer": buffers[name]}} for j, name in enumerate(dispatch.bindings)]
+        entries.append({"binding": len(entries), "resource": {"buffer": ubuf}})
+        return self.device.createBindGroup(_js({"layout": pipeline.getBindGroupLayout(0), "entries": entries}))
+
     def _release(self, buf) -> None:
         self.live_bytes -= int(buf.size)
         buf.destroy()
@@ -190,12 +200,7 @@ class Gpu:
             owned += [resolved, stamps]
         encoder = device.createCommandEncoder()
         for i, (dispatch, pipeline) in enumerate(passes):
-            uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
-            ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
-            owned.append(ubuf)
-            entries = [{"binding": j, "resource": {"buffer": buffers[name]}} for j, name in enumerate(dispatch.bindings)]
-            entries.append({"binding": len(entries), "resource": {"buffer": ubuf}})
-            group = device.createBindGroup(_js({"layout": pipeline.getBindGroupLayout(0), "entries": entries}))
+            group = self._bind(dispatch, pipeline, buffers, owned)
             descriptor = {"label": f"{plan.variant}#{i}"}
             if timed:
                 descriptor["timestampWrites"] = {"querySet": queries, "beginningOfPassWriteIndex": 2 * i,
@@ -268,13 +273,7 @@ class Gpu:
         owned = list(buffers.values())
 
         def bound(dispatch, pipeline):
-            uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
-            ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
-            owned.append(ubuf)
-            entries = [{"binding": j, "resource": {"buffer": buffers[n]}} for j, n in enumerate(dispatch.bindings)]
-            entries.append({"binding": len(entries), "resource": {"buffer": ubuf}})
-            group = device.createBindGroup(_js({"layout": pipeline.getBindGroupLayout(0), "entries": entries}))
-            return pipeline, group, dispatch.workgroups
+            return pipeline, self._bind(dispatch, pipeline, buffers, owned), dispatch.workgroups
 
         prepare = [bound(d, p) for d, p in zip(plan.prepare, pipelines)]
         main = [bound(d, p) for d, p in zip(plan.dispatches, pipelines[len(plan.prepare):])]
