@@ -121,6 +121,18 @@ def choose(name: str, geom, caps, defaults: dict) -> dict:
 
 
 @contextmanager
+def ignoring_tables():
+    """While the tuner measures: every variant and the planner behave as with no table (defaults, rules), so
+    that a new table is measured against them, not against an older table of the same adapter."""
+    global _tables
+    saved, _tables = load_tables(), []
+    try:
+        yield
+    finally:
+        _tables = saved
+
+
+@contextmanager
 def forcing(name: str, params: dict):
     """While the tuner times one candidate: the variant uses these params (if it accepts them)."""
     _forced[name] = dict(params)

@@ -143,9 +143,9 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
                                geom, arrays, runs, repeats)
         result["variant_ms"] = dict(zip([variant] + others, timed))
     if progress is not None:
-        best = min(medians, key=medians.get) if medians else None
-        line = (f"{case['name']}: {variant}, {len(passing)} candidates passed, {len(rejected)} rejected; "
-                f"defaults {medians.get(default_key, float('nan')):.3f} ms, best {medians.get(best, float('nan')):.3f} ms")
+        line = f"{case['name']}: {variant}, {len(passing)} candidates passed, {len(rejected)} rejected"
+        if tunable and medians:
+            line += f"; defaults {medians[default_key]:.3f} ms, best {min(medians.values()):.3f} ms"
         if "variant_ms" in result:
             line += "; " + ", ".join(f"{n} {t:.3f}" for n, t in sorted(result["variant_ms"].items(), key=lambda kv: kv[1]))
         progress(line)
@@ -206,7 +206,8 @@ async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for
                repeats: int = 1, choose_variants: bool = False) -> dict:
     """The tuning table for the current adapter (see the module docstring); `progress(text)` gets a line per case."""
     grid_for = grids() if grid_for is None else grid_for
-    results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]
+    with tuned.ignoring_tables():
+        results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]
     caps = kernel.gpu.caps
     return {"format": tuned.FORMAT, "adapter": tuned.adapter_key(caps), "description": caps.description,
             "made_by": "python -m app tune (app/tuning.py)", "runs": runs, "repeats": repeats, "margin": MARGIN,

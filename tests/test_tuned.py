@@ -151,3 +151,12 @@ def test_a_variant_must_win_on_every_case_of_its_class():
 def test_choices_are_kept_per_planner_variant_inside_a_class():
     rs = [chosen("c1", "k", {"p": 1.0, "a": 0.1}), chosen("c2", "k", {"q": 1.0, "a": 2.0}, planned="q")]
     assert tuning.best_variant_per_class(rs) == {"k": {"p": tuning.best_variant_per_class(rs[:1])["k"]["p"]}}
+
+
+def test_the_tuner_measures_against_the_rules_not_an_older_table(tables):
+    tables.append({"format": tuned.FORMAT, "adapter": tuned.adapter_key(OTHER_GPU), "variants": {},
+                   "choices": {tuned.shape_class(DCGAN): {"nchw2d_phase_gemm_tiled": {"variant": "nchw2d_col2im"}}}})
+    assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_col2im"
+    with tuned.ignoring_tables():
+        assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_phase_gemm_tiled"
+    assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_col2im"
