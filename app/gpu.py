@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections import OrderedDict
 
 import js  # noqa: F401  (Pyodide only; importing this module in CPython fails by design)
@@ -259,8 +260,6 @@ class Gpu:
             return await self._time_resident(plan, inputs, y_nbytes, warmup, runs, repeats)
 
     async def _time_resident(self, plan, inputs, y_nbytes, warmup, runs, repeats):
-        import time
-
         device = self.device
         pipelines = [await self._pipeline(render(d.template, d.params), plan.variant)
                      for d in plan.prepare + plan.dispatches]

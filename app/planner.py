@@ -5,7 +5,8 @@ variant covers the request on this device (its own conditions, features and limi
 conditions hold (the shape class where measurement showed it wins; same vocabulary as the variants'
 conditions) is chosen. The general gather kernels come last and cover everything, so a request always
 has a plan. A tuning table measured on this very adapter may name, for the request's shape class, a variant
-that beat the rules' choice there (app/tuned.py): it is taken instead when it covers the request. The measurements behind each rule are in the README's variant table.
+that beat the rules' choice there (app/tuned.py): it is taken instead when it covers the request. The
+measurements behind each rule are in the README's variant table.
 """
 from __future__ import annotations
 
