@@ -48,7 +48,7 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
             except ConvTransposeError:
                 continue
         if repeats > 1:
-            timing = await _time_back_to_back(kernel, geom, arrays, variant, runs, warmup, repeats)
+            timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats)
         else:
             timing = await time_call(kernel, inputs, case["attributes"], variant, warmup=warmup, runs=runs)
         rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None, **timing,
@@ -57,7 +57,8 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
     return rows
 
 
-async def _time_back_to_back(kernel, geom, arrays, variant, runs, warmup, repeats) -> dict:
+async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1) -> dict:
+    """Gpu.time_resident's samples summarised: GPU time from timestamp-query where every run has it, else wall."""
     plan = kernel.plan(geom, variant)
     samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * np.dtype(geom.dtype).itemsize,
                                              warmup=warmup, runs=runs, repeats=repeats)
@@ -65,7 +66,7 @@ async def _time_back_to_back(kernel, geom, arrays, variant, runs, warmup, repeat
     timed = all(gpu is not None for _, gpu in samples)
     times = [gpu for _, gpu in samples] if timed else walls
     return {"variant": plan.variant, "median_ms": statistics.median(times), "min_ms": min(times),
-            "wall_median_ms": statistics.median(walls), "repeats": repeats,
+            "wall_median_ms": statistics.median(walls), "wall_min_ms": min(walls), "repeats": repeats,
             "source": "timestamp-query" if timed else "wall"}
 
 
@@ -78,20 +79,12 @@ async def run_resident(kernel, case: dict, runs: int = 5, warmup: int = 1) -> di
 
     inputs = make_inputs(case)
     geom, arrays = prepare(**inputs, **case["attributes"])
-    plan = kernel.plan(geom)
     flops = 2 * geom.multiply_adds()
-    samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * np.dtype(geom.dtype).itemsize,
-                                             warmup=warmup, runs=runs)
-    walls = [wall for wall, _ in samples]
-    gpus = [gpu for _, gpu in samples if gpu is not None]
-    timed = len(gpus) == len(samples)
-    median = statistics.median(gpus) if timed else statistics.median(walls)
+    timing = await _time_resident(kernel, geom, arrays, None, runs, warmup)
+    median = timing["median_ms"]
     y = (await kernel(**inputs, **case["attributes"]))["y"]
     want = conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
-    return {"case": case["name"], "tier": case["tier"], "variant": plan.variant, "flop": flops,
-            "median_ms": median, "min_ms": min(gpus) if timed else min(walls),
-            "source": "timestamp-query" if timed else "wall",
-            "wall_median_ms": statistics.median(walls), "wall_min_ms": min(walls),
+    return {"case": case["name"], "tier": case["tier"], "flop": flops, **timing,
             "gflops": flops / (median * 1e6) if median > 0 else None,
             "max_abs_diff_reference": float(np.max(np.abs(y - want))) if y.size else 0.0,
             "y": y.astype("float32").tobytes(), "inputs": {n: a.astype("float32").tobytes() for n, a in inputs.items()}}

@@ -29,9 +29,9 @@ def check_limits(limits) -> dict[str, int]:
     for name, value in limits.items():
         if name not in CAPPABLE:
             raise ConvTransposeError(f"limit {name!r} cannot be capped; cappable: {list(CAPPABLE)}")
-        if isinstance(value, bool) or not isinstance(value, int) or value < (16 if name != CAPPABLE[2] else 1):
-            raise ConvTransposeError(f"limit {name!r} must be an integer >= {16 if name != CAPPABLE[2] else 1}, "
-                                     f"got {value!r}")
+        minimum = 1 if name == "maxComputeWorkgroupsPerDimension" else 16
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConvTransposeError(f"limit {name!r} must be an integer >= {minimum}, got {value!r}")
         out[name] = value
     return out
 
@@ -73,6 +73,9 @@ class DeviceHandle:
 
     async def execute(self, plan, inputs, y_nbytes):
         return await (await self.current()).execute(plan, inputs, y_nbytes)
+
+    async def time_resident(self, plan, inputs, y_nbytes, **timing):
+        return await (await self.current()).time_resident(plan, inputs, y_nbytes, **timing)
 
     def __getattr__(self, name):
         return getattr(self._gpu, name)

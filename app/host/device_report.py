@@ -3,26 +3,17 @@ from __future__ import annotations
 
 import json
 
-from .case_runner import KERNEL_ID
+from .bench_runner import python_runner
 
-DEVICE = """async (id) => (await window.getKernel(id, {version: 1})).device()"""
+DEVICE = """
+import json
+from app import bridge, get_kernel
+json.dumps(bridge.device_info(await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)))
+"""
 
 
 def main(host: str = "browser") -> int:
-    if host == "node":
-        from .node import NodeHost
-
-        with NodeHost() as node:
-            info = node.call("device")
-    else:
-        from .browser import app_page
-        from .server import start_background
-
-        server, url = start_background()
-        try:
-            with app_page(url) as page:
-                info = page.evaluate(DEVICE, KERNEL_ID)
-        finally:
-            server.shutdown()
+    with python_runner(host) as run:
+        info = json.loads(run(DEVICE))
     print(json.dumps(info, indent=1))
     return 0

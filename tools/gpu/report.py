@@ -7,15 +7,25 @@ plus the time moving the case's bytes takes at the H200's memory bandwidth (the 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from app.host.bench_report import geometric_mean  # noqa: E402
 
 HBM_BYTES_PER_S = 4.8e12  # H200 HBM3e, NVIDIA's figure
 
 
 def _load(path: Path):
     return json.loads(path.read_text()) if path.exists() else []
+
+
+def _fmt(value, places: int = 3) -> str:
+    return "-" if value is None else f"{value:.{places}f}"
+
+
+def _gflops(flop: int, ms: float | None) -> float | None:
+    return flop / (ms * 1e6) if ms else None
 
 
 def main(out: str) -> int:
@@ -28,7 +38,6 @@ def main(out: str) -> int:
     for r in _load(out_dir / "bench-full-f16-all.json"):
         forced.setdefault(("f16", r["case"]), []).append(r)
     torch_rows = {r["case"]: r for r in _load(out_dir / "torch.json")}
-    gf = lambda flop, ms: flop / (ms * 1e6)  # noqa: E731
     print("| case | GFLOP | ours: chosen variant | ms | GFLOP/s | best forced (ms) | cuDNN fp32 ms | GFLOP/s | "
           "ours/cuDNN fp32 | ours f16: chosen ms | GFLOP/s | best forced (ms) | cuDNN f16 ms | GFLOP/s | ours/cuDNN f16 | "
           "HBM floor f32 ms |")
@@ -46,15 +55,14 @@ def main(out: str) -> int:
         ratios32 += [r32] if r32 else []
         ratios16 += [r16] if r16 else []
         floor = t["bytes_f32"] / HBM_BYTES_PER_S * 1e3 if "bytes_f32" in t else None
-        fmt = lambda v, p=3: "-" if v is None else f"{v:.{p}f}"  # noqa: E731
-        print(f"| {name} | {row['flop'] / 1e9:.2f} | {row['variant']} | {fmt(row['median_ms'])} | "
-              f"{fmt(row['gflops'], 0)} | {best['variant']} ({fmt(best['median_ms'])}) | {fmt(t32)} | "
-              f"{fmt(gf(row['flop'], t32) if t32 else None, 0)} | {fmt(r32, 2)} | {fmt(o16)} | {fmt(gf(row['flop'], o16) if o16 else None, 0)} | "
-              f"{best16['variant']} ({fmt(best16['median_ms'])}) | {fmt(t16)} | {fmt(gf(row['flop'], t16) if t16 else None, 0)} | "
-              f"{fmt(r16, 2)} | {fmt(floor, 4)} |")
-    geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs)) if xs else None  # noqa: E731
-    print(f"\nours/cuDNN throughput, geometric mean over {len(ratios32)} cases: fp32 {geo(ratios32):.2f}, "
-          f"fp16 {geo(ratios16):.2f}")
+        flop = row["flop"]
+        print(f"| {name} | {flop / 1e9:.2f} | {row['variant']} | {_fmt(row['median_ms'])} | "
+              f"{_fmt(row['gflops'], 0)} | {best['variant']} ({_fmt(best['median_ms'])}) | {_fmt(t32)} | "
+              f"{_fmt(_gflops(flop, t32), 0)} | {_fmt(r32, 2)} | {_fmt(o16)} | {_fmt(_gflops(flop, o16), 0)} | "
+              f"{best16['variant']} ({_fmt(best16['median_ms'])}) | {_fmt(t16)} | {_fmt(_gflops(flop, t16), 0)} | "
+              f"{_fmt(r16, 2)} | {_fmt(floor, 4)} |")
+    print(f"\nours/cuDNN throughput, geometric mean over {len(ratios32)} cases: fp32 {geometric_mean(ratios32):.2f}, "
+          f"fp16 {geometric_mean(ratios16):.2f}")
     return 0
 
 
