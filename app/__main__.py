@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve`, `python -m app setup`."""
 from __future__ import annotations
 
 import argparse
@@ -8,12 +8,15 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m app")
     sub = parser.add_subparsers(dest="command", required=True)
-    cases = sub.add_parser("cases", help="run a case file (test.json format) in headless Chromium on WebGPU")
+    cases = sub.add_parser("cases", help="run a case file (test.json format) in a headless browser on WebGPU")
     cases.add_argument("path")
     cases.add_argument("--variant", help="force this variant (a comma-separated list or 'all': each in turn); cases it does not cover are "
                                          "reported skipped")
     cases.add_argument("--host", choices=["browser", "node"], default="browser",
-                       help="headless Chromium (default) or Node.js with Dawn")
+                       help="a headless browser (default) or Node.js with Dawn")
+    cases.add_argument("--browser", choices=["chromium", "firefox"], default="chromium",
+                       help="with --host browser: Chromium (default, Playwright) or Firefox (firefox-esr 153+, "
+                            "puppeteer-core over WebDriver BiDi)")
     serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
@@ -53,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "cases":
         from .host.case_runner import main as run_cases
 
-        return run_cases(args.path, args.variant, args.host)
+        if args.host == "node" and args.browser != "chromium":
+            parser.error("--browser applies to --host browser only")
+        return run_cases(args.path, args.variant, args.host, args.browser)
     if args.command == "bench":
         from .host.bench_runner import main as run_bench
 

@@ -24,7 +24,7 @@ class FakeCases:
 def fake(monkeypatch, tmp_path):
     def install(fail=()):
         cases = FakeCases(set(fail))
-        monkeypatch.setattr(case_runner, "open_host", lambda host: contextlib.nullcontext(cases))
+        monkeypatch.setattr(case_runner, "open_host", lambda host, browser="chromium": contextlib.nullcontext(cases))
         path = tmp_path / "cases.json"
         path.write_text('{"op": "ai.onnx.ConvTranspose", "version": 1, "cases": []}')
         return cases, str(path)

@@ -1,5 +1,5 @@
-"""Runs a case file on real WebGPU: in headless Chromium (default) or in Node with Dawn. Pyodide loads once
-per run and the cases run one by one in it."""
+"""Runs a case file on real WebGPU: in headless Chromium (default; Playwright), headless Firefox (puppeteer-core
+over WebDriver BiDi) or in Node with Dawn. Pyodide loads once per run and the cases run one by one in it."""
 from __future__ import annotations
 
 import sys
@@ -53,15 +53,21 @@ def run_on_page(page, text: str, variant: str | None = None):
     return run_cases(PageCases(page), text, variant)
 
 
+BROWSERS = ("chromium", "firefox")
+
+
 @contextmanager
-def open_host(host: str):
+def open_host(host: str, browser: str = "chromium"):
     if host == "node":
         from .node import NodeHost
 
         with NodeHost() as node:
             yield NodeCases(node)
         return
-    from .browser import app_page
+    if browser == "firefox":
+        from .firefox import app_page
+    else:
+        from .browser import app_page
     from .server import start_background
 
     server, url = start_background()
@@ -85,8 +91,9 @@ def _summary(counts: dict) -> str:
     return summary + (f", {counts['SKIP']} skipped" if counts["SKIP"] else "")
 
 
-def main(path: str, variant: str | None = None, host: str = "browser") -> int:
-    """variant: None (the planner's choice), a name, a comma-separated list or "all" (each forced in turn)."""
+def main(path: str, variant: str | None = None, host: str = "browser", browser: str = "chromium") -> int:
+    """variant: None (the planner's choice), a name, a comma-separated list or "all" (each forced in turn).
+    browser: chromium or firefox (host "browser" only)."""
     from ..cases import CaseFileError, parse_case_file
 
     if variant == "all":
@@ -102,7 +109,7 @@ def main(path: str, variant: str | None = None, host: str = "browser") -> int:
         print(f"{path}: {exc}", file=sys.stderr)
         return 2
     total = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-    with open_host(host) as cases:
+    with open_host(host, browser) as cases:
         for name in forced:
             counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
             for result in run_cases(cases, text, name):
