@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app wgsl`, `python -m app serve`, `python -m app setup`."""
 from __future__ import annotations
 
 import argparse
@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
                       help="also time every covering variant and record, per shape class, one that beats the "
                            "planner's choice")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
+    sub.add_parser("wgsl", help="render every shader the variants can ask for and compile each with Tint (Dawn for "
+                                "Node) and naga (wgpu-py); exit 1 on any rejection or warning")
     args = parser.parse_args(argv)
 
     if args.command == "cases":
@@ -73,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         from .host.device_report import main as report_device
 
         return report_device(args.host)
+    if args.command == "wgsl":
+        from .host.wgsl_check import main as check_wgsl
+
+        return check_wgsl()
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 
