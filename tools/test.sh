@@ -4,15 +4,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian: chromium (headless WebGPU on SwiftShader) and the Vulkan loader that Dawn for Node needs.
-if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1; then
-  echo "[setup] installing Debian's chromium and libvulkan1"
+# Debian: chromium (headless WebGPU on SwiftShader), the Vulkan loader that Dawn for Node needs, firefox-esr
+# (153+: WebGPU; 140 refuses it) and mesa-vulkan-drivers (lavapipe: Firefox's adapter here, and wgpu-py's for
+# the naga shader check).
+if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1 \
+    || ! command -v firefox-esr >/dev/null 2>&1 || ! ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1; then
+  echo "[setup] installing Debian's chromium, libvulkan1, firefox-esr and mesa-vulkan-drivers"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libvulkan1 >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libvulkan1 firefox-esr mesa-vulkan-drivers >/dev/null
+fi
+firefox_major=$(firefox-esr --version | sed -E 's/[^0-9]*([0-9]+).*/\1/')
+if [ "$firefox_major" -lt 153 ]; then
+  echo "firefox-esr $firefox_major has no WebGPU; 153+ comes from bookworm-security (apt-cache policy firefox-esr)" >&2
+  exit 1
 fi
 python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
-# npm: Dawn for Node (`webgpu`) and the benchmark peer `onnxruntime-web`, pinned with integrity hashes in
-# package-lock.json.
-{ [ -d node_modules/webgpu ] && [ -d node_modules/onnxruntime-web ]; } || npm ci --silent --no-audit --no-fund
+# npm: Dawn for Node (`webgpu`), the benchmark peer `onnxruntime-web` and Firefox's driver `puppeteer-core`,
+# pinned with integrity hashes in package-lock.json.
+{ [ -d node_modules/webgpu ] && [ -d node_modules/onnxruntime-web ] && [ -d node_modules/puppeteer-core ]; } \
+  || npm ci --silent --no-audit --no-fund
 python3 -m app setup >/dev/null
 python3 -m pytest -q "$@"
