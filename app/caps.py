@@ -38,6 +38,32 @@ class DeviceCaps:
         return int(self.limits.get(name, DEFAULT_LIMITS[name]))
 
 
+# WebGPU's bounds on GPUAdapterInfo.subgroupMinSize / subgroupMaxSize.
+SUBGROUP_SIZE_BOUNDS = (4, 128)
+
+
+def usable_subgroup_sizes(caps: DeviceCaps) -> tuple[int, int] | None:
+    """The (min, max) subgroup sizes the planner may build on, or None when the report cannot be used.
+
+    A report is used only when the device was opened with the `subgroups` feature (without it no shader can
+    see a subgroup, and the sizes describe nothing: Firefox reports WebGPU's bounds, 4 and 128, on lavapipe,
+    whose real size is 8) and when it is a pair of powers of two within WebGPU's bounds, min <= max.
+    Otherwise the planner assumes nothing about the size: variants that need one refuse (the subgroup-matrix
+    ones need the feature anyway) or plan for any size in the bounds (a workgroup width that is a multiple of
+    128, with subgroups found at run time through the subgroup_id builtin)."""
+    if not caps.has("subgroups"):
+        return None
+    low, high = caps.subgroup_min_size, caps.subgroup_max_size
+    lo_bound, hi_bound = SUBGROUP_SIZE_BOUNDS
+
+    def power_of_two(n: int) -> bool:
+        return n > 0 and n & (n - 1) == 0
+
+    if not (power_of_two(low) and power_of_two(high) and lo_bound <= low <= high <= hi_bound):
+        return None
+    return low, high
+
+
 def matrix_configs(configs) -> tuple:
     """GPUSubgroupMatrixConfig-like records (JS objects or dicts) -> plain dicts the variants read."""
     def field(config, name):

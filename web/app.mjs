@@ -2,7 +2,7 @@
 // device panel on top. Sets window.getKernel and window.appReady (resolves once the kernel is ready).
 import { bootApp, getKernel } from "./boot.mjs";
 import { initBench } from "./bench-view.mjs";
-import { showDevice, showDeviceProblem, webgpuMissingReason } from "./device-panel.mjs";
+import { adapterLabel, showDevice, showDeviceProblem, webgpuMissingReason } from "./device-panel.mjs";
 import { enableRun, initRunForm } from "./run-view.mjs";
 import { initTests } from "./tests-view.mjs";
 
@@ -45,8 +45,7 @@ async function start() {
   showDevice(info);
   // Views announce finished GPU work; the panel re-reads the device (live keys such as memory in use).
   window.addEventListener("gpu-work", () => showDevice(kernel.device()));
-  const adapter = [info.vendor, info.architecture, info.device].filter(Boolean).join(" ") +
-    (info.is_fallback ? " (software fallback)" : "");
+  const adapter = adapterLabel(info) + (info.is_fallback ? " (software fallback)" : "");
   enableRun(kernel, adapter);
   initTests(kernel);
   await initBench(kernel, info);

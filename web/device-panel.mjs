@@ -57,9 +57,26 @@ export function webgpuMissingReason() {
     : "WebGPU needs a secure context: open the app over https:// or from http://127.0.0.1 / http://localhost.";
 }
 
+function browserName(userAgent = "") {
+  for (const [token, name] of [["Firefox/", "Firefox"], ["Edg/", "Edge"], ["Chrome/", "Chrome"], ["Safari/", "Safari"]]) {
+    if (userAgent.includes(token)) return name;
+  }
+  return null;
+}
+
+/** The adapter's name for people: vendor, architecture and device as reported; the description when those
+ * are empty; and when everything is empty (Firefox reports no strings at all), what is known instead: the
+ * browser whose adapter it is. */
+export function adapterLabel(info, userAgent = globalThis.navigator?.userAgent ?? "") {
+  const named = [info.vendor, info.architecture, info.device].filter(Boolean).join(" ") || info.description;
+  if (named) return named;
+  const browser = browserName(userAgent);
+  return `${browser ? `${browser}'s ` : ""}WebGPU adapter (no vendor or name reported)`;
+}
+
 /** Fills the panel from bridge.device_info; keys it does not know (added later) are shown generically. */
 export function showDevice(info) {
-  const name = [info.vendor, info.architecture, info.device].filter(Boolean).join(" ") || info.description || "unknown adapter";
+  const name = adapterLabel(info);
   const summary = document.getElementById("device");
   summary.textContent = `Device: ${name}${info.is_fallback ? " · software fallback" : ""}`;
   const panel = document.getElementById("device-panel");

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .. import tuned
+from ..caps import usable_subgroup_sizes
 from ..plan import Plan, grid
 from .base import Variant, io_bindings
 from .base import dispatch as make_dispatch
@@ -144,7 +145,9 @@ def _sgmat_tiles(geom, caps) -> dict | str:
         return (f"needs a subgroup-matrix configuration with {' or '.join(COMPONENTS[geom.dtype])} components and "
                 f"f32 results; the device reports {list(caps.subgroup_matrix_configs)}")
     sm, sn, sk = config["M"], config["N"], config["K"]
-    subgroup = caps.subgroup_max_size or MAX_SUBGROUP_SIZE
+    # The device's largest subgroup when its report is usable (app/caps.py), else WebGPU's bound on any.
+    sizes = usable_subgroup_sizes(caps)
+    subgroup = sizes[1] if sizes else MAX_SUBGROUP_SIZE
     if sm > subgroup:
         return f"needs subgroups of at least M = {sm} invocations, the device's largest is {subgroup}"
     # Two subgroups along pixels, each about 32 pixels (at most one subgroup's worth, so that the workgroup
