@@ -98,8 +98,12 @@ export function showDevice(info) {
     [k, bytes(limits[k]), why])));
   const extra = Object.entries(info).filter(([k]) => !SHOWN.has(k));
   if (extra.length) {
+    // The planner uses reported subgroup sizes only with the subgroups feature (app/caps.py).
+    const note = (k) => (k === "subgroup_sizes" && !features.has("subgroups")
+      ? "not used: the device has no subgroups feature" : "");
     parts.push(el("h3", { textContent: "More" }), table(extra.map(([k, v]) =>
-      [k, typeof v === "number" && /bytes/i.test(k) ? bytes(v) : typeof v === "object" ? JSON.stringify(v) : String(v)])));
+      [k, typeof v === "number" && /bytes/i.test(k) ? bytes(v) : typeof v === "object" ? JSON.stringify(v) : String(v),
+        note(k)])));
   }
   document.getElementById("device-details").replaceChildren(...parts);
 }
