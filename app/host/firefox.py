@@ -3,7 +3,8 @@
 Debian's `firefox-esr` 153+ has WebGPU (140 refuses it); with no GPU it runs on Mesa's lavapipe Vulkan driver
 (`mesa-vulkan-drivers`). Playwright's Firefox is a patched build that cannot be installed here, so a Node
 child process drives the stock browser instead, and `FirefoxPage` offers the few Playwright page methods the
-case runner and the view smoke tests use (evaluate, wait_for_function, click, set_input_files, text_content).
+case runner and the view smoke tests use (evaluate, wait_for_function, click, fill, select_option,
+set_checked, set_input_files, text_content).
 """
 from __future__ import annotations
 
@@ -77,6 +78,22 @@ class FirefoxPage:
 
     def set_input_files(self, selector: str, path: str) -> None:
         self._call("uploadFile", selector, str(path))
+
+    def fill(self, selector: str, value: str) -> None:
+        """Sets an input's or select's value and fires input and change, as typing or choosing would."""
+        self.evaluate("""([s, v]) => {
+            const e = document.querySelector(s);
+            if (!e) throw new Error(`no element matches ${s}`);
+            e.value = v;
+            e.dispatchEvent(new Event("input", { bubbles: true }));
+            e.dispatchEvent(new Event("change", { bubbles: true }));
+        }""", [selector, str(value)])
+
+    select_option = fill
+
+    def set_checked(self, selector: str, checked: bool) -> None:
+        if bool(self.evaluate("(s) => document.querySelector(s).checked", selector)) != checked:
+            self.click(selector)
 
     def text_content(self, selector: str) -> str | None:
         return self.evaluate("(s) => document.querySelector(s)?.textContent ?? null", selector)
