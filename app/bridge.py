@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import inspect
 import io
-import json
 import time
 import traceback
 from dataclasses import replace
@@ -266,3 +265,90 @@ async def tune_loaded(kernel, text: str, indices, runs: int = 3, progress=None) 
 async def run_bench_case(kernel, index: int, runs: int = 5, warmup: int = 1) -> list[dict]:
     """Our kernel (the planner's choice) on one loaded bench case: rows of median/min GPU ms."""
     return await bench.run_case(kernel, _bench_cases[index], None, runs=runs, warmup=warmup)
+
+
+# -- What the command-line runners call (python -m app bench / tune / device, tools/time_variants.py), in the
+# page or the Node host: JSON-able arguments in, JSON-able results out.
+
+async def _kernel():
+    from . import contract
+
+    return await get_kernel(contract.kernel_id(), version=contract.contract_version())
+
+
+@entry
+async def report_device() -> dict:
+    return device_info(await _kernel())
+
+
+@entry
+async def run_case_at(index: int, variant=None) -> dict:
+    """Case `index` of the case file last given to load_cases, on the shared kernel."""
+    return await run_case(await _kernel(), _cases[index], variant or None)
+
+
+@entry
+def bench_cases(text: str, tier: str) -> list[dict]:
+    """bench.json's cases of one tier, each with the file's fill spec (what the other runner functions take)."""
+    return bench.load(text, tier)
+
+
+@entry
+async def bench_rows(case, variants=None, runs: int = 5, warmup: int = 1, repeats: int = 1) -> list[dict]:
+    """One bench case timed: the planner's choice, each listed variant, or every variant ("all")."""
+    variants = _plain(variants)
+    chosen = bench.all_variants() if variants == "all" else variants
+    return await bench.run_case(await _kernel(), _plain(case), chosen, runs=runs, warmup=warmup, repeats=repeats)
+
+
+@entry
+def bench_inputs(case) -> dict:
+    """A bench case's seeded x, w, b as float32 bytes: every implementation timed on a case gets these."""
+    return {name: arr.astype("float32").tobytes() for name, arr in bench.make_inputs(_plain(case)).items()}
+
+
+@entry
+def bench_error(case, y) -> float:
+    """Max abs difference of a y (float32 bytes or typed array) from the float64 reference of the case."""
+    from .kernel import prepare
+    from .reference import conv_transpose_reference
+
+    case = _plain(case)
+    arrays = bench.make_inputs(case)
+    geom, arrays = prepare(**arrays, **case["attributes"])
+    want = conv_transpose_reference(geom, *(arrays.get(n) for n in INPUTS))
+    got = np.frombuffer(bytes(_plain(y)), dtype=np.float32)
+    if got.size != want.size:
+        return float("inf")
+    return float(np.max(np.abs(got.reshape(want.shape) - want))) if want.size else 0.0
+
+
+@entry
+async def tune(text: str, tier: str, names=None, runs: int = 3, repeats: int = 1, choose: bool = False) -> dict:
+    from . import tuned, tuning
+
+    kernel = await _kernel()
+    cases = [c for c in bench.load(text, tier) if not names or c["name"] in _plain(names)]
+    lines: list[str] = []
+    table = await tuning.tune(kernel, cases, progress=lines.append, runs=runs, grid_for=tuning.grids(text),
+                              repeats=repeats, choose_variants=choose)
+    return {"table": table, "file": tuned.file_name(kernel.gpu.caps), "lines": lines}
+
+
+@entry
+async def time_variants(spec, variants, runs: int = 5) -> list[dict]:
+    """tools/time_variants.py: one request (shapes, bias, attributes) timed under each listed variant."""
+    from .timing import time_call
+
+    spec, rows = _plain(spec), []
+    kernel = await _kernel()
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.uniform(-1, 1, spec["x"]).astype(np.float32), "w": rng.uniform(-1, 1, spec["w"]).astype(np.float32)}
+    if spec.get("bias"):
+        inputs["b"] = rng.uniform(-1, 1, spec["w"][1] * spec.get("attributes", {}).get("group", 1)).astype(np.float32)
+    for variant in _plain(variants):
+        try:
+            rows.append(await time_call(kernel, inputs, spec.get("attributes", {}), variant, warmup=1, runs=runs))
+        except (ConvTransposeError, GpuError) as exc:
+            rows.append({"variant": variant, "error": str(exc)})
+    return rows

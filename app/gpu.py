@@ -103,6 +103,12 @@ class Gpu:
         info = getattr(device, "adapterInfo", None)
         return cls(device, _caps(features, [str(f) for f in device.features], limits, info), owned=False)
 
+    async def current(self) -> "Gpu":
+        """This Gpu (a DeviceHandle reopens lost devices; a bare Gpu reports the loss)."""
+        if self.lost_reason:
+            raise GpuError(f"the WebGPU device was lost ({self.lost_reason})")
+        return self
+
     # Counters and state live in the executor; tests read (and reset) them here.
     @property
     def lost_reason(self) -> str | None:

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from . import contract, planner
+from . import contract, planner, tuned
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
 from .split import run_pieces, split
@@ -29,9 +29,10 @@ def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict]:
 
 
 def signature(arrays: dict, attributes: dict, variant: str | None, finite: bool) -> str:
-    """What decides a call's launch: shapes, dtypes, attributes as given, forced variant, finiteness."""
+    """What decides a call's launch: shapes, dtypes, attributes as given, forced variant, finiteness, and
+    the tuning tables in use."""
     return repr(([(n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items()],
-                 sorted(attributes.items()), variant, finite))
+                 sorted(attributes.items()), variant, finite, tuned.planning_state()))
 
 
 class ConvTransposeKernel:

@@ -271,6 +271,8 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
 
   kernel.device = () => callPythonNow("device_info", pyKernel);
   kernel.memory = () => exec.memory();
+  /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
+  kernel.gpuDevice = () => exec.device;
   /** A typed array or {data, shape, dtype?} copied once into a GPU buffer of this kernel's device: {buffer, shape, dtype}. */
   kernel.upload = (t) => {
     const checked = tensor("upload", t);

@@ -40,7 +40,9 @@ export class Executor {
     this.owned = owned;  // false: the caller's device, which we never reopen
     this.timed = device.features.has("timestamp-query");
     this.pipelines = new Map();
+    this.pipelineCacheSize = PIPELINE_CACHE_SIZE;
     this.launches = new Map();
+    this.launchCacheSize = LAUNCH_CACHE_SIZE;
     this.ours = new WeakSet();  // buffers this executor created (y buffers it handed out included)
     this.checked = new WeakSet();  // caller buffers already proven to belong to this device
     this.live = 0;  // bytes of buffers this executor holds (launch state); y handed to callers not counted
@@ -86,7 +88,7 @@ export class Executor {
     }
     this.pipelines.set(key, pipeline);
     // GPUComputePipeline has no destroy(): dropping the last reference frees it (launches keep theirs).
-    while (this.pipelines.size > PIPELINE_CACHE_SIZE) this.pipelines.delete(this.pipelines.keys().next().value);
+    while (this.pipelines.size > this.pipelineCacheSize) this.pipelines.delete(this.pipelines.keys().next().value);
     return pipeline;
   }
 
@@ -102,7 +104,7 @@ export class Executor {
     if (signature !== null) {
       this.launches.get(signature)?.destroy();
       this.launches.set(signature, launch);
-      while (this.launches.size > LAUNCH_CACHE_SIZE) {
+      while (this.launches.size > this.launchCacheSize) {
         const [oldest, evicted] = this.launches.entries().next().value;
         this.launches.delete(oldest);
         evicted.destroy();
@@ -127,7 +129,7 @@ export class Executor {
     let cached = 0;
     for (const launch of this.launches.values()) cached += launch.bytes;
     return { live_bytes: this.live, cached_bytes: cached, launches: this.launches.size, pipelines: this.pipelines.size,
-             launch_cache_size: LAUNCH_CACHE_SIZE, pipeline_cache_size: PIPELINE_CACHE_SIZE };
+             launch_cache_size: this.launchCacheSize, pipeline_cache_size: this.pipelineCacheSize };
   }
 }
 
@@ -155,6 +157,7 @@ class Launch {
     this.buffers = {};  // launch-owned buffers by name: scratch, prepared, and staging for CPU inputs and y
     this.groups = new Map();  // bind groups by the ids of the buffers they bind
     this.readbacks = [];
+    this.stampReads = [];
     const own = (name, size, usage) => { this.buffers[name] = this.hold(size, usage, name); };
     for (const [name, size] of Object.entries(spec.scratch)) own(name, size, USAGE.STORAGE);
     for (const [name, size] of Object.entries(spec.prepared)) own(name, size, USAGE.STORAGE);
@@ -184,10 +187,10 @@ class Launch {
   destroy() {
     for (const buf of Object.values(this.buffers)) this.executor.release(buf);
     for (const p of [...this.prepare, ...this.passes]) this.executor.release(p.ubuf);
-    for (const buf of this.readbacks) this.executor.release(buf);
+    for (const buf of [...this.readbacks, ...this.stampReads]) this.executor.release(buf);
     if (this.resolved) this.executor.release(this.resolved);
     this.querySet?.destroy();
-    this.buffers = {}; this.readbacks = []; this.groups.clear();
+    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.groups.clear();
     this.bytes = 0;
   }
 
@@ -311,15 +314,16 @@ class Launch {
     const stampBytes = stamps ? 8 * this.stampCount : 0;
     const encoder = device.createCommandEncoder();
     this.encode(encoder, passes, bound, stamps, prepare ? 0 : this.prepare.length);
-    let readback = null;
-    if (output === "cpu" || stamps) {
-      const yBytes = output === "cpu" ? padded(spec.y_bytes) : 0;
-      readback = this.readbacks.pop() ?? this.hold(padded(spec.y_bytes) + stampBytes, USAGE.MAP_READ | USAGE.COPY_DST, "readback");
-      if (yBytes) encoder.copyBufferToBuffer(y, 0, readback, 0, yBytes);
-      if (stamps) {
-        encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
-        encoder.copyBufferToBuffer(this.resolved, 0, readback, padded(spec.y_bytes), stampBytes);
-      }
+    // Readback buffers come from per-launch pools: y's, and the timestamps' (mapped in the same wait).
+    let readback = null, stampRead = null;
+    if (output === "cpu") {
+      readback = this.readbacks.pop() ?? this.hold(spec.y_bytes, USAGE.MAP_READ | USAGE.COPY_DST, "readback");
+      encoder.copyBufferToBuffer(y, 0, readback, 0, padded(spec.y_bytes));
+    }
+    if (stamps) {
+      stampRead = this.stampReads.pop() ?? this.hold(stampBytes, USAGE.MAP_READ | USAGE.COPY_DST, "timestamps read");
+      encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
+      encoder.copyBufferToBuffer(this.resolved, 0, stampRead, 0, stampBytes);
     }
     const fresh = !this.submitted;
     if (fresh) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
@@ -341,19 +345,26 @@ class Launch {
     }
     const meta = { variant: this.variant, reason: spec.reason, gpu_ms: null, y_shape: spec.y_shape, pieces: 1 };
     let data = null;
-    if (readback) {
+    if (readback || stampRead) {
       try {
-        await readback.mapAsync(MAP_MODE_READ);
+        await Promise.all([readback?.mapAsync(MAP_MODE_READ), stampRead?.mapAsync(MAP_MODE_READ)]);
       } catch (err) {
         this.weightsFrom = null;
         const why = exec.lost ? `the WebGPU device was lost during the call (${exec.lost})` : String(err?.message ?? err);
         throw kernelError("GpuError", `variant ${this.variant}: reading the output back failed: ${why}`);
       }
       if (profile) profile.mapped = now();
-      if (output === "cpu") data = new typedFor[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
-      if (stamps) meta.gpu_ms = gpuMs(new BigUint64Array(readback.getMappedRange(padded(spec.y_bytes), stampBytes)), passes.length);
-      readback.unmap();
-      this.readbacks.push(readback);
+      if (readback) {
+        data = new typedFor[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
+        readback.unmap();
+        this.readbacks.push(readback);
+      }
+      if (stampRead) {
+        // passes skipped this call (weight-side ones) were never written: they resolve to 0
+        meta.gpu_ms = gpuMs(new BigUint64Array(stampRead.getMappedRange()), this.stampCount / 2);
+        stampRead.unmap();
+        this.stampReads.push(stampRead);
+      }
     }
     if (profile) profile.done = now();
     const result = output === "gpu" ? { buffer: y, shape: spec.y_shape, dtype: spec.dtype }
