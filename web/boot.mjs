@@ -280,7 +280,7 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     return { buffer: exec.upload(checked.data), shape: checked.shape, dtype: checked.dtype };
   };
   /** After rewriting, in place, a constant weight array or a weight GPUBuffer: its prepared layouts are rebuilt. */
-  kernel.forget = (weights) => exec.forget(weights?.buffer ?? weights?.data ?? weights);
+  kernel.forget = (weights) => exec.forget(ArrayBuffer.isView(weights) ? weights : weights?.buffer ?? weights?.data ?? weights);
   kernel.reference = (inputs) => {
     const y = callPythonNow("reference", pythonRequest(inputs));
     y.data = typedArray(y.data, "float64");

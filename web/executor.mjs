@@ -51,6 +51,8 @@ export class Executor {
     this.weightPreparations = 0;  // weight-side passes run (skipped while the same constant weights return)
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
+    this.uncaptured = null;  // an error of work nobody waited for (resident calls), thrown by the next call
+    device.addEventListener?.("uncapturederror", (event) => { this.uncaptured ??= String(event.error?.message ?? event.error); });
   }
 
   buffer(size, usage, { counted = true, label } = {}) {
@@ -122,13 +124,17 @@ export class Executor {
 
   /** Forgets prepared weight layouts made from this buffer or typed array (after the caller rewrote it). */
   forget(weights) {
-    for (const launch of this.launches.values()) if (launch.weightsFrom === weights) launch.weightsFrom = null;
+    for (const launch of this.launches.values()) {
+      if (launch.weightsFrom === weights) launch.weightsFrom = null;
+      for (const [name, data] of Object.entries(launch.constants ?? {})) if (data === weights) delete launch.constants[name];
+    }
   }
 
   memory() {
     let cached = 0;
     for (const launch of this.launches.values()) cached += launch.bytes;
     return { live_bytes: this.live, cached_bytes: cached, launches: this.launches.size, pipelines: this.pipelines.size,
+             executions: this.executions,
              launch_cache_size: this.launchCacheSize, pipeline_cache_size: this.pipelineCacheSize };
   }
 }
@@ -307,6 +313,11 @@ class Launch {
   async run(tensors, { output = "cpu", timing = false, profile = null } = {}) {
     const exec = this.executor, device = exec.device, spec = this.spec;
     if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
+    if (exec.uncaptured) {
+      const message = exec.uncaptured;
+      exec.uncaptured = null;
+      throw kernelError("GpuError", `a WebGPU error was reported on this device since the last call: ${message}`);
+    }
     const { bound, prepare, weights, y } = await this.bind(tensors, output, profile);
     exec.executions += 1;
     const passes = prepare ? [...this.prepare, ...this.passes] : this.passes;
@@ -325,35 +336,41 @@ class Launch {
       encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
       encoder.copyBufferToBuffer(this.resolved, 0, stampRead, 0, stampBytes);
     }
-    const fresh = !this.submitted;
-    if (fresh) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
+    // Validation and out-of-memory are checked whenever the call waits anyway (y or timestamps to read) and
+    // on a launch's first submission; a resident call that does not wait hears of errors through the
+    // device's uncapturederror event, and the next call throws them.
+    const scoped = !this.submitted || readback || stampRead;
+    if (scoped) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
     device.queue.submit([encoder.finish()]);
     if (profile) profile.submit = now();
     if (prepare) {
       this.weightsFrom = weights;
       exec.weightPreparations += 1;
     }
-    if (fresh) {
-      const validation = await device.popErrorScope(), oom = await device.popErrorScope();
-      const error = validation ?? oom;
-      if (error) {
-        this.weightsFrom = null;
-        if (output === "gpu") y.destroy();
-        throw kernelError("GpuError", `variant ${this.variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`);
-      }
-      this.submitted = true;
-    }
     const meta = { variant: this.variant, reason: spec.reason, gpu_ms: null, y_shape: spec.y_shape, pieces: 1 };
     let data = null;
-    if (readback || stampRead) {
-      try {
-        await Promise.all([readback?.mapAsync(MAP_MODE_READ), stampRead?.mapAsync(MAP_MODE_READ)]);
-      } catch (err) {
+    if (scoped) {
+      const mapped = (buf) => buf?.mapAsync(MAP_MODE_READ).then(() => null, (err) => err ?? new Error("mapAsync failed"));
+      // the pops are taken at once: another call's scopes may be pushed while this one waits
+      const [validation, oom, yFailed, stampsFailed] = await Promise.all(
+        [device.popErrorScope(), device.popErrorScope(), mapped(readback), mapped(stampRead)]);
+      if (profile) profile.mapped = now();
+      const failed = validation ?? oom ?? yFailed ?? stampsFailed;
+      if (failed) {
         this.weightsFrom = null;
-        const why = exec.lost ? `the WebGPU device was lost during the call (${exec.lost})` : String(err?.message ?? err);
+        for (const [buf, pool] of [[readback, this.readbacks], [stampRead, this.stampReads]]) {
+          if (!buf) continue;
+          if (buf.mapState === "mapped") buf.unmap();
+          pool.push(buf);
+        }
+        if (output === "gpu") y.destroy();
+        if (validation ?? oom) {
+          throw kernelError("GpuError", `variant ${this.variant}: WebGPU ${failed.constructor?.name ?? "error"}: ${failed.message}`);
+        }
+        const why = exec.lost ? `the WebGPU device was lost during the call (${exec.lost})` : String(failed?.message ?? failed);
         throw kernelError("GpuError", `variant ${this.variant}: reading the output back failed: ${why}`);
       }
-      if (profile) profile.mapped = now();
+      this.submitted = true;
       if (readback) {
         data = new typedFor[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
         readback.unmap();
