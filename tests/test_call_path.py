@@ -213,3 +213,23 @@ except app.GpuError as exc:
     assert out["err"] < 1e-4
     # mid's buffer was destroyed: WebGPU refuses the submission, and the call says so (no garbage y)
     assert "destroyed" in out["refused"], out
+
+
+def test_a_disposed_output_buffer_is_reused_and_gpu_output_scans_cpu_data(page):
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const shape = [1, 16, 4, 4], wShape = [16, 8, 3, 3], attrs = {strides: [2, 2], pads: [1, 1, 1, 1]};
+        const x = rand(256, 11), w = rand(16 * 8 * 9, 12);
+        const a = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs}, {output: "gpu"});
+        const first = a.y.buffer;
+        a.y.dispose();
+        const b = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs}, {output: "gpu"});
+        const reused = b.y.buffer === first;
+        b.y.buffer.destroy();
+        const xNan = x.slice(); xNan[3] = NaN;
+        const c = await kernel({x: {data: xNan, shape}, w: {data: w, shape: wShape}, ...attrs}, {output: "gpu"});
+        c.y.buffer.destroy();
+        return {reused, variants: [a.meta.variant, c.meta.variant]};
+    """)
+    assert out["reused"]
+    assert out["variants"][0] == "nchw2d_phase_gemm_tiled" and out["variants"][1] != out["variants"][0], out

@@ -17,6 +17,7 @@ const MAP_MODE_READ = 0x1;
 export const LAUNCH_CACHE_SIZE = 32;  // launches kept (per executor), least recently used destroyed first
 export const PIPELINE_CACHE_SIZE = 64;  // compiled pipelines kept, by template + structural parameters
 export const DTYPE_BYTES = { float32: 4, float16: 2 };
+const SPARE_OUTPUTS = 2;  // disposed output buffers kept per size
 
 /** An Error a JavaScript caller can branch on: name ConvTransposeError | GpuError | KernelNotFoundError. */
 export function kernelError(name, message, field = null, traceback = null) {
@@ -43,6 +44,7 @@ export class Executor {
     this.pipelineCacheSize = PIPELINE_CACHE_SIZE;
     this.launches = new Map();
     this.launchCacheSize = LAUNCH_CACHE_SIZE;
+    this.spareOutputs = new Map();  // buffer size -> disposed output buffers
     this.ours = new WeakSet();  // buffers this executor created (y buffers it handed out included)
     this.checked = new WeakSet();  // caller buffers already proven to belong to this device
     this.live = 0;  // bytes of buffers this executor holds (launch state); y handed to callers not counted
@@ -68,6 +70,24 @@ export class Executor {
     const buf = this.buffer(data.byteLength, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "upload" });
     writeTyped(this.device, buf, data);
     return buf;
+  }
+
+  /** A buffer for y kept on the GPU: a disposed one of the same size when there is one (allocating GPU
+   * memory per call costs more than the call), else a new one. The caller owns it. */
+  outputBuffer(size) {
+    const spare = this.spareOutputs.get(padded(size))?.pop();
+    if (spare) { this.live -= spare.size; return spare; }
+    return this.buffer(size, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" });
+  }
+
+  /** y.dispose(): the caller is done with an output buffer; kept for the next output of its size. */
+  recycle(buf) {
+    const pool = this.spareOutputs.get(buf.size) ?? [];
+    this.spareOutputs.set(buf.size, pool);
+    if (pool.includes(buf)) return;
+    if (pool.length >= SPARE_OUTPUTS) { buf.destroy(); return; }
+    pool.push(buf);
+    this.live += buf.size;
   }
 
   release(buf) {
@@ -117,6 +137,8 @@ export class Executor {
 
   /** Drops every launch and pipeline (their GPU memory goes back to the device). */
   clear() {
+    for (const pool of this.spareOutputs.values()) for (const buf of pool) this.release(buf);
+    this.spareOutputs.clear();
     for (const launch of this.launches.values()) launch.destroy();
     this.launches.clear();
     this.pipelines.clear();
@@ -133,6 +155,7 @@ export class Executor {
   memory() {
     let cached = 0;
     for (const launch of this.launches.values()) cached += launch.bytes;
+    for (const pool of this.spareOutputs.values()) for (const buf of pool) cached += buf.size;
     return { live_bytes: this.live, cached_bytes: cached, launches: this.launches.size, pipelines: this.pipelines.size,
              executions: this.executions,
              launch_cache_size: this.launchCacheSize, pipeline_cache_size: this.pipelineCacheSize };
@@ -178,6 +201,21 @@ class Launch {
     this.prepare = spec.prepare.map(pass);
     this.passes = spec.passes.map(pass);
     this.stampCount = 2 * (this.prepare.length + this.passes.length);
+    this.flagReads = [];
+    if (spec.finite_check) {
+      // one uniform (the word count) per input that may be checked, and the flag they set
+      this.checks = {};
+      for (const name of ["x", "w"]) {
+        if (!(name in spec.inputs)) continue;
+        const words = Math.ceil(spec.inputs[name] / 4);
+        const ubuf = this.hold(16, USAGE.UNIFORM | USAGE.COPY_DST, "check params");
+        device.queue.writeBuffer(ubuf, 0, new Uint32Array([words, 0, 0, 0]));
+        const groups = Math.max(1, Math.min(1024, Math.ceil(words / spec.check_workgroup)));
+        this.checks[name] = { ubuf, groups };
+      }
+      this.flag = this.hold(4, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, "nonfinite flag");
+      this.checkLayout = spec.finite_check.getBindGroupLayout(0);
+    }
     if (executor.timed) {
       this.querySet = device.createQuerySet({ type: "timestamp", count: this.stampCount });
       this.resolved = this.hold(8 * this.stampCount, USAGE.QUERY_RESOLVE | USAGE.COPY_SRC, "timestamps");
@@ -193,10 +231,13 @@ class Launch {
   destroy() {
     for (const buf of Object.values(this.buffers)) this.executor.release(buf);
     for (const p of [...this.prepare, ...this.passes]) this.executor.release(p.ubuf);
-    for (const buf of [...this.readbacks, ...this.stampReads]) this.executor.release(buf);
+    for (const buf of [...this.readbacks, ...this.stampReads, ...this.flagReads]) this.executor.release(buf);
+    for (const check of Object.values(this.checks ?? {})) this.executor.release(check.ubuf);
+    if (this.flag) this.executor.release(this.flag);
     if (this.resolved) this.executor.release(this.resolved);
     this.querySet?.destroy();
-    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.groups.clear();
+    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.flagReads = []; this.checks = {};
+    this.flag = null; this.groups.clear();
     this.bytes = 0;
   }
 
@@ -247,9 +288,7 @@ class Launch {
     }
     if (profile) profile.upload = now();
     if (unchecked.length) await this.checkDevice(unchecked);
-    const y = output === "gpu"
-      ? exec.buffer(spec.y_bytes, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" })
-      : this.slot("y");
+    const y = output === "gpu" ? exec.outputBuffer(spec.y_bytes) : this.slot("y");
     bound.y = y;
     return { bound, prepare, weights, y };
   }
@@ -276,6 +315,18 @@ class Launch {
       }
       this.executor.checked.add(buf);
     }
+  }
+
+  checkGroup(name, buf) {
+    const key = `check:${name}:${idOf(buf)}`;
+    let g = this.groups.get(key);
+    if (!g) {
+      g = this.executor.device.createBindGroup({ layout: this.checkLayout, entries: [
+        { binding: 0, resource: { buffer: buf } }, { binding: 1, resource: { buffer: this.flag } },
+        { binding: 2, resource: { buffer: this.checks[name].ubuf } }] });
+      this.groups.set(key, g);
+    }
+    return g;
   }
 
   group(p, bound) {
@@ -324,12 +375,30 @@ class Launch {
     const stamps = exec.timed && (timing || output === "cpu");
     const stampBytes = stamps ? 8 * this.stampCount : 0;
     const encoder = device.createCommandEncoder();
+    // Data uploaded from the CPU, on a variant exact only for finite data, with y read back anyway: the
+    // GPU flags NaN/Inf in it during the same submission (the caller reruns on an exact variant if set).
+    const checked = output === "cpu" && this.checks ? Object.keys(this.checks).filter((n) => tensors[n]?.data) : [];
+    if (checked.length) {
+      encoder.clearBuffer(this.flag);
+      const pass = encoder.beginComputePass({ label: "nonfinite check" });
+      pass.setPipeline(spec.finite_check);
+      for (const name of checked) {
+        pass.setBindGroup(0, this.checkGroup(name, bound[name]));
+        pass.dispatchWorkgroups(this.checks[name].groups);
+      }
+      pass.end();
+    }
     this.encode(encoder, passes, bound, stamps, prepare ? 0 : this.prepare.length);
     // Readback buffers come from per-launch pools: y's, and the timestamps' (mapped in the same wait).
     let readback = null, stampRead = null;
     if (output === "cpu") {
       readback = this.readbacks.pop() ?? this.hold(spec.y_bytes, USAGE.MAP_READ | USAGE.COPY_DST, "readback");
       encoder.copyBufferToBuffer(y, 0, readback, 0, padded(spec.y_bytes));
+    }
+    let flagRead = null;
+    if (checked.length) {
+      flagRead = this.flagReads.pop() ?? this.hold(4, USAGE.MAP_READ | USAGE.COPY_DST, "flag read");
+      encoder.copyBufferToBuffer(this.flag, 0, flagRead, 0, 4);
     }
     if (stamps) {
       stampRead = this.stampReads.pop() ?? this.hold(stampBytes, USAGE.MAP_READ | USAGE.COPY_DST, "timestamps read");
@@ -352,13 +421,13 @@ class Launch {
     if (scoped) {
       const mapped = (buf) => buf?.mapAsync(MAP_MODE_READ).then(() => null, (err) => err ?? new Error("mapAsync failed"));
       // the pops are taken at once: another call's scopes may be pushed while this one waits
-      const [validation, oom, yFailed, stampsFailed] = await Promise.all(
-        [device.popErrorScope(), device.popErrorScope(), mapped(readback), mapped(stampRead)]);
+      const [validation, oom, yFailed, stampsFailed, flagFailed] = await Promise.all(
+        [device.popErrorScope(), device.popErrorScope(), mapped(readback), mapped(stampRead), mapped(flagRead)]);
       if (profile) profile.mapped = now();
-      const failed = validation ?? oom ?? yFailed ?? stampsFailed;
+      const failed = validation ?? oom ?? yFailed ?? stampsFailed ?? flagFailed;
       if (failed) {
         this.weightsFrom = null;
-        for (const [buf, pool] of [[readback, this.readbacks], [stampRead, this.stampReads]]) {
+        for (const [buf, pool] of [[readback, this.readbacks], [stampRead, this.stampReads], [flagRead, this.flagReads]]) {
           if (!buf) continue;
           if (buf.mapState === "mapped") buf.unmap();
           pool.push(buf);
@@ -376,6 +445,11 @@ class Launch {
         readback.unmap();
         this.readbacks.push(readback);
       }
+      if (flagRead) {
+        meta.nonfinite = new Uint32Array(flagRead.getMappedRange())[0] !== 0;
+        flagRead.unmap();
+        this.flagReads.push(flagRead);
+      }
       if (stampRead) {
         // passes skipped this call (weight-side ones) were never written: they resolve to 0
         meta.gpu_ms = gpuMs(new BigUint64Array(stampRead.getMappedRange()), this.stampCount / 2);
@@ -384,8 +458,9 @@ class Launch {
       }
     }
     if (profile) profile.done = now();
-    const result = output === "gpu" ? { buffer: y, shape: spec.y_shape, dtype: spec.dtype }
-                                    : { data, shape: spec.y_shape, dtype: spec.dtype };
+    const result = output === "gpu"
+      ? { buffer: y, shape: spec.y_shape, dtype: spec.dtype, dispose: () => exec.recycle(y) }
+      : { data, shape: spec.y_shape, dtype: spec.dtype };
     return { y: result, meta };
   }
 
