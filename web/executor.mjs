@@ -342,14 +342,24 @@ class Launch {
     return g;
   }
 
+  /** The passes into `encoder`: each in a compute pass of its own when timestamped, else all dispatches in
+   * one pass (WebGPU orders dispatches within a pass, storage writes visible to the next; fewer calls on
+   * the host path). */
   encode(encoder, passes, bound, stamps, first = 0) {
-    passes.forEach((p, i) => {
-      const descriptor = { label: `${this.variant}#${i}` };
-      if (stamps) {
-        descriptor.timestampWrites = { querySet: this.querySet, beginningOfPassWriteIndex: 2 * (first + i),
-                                       endOfPassWriteIndex: 2 * (first + i) + 1 };
+    if (!stamps) {
+      const pass = encoder.beginComputePass({ label: this.variant });
+      for (const p of passes) {
+        pass.setPipeline(p.pipeline);
+        pass.setBindGroup(0, this.group(p, bound));
+        pass.dispatchWorkgroups(...p.workgroups);
       }
-      const pass = encoder.beginComputePass(descriptor);
+      pass.end();
+      return;
+    }
+    passes.forEach((p, i) => {
+      const at = 2 * (first + i);
+      const pass = encoder.beginComputePass({ label: `${this.variant}#${i}`,
+        timestampWrites: { querySet: this.querySet, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } });
       pass.setPipeline(p.pipeline);
       pass.setBindGroup(0, this.group(p, bound));
       pass.dispatchWorkgroups(...p.workgroups);
