@@ -53,8 +53,7 @@ export class Executor {
     this.weightPreparations = 0;  // weight-side passes run (skipped while the same constant weights return)
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
-    this.uncaptured = null;  // an error of work nobody waited for (resident calls), thrown by the next call
-    device.addEventListener?.("uncapturederror", (event) => { this.uncaptured ??= String(event.error?.message ?? event.error); });
+    this.deferred = null;  // the error of a call nobody waited for (y kept on the GPU), thrown by the next call
   }
 
   buffer(size, usage, { counted = true, label } = {}) {
@@ -99,14 +98,24 @@ export class Executor {
   async pipeline(key, source, label) {
     const hit = this.pipelines.get(key);
     if (hit) { this.pipelines.delete(key); this.pipelines.set(key, hit); return hit; }
+    // In an error scope: a shader that does not compile is this call's error, not the device's uncaptured one.
+    // (popped before any await, so that concurrent calls' scopes do not interleave with it)
+    this.device.pushErrorScope("validation");
     const module = this.device.createShaderModule({ code: source, label });
-    let pipeline;
+    const pending = this.device.createComputePipelineAsync({ label, layout: "auto", compute: { module, entryPoint: "main" } });
+    const popped = this.device.popErrorScope();
+    let pipeline = null, failure = null;
     try {
-      pipeline = await this.device.createComputePipelineAsync({ label, layout: "auto", compute: { module, entryPoint: "main" } });
+      pipeline = await pending;
     } catch (err) {
+      failure = err;
+    }
+    const scoped = await popped;
+    if (failure || scoped) {
       const info = await module.getCompilationInfo();
       const messages = info.messages.map((m) => `line ${m.lineNum}: ${m.message}`).join("; ");
-      throw kernelError("GpuError", `variant ${label}: the shader did not compile or link: ${messages || String(err?.message ?? err)}`);
+      throw kernelError("GpuError", `variant ${label}: the shader did not compile or link: ` +
+        `${messages || String((failure ?? scoped)?.message ?? failure ?? scoped)}`);
     }
     this.pipelines.set(key, pipeline);
     // GPUComputePipeline has no destroy(): dropping the last reference frees it (launches keep theirs).
@@ -374,10 +383,10 @@ class Launch {
   async run(tensors, { output = "cpu", timing = false, profile = null } = {}) {
     const exec = this.executor, device = exec.device, spec = this.spec;
     if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
-    if (exec.uncaptured) {
-      const message = exec.uncaptured;
-      exec.uncaptured = null;
-      throw kernelError("GpuError", `a WebGPU error was reported on this device since the last call: ${message}`);
+    if (exec.deferred) {
+      const message = exec.deferred;
+      exec.deferred = null;
+      throw kernelError("GpuError", `an earlier call that kept y on the GPU failed: ${message}`);
     }
     const { bound, prepare, weights, y } = await this.bind(tensors, output, profile);
     exec.executions += 1;
@@ -415,12 +424,20 @@ class Launch {
       encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
       encoder.copyBufferToBuffer(this.resolved, 0, stampRead, 0, stampBytes);
     }
-    // Validation and out-of-memory are checked whenever the call waits anyway (y or timestamps to read) and
-    // on a launch's first submission; a resident call that does not wait hears of errors through the
-    // device's uncapturederror event, and the next call throws them.
+    // Every submission runs inside validation and out-of-memory error scopes. A call that waits anyway (y or
+    // timestamps to read, or a launch's first submission) waits for them too; a resident call that does
+    // not wait leaves their verdict to the next call, which throws it.
     const scoped = !this.submitted || readback || stampRead;
-    if (scoped) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
+    device.pushErrorScope("out-of-memory");
+    device.pushErrorScope("validation");
     device.queue.submit([encoder.finish()]);
+    const verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]);  // popped at once: calls interleave
+    if (!scoped) {
+      verdict.then(([validation, oom]) => {
+        const error = validation ?? oom;
+        if (error) exec.deferred ??= `variant ${this.variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`;
+      }, () => {});
+    }
     if (profile) profile.submit = now();
     if (prepare) {
       this.weightsFrom = weights;
@@ -431,8 +448,8 @@ class Launch {
     if (scoped) {
       const mapped = (buf) => buf?.mapAsync(MAP_MODE_READ).then(() => null, (err) => err ?? new Error("mapAsync failed"));
       // the pops are taken at once: another call's scopes may be pushed while this one waits
-      const [validation, oom, yFailed, stampsFailed, flagFailed] = await Promise.all(
-        [device.popErrorScope(), device.popErrorScope(), mapped(readback), mapped(stampRead), mapped(flagRead)]);
+      const [[validation, oom], yFailed, stampsFailed, flagFailed] = await Promise.all(
+        [verdict, mapped(readback), mapped(stampRead), mapped(flagRead)]);
       if (profile) profile.mapped = now();
       const failed = validation ?? oom ?? yFailed ?? stampsFailed ?? flagFailed;
       if (failed) {
