@@ -30,7 +30,7 @@ async function start() {
   if (missing) showDeviceProblem(missing);
   const booting = bootApp({ progress }); // Pyodide starts at once; the manifest loads meanwhile
   const manifest = await (await fetch("manifest.json")).json();
-  const { loadMs, bridge, pyodide } = await booting;
+  const { loadMs } = await booting;
   initRunForm(manifest); // the preview needs Python only, not the GPU
   progress("Opening the WebGPU device…");
   let kernel;
