@@ -36,9 +36,8 @@ const ids = new WeakMap();  // GPUBuffer -> small integer: bind groups are cache
 const idOf = (buf) => { let id = ids.get(buf); if (!id) { id = nextId++; ids.set(buf, id); } return id; };
 
 export class Executor {
-  constructor(device, { owned = true } = {}) {
+  constructor(device) {
     this.device = device;
-    this.owned = owned;  // false: the caller's device, which we never reopen
     this.timed = device.features.has("timestamp-query");
     this.pipelines = new Map();
     this.pipelineCacheSize = PIPELINE_CACHE_SIZE;
@@ -157,7 +156,7 @@ export class Executor {
   forget(weights) {
     for (const launch of this.launches.values()) {
       if (launch.weightsFrom === weights) launch.weightsFrom = null;
-      for (const [name, data] of Object.entries(launch.constants ?? {})) if (data === weights) delete launch.constants[name];
+      for (const [name, data] of Object.entries(launch.constants)) if (data === weights) delete launch.constants[name];
     }
   }
 
@@ -192,6 +191,7 @@ class Launch {
     this.finiteOnly = spec.finite_only;
     this.bytes = 0;
     this.weightsFrom = null;  // the constant weights (typed array or GPUBuffer) the prepared buffers hold
+    this.constants = {};  // input name -> the constant typed array its staging buffer holds
     this.buffers = {};  // launch-owned buffers by name: scratch, prepared, and staging for CPU inputs and y
     this.groups = new Map();  // bind groups by the ids of the buffers they bind
     this.readbacks = [];
@@ -290,7 +290,6 @@ class Launch {
         continue;
       }
       bound[name] = this.slot(name);
-      this.constants ??= {};
       if (t.constant && this.constants[name] === t.data) continue;  // already on the GPU
       writeTyped(exec.device, bound[name], t.data);
       this.constants[name] = t.constant ? t.data : null;
