@@ -87,3 +87,18 @@ def test_bench_options_that_do_not_go_together_are_refused_before_any_browser(kw
 
     with pytest.raises(SystemExit, match=words):
         main(**kwargs)
+
+
+def test_the_readme_table_has_a_row_per_case_and_the_geometric_means(tmp_path, capsys):
+    import runpy
+    import json
+    import sys
+
+    path = tmp_path / "rows.json"
+    path.write_text(json.dumps([row("a", o=ours(e2e=1.0, resident=0.5), webgpu=ort(e2e=2.0, resident=1.0)),
+                                row("conv3d", webgpu=REFUSED, jsep=REFUSED)]))
+    sys.argv = ["ort_table.py", str(path)]
+    runpy.run_path("tools/gpu/ort_table.py", run_name="__main__")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2] == "| `a` | 1.00 | 2.00 | 0.50 | 0.50 | 1.00 | 0.50 |"
+    assert "refused (3D)" in lines[3] and lines[-1].endswith("**0.50** |")
