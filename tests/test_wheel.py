@@ -52,14 +52,35 @@ def _run(cmd, **kw):
     return done
 
 
+def _copy_sources(dest: Path) -> Path:
+    """The checkout as a user would have it, minus what is built or installed here."""
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(
+        ".git", "build", "node_modules", "docs", "__pycache__", "*.egg-info", ".gpu", ".gl", ".pytest_cache",
+        ".hypothesis", "out", "tests", "tools"))
+    return dest
+
+
+def _environment(tmp: Path) -> tuple[Path, dict]:
+    """A working directory outside the checkout, and an environment whose runtime cache is seeded with the
+    checkout's verified downloads so the test needs no network (the installed package checks each against
+    its pinned sha256 and assembles Pyodide itself)."""
+    ensure_pyodide_assets()
+    cache = tmp / "cache"
+    (cache / "downloads").mkdir(parents=True)
+    for name in PINNED:
+        shutil.copyfile(DOWNLOADS / name, cache / "downloads" / name)
+    work = tmp / "elsewhere"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["CONVTRANSPOSE_BUILD"] = str(cache)
+    return work, env
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory):
     """A fresh virtual environment (no system site-packages) with the built wheel and its `browser` extra."""
     tmp = tmp_path_factory.mktemp("wheel")
-    src = tmp / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
-        ".git", "build", "node_modules", "docs", "__pycache__", "*.egg-info", ".gpu", ".gl", ".pytest_cache",
-        ".hypothesis", "out", "tests", "tools"))
+    src = _copy_sources(tmp / "src")
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp / "dist"), str(src)], timeout=600)
     wheel = next((tmp / "dist").glob("webgpu_convtranspose-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
@@ -70,17 +91,7 @@ def venv(tmp_path_factory):
     python = tmp / "venv" / "bin" / "python"
     _run([str(python), "-m", "pip", "install", "-q", f"{wheel}[browser]", "-c", str(ROOT / "requirements-test.txt")],
          timeout=600)
-    # The runtime cache of the installed package, seeded with the checkout's verified downloads so the test
-    # needs no network (the installed package checks each against its pinned sha256 and assembles Pyodide).
-    ensure_pyodide_assets()
-    cache = tmp / "cache"
-    (cache / "downloads").mkdir(parents=True)
-    for name in PINNED:
-        shutil.copyfile(DOWNLOADS / name, cache / "downloads" / name)
-    work = tmp / "elsewhere"
-    work.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    env["CONVTRANSPOSE_BUILD"] = str(cache)
+    work, env = _environment(tmp)
     return {"python": str(python), "venv": str(tmp / "venv"), "cwd": work, "env": env}
 
 
@@ -117,3 +128,15 @@ def test_installed_package_serves_the_app_and_exports(venv):
         proc.wait(timeout=10)
     _run([venv["python"], "-m", "app", "export", "kernel"], cwd=venv["cwd"], env=venv["env"], timeout=300)
     assert (venv["cwd"] / "kernel" / "convtranspose.mjs").is_file()
+
+
+def test_pip_install_from_a_checkout(tmp_path):
+    """The README's `pip install '.[browser]'`, run in a copy of the checkout, into another fresh venv."""
+    src = _copy_sources(tmp_path / "src")
+    _run([sys.executable, "-m", "venv", str(tmp_path / "venv")], timeout=300)
+    pip = [str(tmp_path / "venv" / "bin" / "python"), "-m", "pip"]
+    _run(pip + ["install", "-q", ".[browser]", "-c", str(ROOT / "requirements-test.txt")], cwd=src, timeout=600)
+    work, env = _environment(tmp_path)
+    done = _run([str(tmp_path / "venv" / "bin" / "python"), "-c", SMOKE, str(tmp_path / "venv")], cwd=work,
+                env=env, timeout=120)
+    assert done.stdout.split() == ["True", "True"]
