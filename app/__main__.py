@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--against", choices=["ort"], help="also time onnxruntime-web (both WebGPU builds) on each "
                                                            "case in the same page, and compare")
     bench.add_argument("--plot", help="with --against ort: write a PNG chart of ours vs ORT per case here")
+    bench.add_argument("--breakdown", action="store_true",
+                       help="print where a call's time goes (first and repeat calls; CPU data and GPU-resident)")
     bench.add_argument("--out", help="write the rows as JSON here")
     bench.add_argument("--bench", help="a bench file other than bench.json")
     device = sub.add_parser("device", help="print the WebGPU adapter's info, features and limits as the package sees them")
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         from .host.bench_runner import main as run_bench
 
         return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench, args.against,
-                         args.plot, args.warmup, args.repeats)
+                         args.plot, args.warmup, args.repeats, args.breakdown)
     if args.command == "tune":
         from .host.tune_runner import main as run_tune
 

@@ -57,11 +57,21 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
     return rows
 
 
-async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1) -> dict:
-    """Gpu.time_resident's samples summarised: GPU time from timestamp-query where every run has it, else wall."""
+async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1):
+    """(plan, [(wall ms, GPU ms or None)] per run): the plan launched once, timed with its inputs on the GPU
+    and y left there (web/executor.mjs Launch.time), then destroyed."""
+    gpu = await kernel.gpu.current()
     plan = kernel.plan(geom, variant)
-    samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * np.dtype(geom.dtype).itemsize,
-                                             warmup=warmup, runs=runs, repeats=repeats)
+    launch = await gpu.launch(plan, geom)
+    try:
+        return plan, await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats)
+    finally:
+        launch.destroy()
+
+
+async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1) -> dict:
+    """time_plan's samples summarised: GPU time from timestamp-query where every run has it, else wall."""
+    plan, samples = await time_plan(kernel, geom, arrays, variant, runs, warmup, repeats)
     walls = [wall for wall, _ in samples]
     timed = all(gpu is not None for _, gpu in samples)
     times = [gpu for _, gpu in samples] if timed else walls

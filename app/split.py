@@ -215,20 +215,15 @@ def _channel_words(full: ConvGeometry, piece: Piece) -> str:
 
 async def run_pieces(gpu, geom: ConvGeometry, arrays: dict[str, np.ndarray],
                      pieces: list[tuple[Piece, Plan]]) -> tuple[np.ndarray, float | None]:
-    """Runs each piece's plan on `gpu` (anything with execute(plan, inputs, y_nbytes)) and assembles y.
-
-    Returns y and the summed GPU time (None when any piece had no timestamp)."""
-    item = np.dtype(geom.dtype).itemsize
-    if len(pieces) == 1:
-        data, gpu_ms = await gpu.execute(pieces[0][1], arrays, geom.y_size * item)
-        return np.frombuffer(data, dtype=geom.dtype).reshape(geom.y_shape).copy(), gpu_ms
+    """Runs each piece's plan on `gpu` (anything with execute(plan, geom, inputs) -> (y, gpu_ms)) and
+    assembles y. Returns y and the summed GPU time (None when any piece had no timestamp)."""
     try:
         y = np.empty(geom.y_shape, dtype=geom.dtype)
     except MemoryError:
         raise ConvTransposeError(f"the output {list(geom.y_shape)} does not fit in this runtime's memory") from None
     total: float | None = 0.0
     for piece, plan in pieces:
-        data, gpu_ms = await gpu.execute(plan, piece.inputs(geom, arrays), piece.geom.y_size * item)
-        y[piece.y_index(geom)] = np.frombuffer(data, dtype=geom.dtype).reshape(piece.geom.y_shape)
+        part, gpu_ms = await gpu.execute(plan, piece.geom, piece.inputs(geom, arrays))
+        y[piece.y_index(geom)] = part
         total = None if gpu_ms is None or total is None else total + gpu_ms
     return y, total

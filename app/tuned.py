@@ -27,6 +27,7 @@ _refusals: dict[str, Callable] = {}  # variant -> refusal(params, geom, caps) ->
 _defaults: dict[str, Callable] = {}  # variant -> defaults(geom, caps) -> dict
 _tables: list[dict] | None = None  # every table found under tuning/, loaded once
 _forced: dict[str, dict] = {}  # variant -> params, while the tuner times a candidate
+_generation = 0  # bumped whenever the tables in use change: cached launches of another generation are stale
 
 
 def tunable(name: str, refusal: Callable, defaults: Callable) -> None:
@@ -80,7 +81,15 @@ def load_tables() -> list[dict]:
 
 def use_table(table: dict) -> None:
     """Puts a table (for example one that tune() just measured) in front of the shipped ones."""
+    global _generation
     load_tables().insert(0, table)
+    _generation += 1
+
+
+def planning_state() -> str:
+    """What of this module's state a plan depends on (tables in use, forced params): part of a call's
+    signature, so a launch cached under other tables or params is never reused."""
+    return f"{_generation}:{sorted(_forced.items())!r}" if _forced else str(_generation)
 
 
 def select(caps, tables: list[dict] | None = None) -> dict | None:
@@ -124,12 +133,14 @@ def choose(name: str, geom, caps, defaults: dict) -> dict:
 def ignoring_tables():
     """While the tuner measures: every variant and the planner behave as with no table (defaults, rules), so
     that a new table is measured against them, not against an older table of the same adapter."""
-    global _tables
+    global _tables, _generation
     saved, _tables = load_tables(), []
+    _generation += 1
     try:
         yield
     finally:
         _tables = saved
+        _generation += 1
 
 
 @contextmanager

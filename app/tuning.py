@@ -34,6 +34,7 @@ import time
 from contextlib import nullcontext
 
 from . import tuned
+from .bench import time_plan
 from .cases import compare
 from .contract import ROOT
 from .kernel import prepare
@@ -71,9 +72,7 @@ async def _timed_call(kernel, variant: str, params: dict | None, inputs: dict, a
     """(result of one ordinary call or None, ms): params None = the variant's own (defaults or table)."""
     with tuned.forcing(variant, params) if params is not None else nullcontext():
         if repeats > 1:
-            plan = kernel.plan(geom, variant)
-            samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * arrays["x"].itemsize,
-                                                     warmup=0, runs=1, repeats=repeats)
+            _, samples = await time_plan(kernel, geom, arrays, variant, warmup=0, runs=1, repeats=repeats)
             wall, gpu = samples[0]
             return None, gpu if gpu is not None else wall
         start = time.perf_counter()

@@ -140,8 +140,9 @@ want = conv_transpose_reference(prepare(x, w, b, strides=[2, 2])[0], x, w, b)
     assert out["err"] < 1e-5
 
 
-def test_packed_weights_are_cached_per_weight_content(page):
-    """GEMM + col2im packs W once; the same weights reuse it, changed weights are packed again (and correct)."""
+def test_packed_weights_are_cached_per_weight_buffer_and_numpy_weights_are_never_stale(page):
+    """GEMM + col2im packs W in a weight-side pass. GPU-resident weights are packed once per buffer (again
+    after kernel.forget); numpy weights are packed on every call, so an array changed in place is seen."""
     out = run_python(page, """
 import numpy as np, app
 from app.kernel import prepare
@@ -151,15 +152,35 @@ rng = np.random.default_rng(11)
 x = rng.standard_normal((1, 8, 5, 5)).astype(np.float32)
 w1 = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
 w2 = w1.copy(); w2[0, 0, 0, 0] += 1.0
+g1, g2 = await kernel.upload(w1), await kernel.upload(w2)
+attrs = dict(strides=[2, 2], pads=[1, 1, 1, 1], variant="nchw2d_col2im")
+def want(w):
+    return conv_transpose_reference(prepare(x, w, strides=[2, 2], pads=[1, 1, 1, 1])[0], x, w)
 start = kernel.gpu.weight_preparations
 errors, counts = [], []
-for w in (w1, w1, w2, w1):
-    res = await kernel(x=x, w=w, strides=[2, 2], pads=[1, 1, 1, 1], variant="nchw2d_col2im")
-    want = conv_transpose_reference(prepare(x, w, strides=[2, 2], pads=[1, 1, 1, 1])[0], x, w)
-    errors.append(float(np.abs(res["y"] - want).max()))
+for w, ref in ((g1, w1), (g1, w1), (g2, w2), (g2, w2), (g1, w1)):
+    res = await kernel(x=x, w=w, **attrs)
+    errors.append(float(np.abs(res["y"] - want(ref)).max()))
     counts.append(kernel.gpu.weight_preparations - start)
+# rewritten in place on the GPU: stale until forgotten
+kernel.gpu.device.queue.writeBuffer(g1.buffer, 0, app.gpu.to_typed(w2))
+kernel.forget(g1)
+errors.append(float(np.abs((await kernel(x=x, w=g1, **attrs))["y"] - want(w2)).max()))
+counts.append(kernel.gpu.weight_preparations - start)
+# numpy weights: packed every call; a change in place is seen
+w3 = w1.copy()
+first = await kernel(x=x, w=w3, **attrs)
+w3 *= 2
+second = await kernel(x=x, w=w3, **attrs)
+errors += [float(np.abs(first["y"] - want(w1)).max()), float(np.abs(second["y"] - want(w3)).max())]
+counts.append(kernel.gpu.weight_preparations - start)
+for g in (g1, g2):
+    g.buffer.destroy()
 {"errors": errors, "counts": counts}
 """)
-    assert max(out["errors"]) < 1e-4
-    # w1 packed, w1 cached, w2 packed, w1 still cached
-    assert out["counts"] == [1, 1, 2, 2]
+    assert max(out["errors"]) < 1e-4, out
+    # g1 packed, g1 cached, g2 packed, g2 cached, g1 packed again (one layout per launch), forget: packed,
+    # then two numpy calls: packed each time
+    assert out["counts"] == [1, 1, 2, 2, 3, 4, 6], out
+
+

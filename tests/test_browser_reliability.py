@@ -80,7 +80,6 @@ except app.ConvTransposeError as exc:
 
 def test_500_calls_with_varying_shapes_leave_gpu_memory_flat(page):
     out = run_python(page, CHECK + f"""
-from app.gpu import PIPELINE_CACHE_SIZE, PREPARED_CACHE_SIZE
 from app.variants import VARIANTS
 kernel = {KERNEL.format(extra="")}
 rng = np.random.default_rng(500)
@@ -102,20 +101,19 @@ for i in range(500):
     variants.add(res["meta"]["variant"])
     worst = max(worst, error(res, x, w, None, attrs))
     mem = kernel.gpu.memory()
-    assert mem["live_bytes"] == mem["cached_bytes"], mem  # nothing but the weight cache outlives a call
+    assert mem["live_bytes"] == mem["cached_bytes"], mem  # nothing but cached launches outlives a call
     peak_cached = max(peak_cached, mem["cached_bytes"])
 after = kernel.gpu.memory()
 kernel.gpu.release_caches()
 released = kernel.gpu.memory()
-{{"released": released, "before": before, "after": after, "worst": worst, "variants": sorted(variants), "peak_cached": peak_cached,
-  "pipeline_bound": PIPELINE_CACHE_SIZE, "prepared_bound": PREPARED_CACHE_SIZE}}
+{{"released": released, "before": before, "after": after, "worst": worst, "variants": sorted(variants), "peak_cached": peak_cached}}
 """)
     print("memory before/after 500 calls:", out["before"], out["after"], "variants:", out["variants"])
     assert out["worst"] < 1e-3
     assert out["after"]["live_bytes"] - out["after"]["cached_bytes"] == \
         out["before"]["live_bytes"] - out["before"]["cached_bytes"] == 0
-    assert out["after"]["pipelines"] <= out["pipeline_bound"]
-    assert out["after"]["prepared_entries"] <= out["prepared_bound"]
+    assert out["after"]["pipelines"] <= out["after"]["pipeline_cache_size"]
+    assert out["after"]["launches"] <= out["after"]["launch_cache_size"]
     assert len(out["variants"]) >= 10 and out["peak_cached"] > 0
     assert out["released"]["live_bytes"] == 0 and out["released"]["pipelines"] == 0
 
@@ -128,17 +126,15 @@ from app import gpu as gpu_module
 from app.kernel import ConvTransposeKernel
 gpu = await gpu_module.Gpu.open()  # a device of its own: an empty cache
 kernel = ConvTransposeKernel(gpu)
-saved = gpu_module.PIPELINE_CACHE_SIZE
-gpu_module.PIPELINE_CACHE_SIZE = 3
+gpu.executor.pipelineCacheSize = 3
 try:
     sizes = []
     for rank, bias in [(1, False), (1, True), (2, False), (2, True), (1, False)]:
         x, w = np.ones((1, 2) + (3,) * rank, np.float32), np.ones((2, 2) + (2,) * rank, np.float32)
         res = await kernel(x=x, w=w, b=np.ones(2, np.float32) if bias else None,
                            variant=["ncl1d_gather", "nchw2d_gather"][rank - 1])
-        sizes.append(len(gpu._pipelines))
+        sizes.append(gpu.executor.pipelines.size)
 finally:
-    gpu_module.PIPELINE_CACHE_SIZE = saved
     gpu.device.destroy()
 {{"sizes": sizes, "y": res["y"].ravel().tolist()}}
 """)
@@ -231,7 +227,7 @@ p = plan(geom, gpu.caps)
 gpu.device.destroy()
 await asyncio.sleep(0.2)
 try:
-    await asyncio.wait_for(gpu.execute(p, arrays, 20), 60)
+    await asyncio.wait_for(gpu.execute(p, geom, arrays), 60)
     text = "ran"
 except app.GpuError as exc:
     text = str(exc)
@@ -255,7 +251,7 @@ good = kernel.plan(geom)
 broken = Plan("broken_test_variant", "test", tuple(d.__class__("_broken-for-test.wgsl.jinja", d.params, d.bindings,
               d.uniforms, d.workgroups) for d in good.dispatches))
 try:
-    await kernel.gpu.execute(broken, arrays, 20)
+    await kernel.gpu.execute(broken, geom, arrays)
     text = "compiled"
 except app.GpuError as exc:
     text = str(exc)
@@ -282,7 +278,7 @@ bad = Plan("misbound_test_variant", "test", (d.__class__(d.template, d.params, (
                                                            d.workgroups),))
 before = kernel.gpu.memory()
 try:
-    await kernel.gpu.execute(bad, arrays, 20)
+    await kernel.gpu.execute(bad, geom, arrays)
     text = "ran"
 except app.GpuError as exc:
     text = str(exc)

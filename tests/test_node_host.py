@@ -24,7 +24,7 @@ def results(node):
 
 
 def test_node_host_has_a_webgpu_adapter(node):
-    device = node.call("device")
+    device = node.py("report_device")
     assert device["features"] is not None and device["limits"]["maxComputeWorkgroupsPerDimension"] >= 65535
 
 

@@ -31,7 +31,7 @@ async function start() {
   const booting = bootApp({ progress }); // Pyodide starts at once; the manifest loads meanwhile
   const manifest = await (await fetch("manifest.json")).json();
   const { loadMs, bridge, pyodide } = await booting;
-  initRunForm(manifest, { bridge, pyodide }); // the preview needs Python only, not the GPU
+  initRunForm(manifest); // the preview needs Python only, not the GPU
   progress("Opening the WebGPU device…");
   let kernel;
   try {

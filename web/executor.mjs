@@ -1,0 +1,449 @@
+// The one GPU execution path: replays launches that Python planned (app/gpu.py builds them).
+//
+// Python validates a request, plans it, renders and compiles its WGSL once per call signature and hands
+// this module a launch spec: the passes (pipeline, buffer names in binding order, uniform words, grid),
+// the sizes of x, w, b, y and the scratch buffers. Every later call with that signature runs here in
+// JavaScript alone: bind, write the caller's typed arrays straight into the launch's buffers, encode,
+// submit, read y straight into a typed array. Calls, benchmarks and tuning all run through `run` and
+// `time`, so what is timed is what users call.
+//
+// State per launch (its buffers, uniform buffers, bind groups, query set, readback buffers) lives until
+// the launch is evicted from the executor's LRU or the executor is cleared: nothing is created per call
+// except y when the caller keeps it on the GPU ({output: "gpu"}).
+
+// GPUBufferUsage and GPUMapMode bits (WebGPU constants; some hosts lack the GPUBufferUsage global).
+export const USAGE = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80, QUERY_RESOLVE: 0x200 };
+const MAP_MODE_READ = 0x1;
+export const LAUNCH_CACHE_SIZE = 32;  // launches kept (per executor), least recently used destroyed first
+export const PIPELINE_CACHE_SIZE = 64;  // compiled pipelines kept, by template + structural parameters
+export const DTYPE_BYTES = { float32: 4, float16: 2 };
+
+/** An Error a JavaScript caller can branch on: name ConvTransposeError | GpuError | KernelNotFoundError. */
+export function kernelError(name, message, field = null, traceback = null) {
+  const err = new Error(message);
+  err.name = name;
+  if (field) err.field = field;
+  if (traceback) err.pythonTraceback = traceback;
+  return err;
+}
+
+const padded = (n) => Math.max(4, Math.ceil(n / 4) * 4);
+const now = () => performance.now();
+
+let nextId = 1;
+const ids = new WeakMap();  // GPUBuffer -> small integer: bind groups are cached by the buffers they bind
+const idOf = (buf) => { let id = ids.get(buf); if (!id) { id = nextId++; ids.set(buf, id); } return id; };
+
+export class Executor {
+  constructor(device, { owned = true } = {}) {
+    this.device = device;
+    this.owned = owned;  // false: the caller's device, which we never reopen
+    this.timed = device.features.has("timestamp-query");
+    this.pipelines = new Map();
+    this.pipelineCacheSize = PIPELINE_CACHE_SIZE;
+    this.launches = new Map();
+    this.launchCacheSize = LAUNCH_CACHE_SIZE;
+    this.ours = new WeakSet();  // buffers this executor created (y buffers it handed out included)
+    this.checked = new WeakSet();  // caller buffers already proven to belong to this device
+    this.live = 0;  // bytes of buffers this executor holds (launch state); y handed to callers not counted
+    this.largest = 0;  // largest buffer created since the counter was last reset (split tests)
+    this.executions = 0;  // launches submitted (tests prove refusals happen before GPU work)
+    this.weightPreparations = 0;  // weight-side passes run (skipped while the same constant weights return)
+    this.lost = null;
+    device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
+  }
+
+  buffer(size, usage, { counted = true, label } = {}) {
+    const buf = this.device.createBuffer({ size: padded(size), usage, label });
+    this.ours.add(buf);
+    if (counted) this.live += buf.size;
+    this.largest = Math.max(this.largest, buf.size);
+    return buf;
+  }
+
+  /** A typed array copied into a new GPU buffer that the caller owns (STORAGE | COPY_SRC | COPY_DST). */
+  upload(data) {
+    const buf = this.buffer(data.byteLength, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "upload" });
+    writeTyped(this.device, buf, data);
+    return buf;
+  }
+
+  release(buf) {
+    this.live -= buf.size;
+    buf.destroy();
+  }
+
+  /** The compiled pipeline for a cache key (template + structural parameters), compiling `source` once. */
+  async pipeline(key, source, label) {
+    const hit = this.pipelines.get(key);
+    if (hit) { this.pipelines.delete(key); this.pipelines.set(key, hit); return hit; }
+    const module = this.device.createShaderModule({ code: source, label });
+    let pipeline;
+    try {
+      pipeline = await this.device.createComputePipelineAsync({ label, layout: "auto", compute: { module, entryPoint: "main" } });
+    } catch (err) {
+      const info = await module.getCompilationInfo();
+      const messages = info.messages.map((m) => `line ${m.lineNum}: ${m.message}`).join("; ");
+      throw kernelError("GpuError", `variant ${label}: the shader did not compile or link: ${messages || String(err?.message ?? err)}`);
+    }
+    this.pipelines.set(key, pipeline);
+    // GPUComputePipeline has no destroy(): dropping the last reference frees it (launches keep theirs).
+    while (this.pipelines.size > this.pipelineCacheSize) this.pipelines.delete(this.pipelines.keys().next().value);
+    return pipeline;
+  }
+
+  cached(signature) {
+    const launch = this.launches.get(signature);
+    if (launch) { this.launches.delete(signature); this.launches.set(signature, launch); }
+    return launch;
+  }
+
+  /** Keeps a launch under `signature` (null: not cached, the caller destroys it after use). */
+  launch(spec, signature = null) {
+    const launch = new Launch(this, spec);
+    if (signature !== null) {
+      this.launches.get(signature)?.destroy();
+      this.launches.set(signature, launch);
+      while (this.launches.size > this.launchCacheSize) {
+        const [oldest, evicted] = this.launches.entries().next().value;
+        this.launches.delete(oldest);
+        evicted.destroy();
+      }
+    }
+    return launch;
+  }
+
+  /** Drops every launch and pipeline (their GPU memory goes back to the device). */
+  clear() {
+    for (const launch of this.launches.values()) launch.destroy();
+    this.launches.clear();
+    this.pipelines.clear();
+  }
+
+  /** Forgets prepared weight layouts made from this buffer or typed array (after the caller rewrote it). */
+  forget(weights) {
+    for (const launch of this.launches.values()) if (launch.weightsFrom === weights) launch.weightsFrom = null;
+  }
+
+  memory() {
+    let cached = 0;
+    for (const launch of this.launches.values()) cached += launch.bytes;
+    return { live_bytes: this.live, cached_bytes: cached, launches: this.launches.size, pipelines: this.pipelines.size,
+             launch_cache_size: this.launchCacheSize, pipeline_cache_size: this.pipelineCacheSize };
+  }
+}
+
+const typedFor = { float32: Float32Array, float16: Uint16Array };
+
+/** Whether every value of a float32 array is finite (float16 bit patterns: exponent not all ones). */
+export function allFinite(data, dtype) {
+  if (dtype === "float16") {
+    for (let i = 0; i < data.length; i++) if ((data[i] & 0x7c00) === 0x7c00) return false;
+    return true;
+  }
+  let probe = 0;
+  for (let i = 0; i < data.length; i++) probe += data[i] * 0;  // NaN as soon as one value is NaN or +-Inf
+  return probe === 0;
+}
+
+class Launch {
+  constructor(executor, spec) {
+    this.executor = executor;
+    this.spec = spec;
+    this.variant = spec.variant;
+    this.finiteOnly = spec.finite_only;
+    this.bytes = 0;
+    this.weightsFrom = null;  // the constant weights (typed array or GPUBuffer) the prepared buffers hold
+    this.buffers = {};  // launch-owned buffers by name: scratch, prepared, and staging for CPU inputs and y
+    this.groups = new Map();  // bind groups by the ids of the buffers they bind
+    this.readbacks = [];
+    this.stampReads = [];
+    const own = (name, size, usage) => { this.buffers[name] = this.hold(size, usage, name); };
+    for (const [name, size] of Object.entries(spec.scratch)) own(name, size, USAGE.STORAGE);
+    for (const [name, size] of Object.entries(spec.prepared)) own(name, size, USAGE.STORAGE);
+    const device = executor.device;
+    const pass = (p) => {
+      const words = new Int32Array(p.uniforms.length ? p.uniforms : [0]);
+      const ubuf = this.hold(Math.ceil(words.byteLength / 16) * 16, USAGE.UNIFORM | USAGE.COPY_DST, "params");
+      device.queue.writeBuffer(ubuf, 0, words);
+      return { pipeline: p.pipeline, bindings: p.bindings, ubuf, workgroups: p.workgroups,
+               layout: p.pipeline.getBindGroupLayout(0) };
+    };
+    this.prepare = spec.prepare.map(pass);
+    this.passes = spec.passes.map(pass);
+    this.stampCount = 2 * (this.prepare.length + this.passes.length);
+    if (executor.timed) {
+      this.querySet = device.createQuerySet({ type: "timestamp", count: this.stampCount });
+      this.resolved = this.hold(8 * this.stampCount, USAGE.QUERY_RESOLVE | USAGE.COPY_SRC, "timestamps");
+    }
+  }
+
+  hold(size, usage, label) {
+    const buf = this.executor.buffer(size, usage, { label });
+    this.bytes += buf.size;
+    return buf;
+  }
+
+  destroy() {
+    for (const buf of Object.values(this.buffers)) this.executor.release(buf);
+    for (const p of [...this.prepare, ...this.passes]) this.executor.release(p.ubuf);
+    for (const buf of [...this.readbacks, ...this.stampReads]) this.executor.release(buf);
+    if (this.resolved) this.executor.release(this.resolved);
+    this.querySet?.destroy();
+    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.groups.clear();
+    this.bytes = 0;
+  }
+
+  /** A launch-owned buffer, created on first use. */
+  own(name, size, usage) {
+    return this.buffers[name] ??= this.hold(size, usage, name);
+  }
+
+  /** The launch-owned buffer behind a binding name: scratch and prepared buffers, staging for CPU inputs, y. */
+  slot(name) {
+    const spec = this.spec;
+    if (name in spec.inputs) return this.own(`in_${name}`, spec.inputs[name], USAGE.STORAGE | USAGE.COPY_DST);
+    if (name === "y") return this.own("y", spec.y_bytes, USAGE.STORAGE | USAGE.COPY_SRC);
+    return this.buffers[name];
+  }
+
+  /** The buffers of one call: caller GPU buffers checked, CPU data written into launch-owned buffers.
+   * Constant CPU data ({data, constant: true}) is written once while the same typed array comes back;
+   * prepared weight layouts are kept while the same constant array or GPUBuffer comes back as w. */
+  async bind(tensors, output, profile) {
+    const spec = this.spec, exec = this.executor;
+    const bound = { ...this.buffers };
+    const unchecked = [];
+    const w = tensors.w;
+    const weights = w.buffer ?? (w.constant ? w.data : null);
+    const prepare = this.prepare.length > 0 && (weights === null || this.weightsFrom !== weights);
+    for (const [name, nbytes] of Object.entries(spec.inputs)) {
+      const t = tensors[name];
+      if (t.buffer) {
+        const buf = t.buffer;
+        if (buf.size < nbytes) {
+          throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer holds ${buf.size} bytes but shape ` +
+            `${JSON.stringify(t.shape)} (${spec.dtype}) needs ${nbytes}`, name);
+        }
+        if (buf.usage !== undefined && !(buf.usage & USAGE.STORAGE)) {
+          throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer lacks GPUBufferUsage.STORAGE ` +
+            `(usage ${buf.usage}); create it with STORAGE to bind it`, name);
+        }
+        if (!exec.ours.has(buf) && !exec.checked.has(buf)) unchecked.push([name, buf]);
+        bound[name] = buf;
+        continue;
+      }
+      bound[name] = this.slot(name);
+      this.constants ??= {};
+      if (t.constant && this.constants[name] === t.data) continue;  // already on the GPU
+      writeTyped(exec.device, bound[name], t.data);
+      this.constants[name] = t.constant ? t.data : null;
+    }
+    if (profile) profile.upload = now();
+    if (unchecked.length) await this.checkDevice(unchecked);
+    const y = output === "gpu"
+      ? exec.buffer(spec.y_bytes, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" })
+      : this.slot("y");
+    bound.y = y;
+    return { bound, prepare, weights, y };
+  }
+
+  /** A caller's buffer from another GPUDevice is refused before any submission: binding it is a validation
+   * error, caught in an error scope around a throwaway bind group of the first pass that binds it. */
+  async checkDevice(unchecked) {
+    const device = this.executor.device;
+    for (const [name, buf] of unchecked) {
+      const pass = [...this.prepare, ...this.passes].find((p) => p.bindings.includes(name));
+      device.pushErrorScope("validation");
+      let thrown = null;
+      try {
+        const entries = pass.bindings.map((n, j) => ({ binding: j, resource: { buffer: n === name ? buf : this.slot(n) } }));
+        entries.push({ binding: entries.length, resource: { buffer: pass.ubuf } });
+        device.createBindGroup({ layout: pass.layout, entries });
+      } catch (err) {
+        thrown = err;
+      }
+      const error = (await device.popErrorScope()) ?? thrown;
+      if (error) {
+        throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer cannot be bound on this kernel's ` +
+          `GPUDevice (is it from another device, or destroyed?): ${String(error.message).split("\n")[0]}`, name);
+      }
+      this.executor.checked.add(buf);
+    }
+  }
+
+  group(p, bound) {
+    const key = p.bindings.map((n) => idOf(bound[n])).join(",");
+    let g = this.groups.get(key);
+    if (!g) {
+      const entries = p.bindings.map((n, j) => ({ binding: j, resource: { buffer: bound[n] } }));
+      entries.push({ binding: entries.length, resource: { buffer: p.ubuf } });
+      g = this.executor.device.createBindGroup({ layout: p.layout, entries });
+      if (this.groups.size >= 8) this.groups.delete(this.groups.keys().next().value);
+      this.groups.set(key, g);
+    }
+    return g;
+  }
+
+  encode(encoder, passes, bound, stamps, first = 0) {
+    passes.forEach((p, i) => {
+      const descriptor = { label: `${this.variant}#${i}` };
+      if (stamps) {
+        descriptor.timestampWrites = { querySet: this.querySet, beginningOfPassWriteIndex: 2 * (first + i),
+                                       endOfPassWriteIndex: 2 * (first + i) + 1 };
+      }
+      const pass = encoder.beginComputePass(descriptor);
+      pass.setPipeline(p.pipeline);
+      pass.setBindGroup(0, this.group(p, bound));
+      pass.dispatchWorkgroups(...p.workgroups);
+      pass.end();
+    });
+  }
+
+  /** One call. tensors: {x, w, b?} each {data: typed array, constant?} or {buffer: GPUBuffer}.
+   * output "cpu": y read back into a typed array; "gpu": y = {buffer, shape, dtype}, owned by the caller.
+   * timing: GPU ms from timestamp-query (free with a CPU output: the stamps ride along with y's readback).
+   * profile: an object that receives performance.now() marks of the stages. */
+  async run(tensors, { output = "cpu", timing = false, profile = null } = {}) {
+    const exec = this.executor, device = exec.device, spec = this.spec;
+    if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
+    const { bound, prepare, weights, y } = await this.bind(tensors, output, profile);
+    exec.executions += 1;
+    const passes = prepare ? [...this.prepare, ...this.passes] : this.passes;
+    const stamps = exec.timed && (timing || output === "cpu");
+    const stampBytes = stamps ? 8 * this.stampCount : 0;
+    const encoder = device.createCommandEncoder();
+    this.encode(encoder, passes, bound, stamps, prepare ? 0 : this.prepare.length);
+    // Readback buffers come from per-launch pools: y's, and the timestamps' (mapped in the same wait).
+    let readback = null, stampRead = null;
+    if (output === "cpu") {
+      readback = this.readbacks.pop() ?? this.hold(spec.y_bytes, USAGE.MAP_READ | USAGE.COPY_DST, "readback");
+      encoder.copyBufferToBuffer(y, 0, readback, 0, padded(spec.y_bytes));
+    }
+    if (stamps) {
+      stampRead = this.stampReads.pop() ?? this.hold(stampBytes, USAGE.MAP_READ | USAGE.COPY_DST, "timestamps read");
+      encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
+      encoder.copyBufferToBuffer(this.resolved, 0, stampRead, 0, stampBytes);
+    }
+    const fresh = !this.submitted;
+    if (fresh) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
+    device.queue.submit([encoder.finish()]);
+    if (profile) profile.submit = now();
+    if (prepare) {
+      this.weightsFrom = weights;
+      exec.weightPreparations += 1;
+    }
+    if (fresh) {
+      const validation = await device.popErrorScope(), oom = await device.popErrorScope();
+      const error = validation ?? oom;
+      if (error) {
+        this.weightsFrom = null;
+        if (output === "gpu") y.destroy();
+        throw kernelError("GpuError", `variant ${this.variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`);
+      }
+      this.submitted = true;
+    }
+    const meta = { variant: this.variant, reason: spec.reason, gpu_ms: null, y_shape: spec.y_shape, pieces: 1 };
+    let data = null;
+    if (readback || stampRead) {
+      try {
+        await Promise.all([readback?.mapAsync(MAP_MODE_READ), stampRead?.mapAsync(MAP_MODE_READ)]);
+      } catch (err) {
+        this.weightsFrom = null;
+        const why = exec.lost ? `the WebGPU device was lost during the call (${exec.lost})` : String(err?.message ?? err);
+        throw kernelError("GpuError", `variant ${this.variant}: reading the output back failed: ${why}`);
+      }
+      if (profile) profile.mapped = now();
+      if (readback) {
+        data = new typedFor[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
+        readback.unmap();
+        this.readbacks.push(readback);
+      }
+      if (stampRead) {
+        // passes skipped this call (weight-side ones) were never written: they resolve to 0
+        meta.gpu_ms = gpuMs(new BigUint64Array(stampRead.getMappedRange()), this.stampCount / 2);
+        stampRead.unmap();
+        this.stampReads.push(stampRead);
+      }
+    }
+    if (profile) profile.done = now();
+    const result = output === "gpu" ? { buffer: y, shape: spec.y_shape, dtype: spec.dtype }
+                                    : { data, shape: spec.y_shape, dtype: spec.dtype };
+    return { y: result, meta };
+  }
+
+  /** Benchmarks: the main passes submitted `repeats` times back to back in one command buffer (a real GPU
+   * then stays at its working clocks, as inside a model), inputs bound as given (GPU buffers or CPU data
+   * written once), y left on the GPU. Per run: wall ms to onSubmittedWorkDone and GPU ms from timestamps,
+   * both per repetition. Weight-side passes run once, before. */
+  async time(tensors, { warmup = 1, runs = 5, repeats = 1 } = {}) {
+    const exec = this.executor, device = exec.device;
+    if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
+    const { bound, prepare, weights } = await this.bind(tensors, "cpu", null);
+    device.pushErrorScope("validation");
+    if (prepare) {
+      const encoder = device.createCommandEncoder();
+      this.encode(encoder, this.prepare, bound, false);
+      device.queue.submit([encoder.finish()]);
+      this.weightsFrom = weights;
+    }
+    const count = 2 * this.passes.length * repeats;
+    const querySet = exec.timed ? device.createQuerySet({ type: "timestamp", count }) : null;
+    const resolved = querySet ? device.createBuffer({ size: 8 * count, usage: USAGE.QUERY_RESOLVE | USAGE.COPY_SRC }) : null;
+    const read = querySet ? device.createBuffer({ size: 8 * count, usage: USAGE.MAP_READ | USAGE.COPY_DST }) : null;
+    const samples = [];
+    try {
+      for (let i = 0; i < warmup + runs; i++) {
+        const start = now();
+        const encoder = device.createCommandEncoder();
+        for (let r = 0; r < repeats; r++) {
+          this.passes.forEach((p, j) => {
+            const at = 2 * (r * this.passes.length + j);
+            const pass = encoder.beginComputePass(querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } } : {});
+            pass.setPipeline(p.pipeline);
+            pass.setBindGroup(0, this.group(p, bound));
+            pass.dispatchWorkgroups(...p.workgroups);
+            pass.end();
+          });
+        }
+        if (querySet) {
+          encoder.resolveQuerySet(querySet, 0, count, resolved, 0);
+          encoder.copyBufferToBuffer(resolved, 0, read, 0, 8 * count);
+        }
+        device.queue.submit([encoder.finish()]);
+        await device.queue.onSubmittedWorkDone();
+        const wall = (now() - start) / repeats;
+        let gpu = null;
+        if (querySet) {
+          await read.mapAsync(MAP_MODE_READ);
+          gpu = gpuMs(new BigUint64Array(read.getMappedRange()), this.passes.length * repeats) / repeats;
+          read.unmap();
+        }
+        if (i >= warmup) samples.push([wall, gpu]);
+      }
+    } finally {
+      const error = await device.popErrorScope();
+      querySet?.destroy(); resolved?.destroy(); read?.destroy();
+      if (error) throw kernelError("GpuError", `variant ${this.variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`);
+    }
+    return samples;
+  }
+}
+
+function gpuMs(ticks, passes) {
+  let ns = 0n;
+  for (let i = 0; i < 2 * passes; i += 2) ns += ticks[i + 1] - ticks[i];
+  return Number(ns) / 1e6;
+}
+
+/** queue.writeBuffer straight from the caller's typed array (a byte length not a multiple of 4, as an odd
+ * count of float16 values has, goes through a padded copy: writeBuffer needs whole 4-byte words). */
+function writeTyped(device, buffer, data) {
+  if (data.byteLength % 4 === 0) {
+    device.queue.writeBuffer(buffer, 0, data.buffer, data.byteOffset, data.byteLength);
+  } else {
+    const copy = new Uint8Array(padded(data.byteLength));
+    copy.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    device.queue.writeBuffer(buffer, 0, copy);
+  }
+}
