@@ -97,6 +97,7 @@ def test_exported_folder_runs_in_a_foreign_page_with_its_own_device(static_site)
             page.goto(f"{static_site}index.html?entry=/{SUB_PATH}/{ENTRY}")
             boot = page.evaluate("window.hostReady")
             assert not errors, errors
+            assert boot["sameDevice"]  # the kernel runs on the page's GPUDevice, not one of its own
 
             rng = np.random.default_rng(15)
             requests = [
@@ -104,13 +105,14 @@ def test_exported_folder_runs_in_a_foreign_page_with_its_own_device(static_site)
                 ((2, 4, 9), (4, 1, 4), 4, {"strides": [2], "pads": [1, 1], "group": 4}),
                 ((1, 2, 3, 3, 2), (2, 2, 2, 2, 2), None, {"strides": [2, 1, 2]}),
             ]
-            for x_shape, w_shape, bias, attrs in requests:
+            for (x_shape, w_shape, bias, attrs), resident in zip(requests * 2, [False] * 3 + [True] * 3):
                 x = rng.uniform(-1, 1, x_shape).astype(np.float32)
                 w = rng.uniform(-1, 1, w_shape).astype(np.float32)
                 b = rng.uniform(-1, 1, bias).astype(np.float32) if bias else None
                 tensors = {name: {"data": t.ravel().tolist(), "shape": list(t.shape)}
                            for name, t in (("x", x), ("w", w), ("b", b)) if t is not None}
-                got = page.evaluate("(request) => window.hostRun(request)", {**tensors, **attrs})
+                got = page.evaluate("([request, resident]) => window.hostRun(request, resident)",
+                                    [{**tensors, **attrs}, resident])
                 geom, _ = prepare(x, w, b, **attrs)
                 want = conv_transpose_reference(geom, x, w, b)
                 assert got["shape"] == list(want.shape) and got["dtype"] == "float32"
