@@ -42,7 +42,7 @@ async function ours(benchCase, data) {
     lastHost: () => host,
     async gpu() { const { y, meta: m } = await kernel(gpu, { output: "gpu", timing: true }); y.buffer.destroy(); return m.gpu_ms; },
     meta: () => meta,
-    kernel, cpu, gpu,
+    kernel, cpuInputs: cpu, gpuInputs: gpu,
     close() { for (const n of ["x", "w", "b"]) gpu[n]?.buffer.destroy(); },
   };
 }
@@ -112,13 +112,18 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
   const samples = new Map(impls.map((impl) => [impl, { e2e: [], resident: [], gpu: [], host: [] }]));
   let ourY = null;
   try {
-    for (const impl of impls) {  // first calls (planning, compiling, session warm-up), and the checks
-      const y = await impl.e2e();
+    for (const impl of [...impls]) {  // first calls (planning, compiling, session warm-up), and the checks
       if (impl.name === "ours") {
-        ourY = y;
+        const y = ourY = await impl.e2e();
         result.ours = { max_abs_diff_reference: await callPython("bench_error", benchCase, new Uint8Array(y.buffer, y.byteOffset, y.byteLength)) };
-      } else {
-        result.ort[impl.name.slice(4)] = { max_abs_diff_ours: maxDiff(y, ourY) };
+        continue;
+      }
+      try {
+        result.ort[impl.name.slice(4)] = { max_abs_diff_ours: maxDiff(await impl.e2e(), ourY) };
+      } catch (err) {  // ORT refuses some cases only when it runs them (3D ConvTranspose)
+        result.ort[impl.name.slice(4)] = { error: String(err?.message ?? err).split("\n")[0].slice(0, 300) };
+        impls.splice(impls.indexOf(impl), 1);
+        await impl.close();
       }
     }
     for (let round = 0; round < warmup + runs; round++) {
@@ -173,8 +178,8 @@ export async function breakdownCase(benchCase, { runs = 20 } = {}) {
   const impl = await ours(benchCase, data);
   try {
     const first = {};
-    await impl.kernel({ ...impl.cpu, x: { ...impl.cpu.x } }, { profile: first });
-    const modes = { repeat_cpu: [impl.cpu, "cpu"], repeat_resident: [impl.gpu, "gpu"] };
+    await impl.kernel(impl.cpuInputs, { profile: first });
+    const modes = { repeat_cpu: [impl.cpuInputs, "cpu"], repeat_resident: [impl.gpuInputs, "gpu"] };
     const out = { case: benchCase.name, first_call: stages(first) };
     for (const [mode, [inputs, output]] of Object.entries(modes)) {
       const rows = [];
