@@ -81,53 +81,50 @@ def static_site(tmp_path_factory):
 
 
 @pytest.mark.browser
-def test_exported_folder_runs_in_a_foreign_page_with_its_own_device(static_site):
-    from playwright.sync_api import sync_playwright
+def test_exported_folder_runs_in_a_foreign_page_with_its_own_device(static_site, page):
+    from app.host.browser import BOOT_TIMEOUT_MS
 
-    from app.host.browser import BOOT_TIMEOUT_MS, CHROMIUM, FLAGS
+    # The session's headless Chromium (one Playwright per process), in a fresh context: its own empty cache,
+    # so this is a first visit.
+    context = page.context.browser.new_context()
+    with context:
+        host = context.new_page()
+        host.set_default_timeout(BOOT_TIMEOUT_MS)
+        requested, errors = [], []
+        host.on("request", lambda r: requested.append(r.url))
+        host.on("pageerror", lambda e: errors.append(str(e)))
+        host.goto(f"{static_site}index.html?entry=/{SUB_PATH}/{ENTRY}")
+        boot = host.evaluate("window.hostReady")
+        assert not errors, errors
+        assert boot["sameDevice"]  # the kernel runs on the page's GPUDevice, not one of its own
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(BOOT_TIMEOUT_MS)
-            requested, errors = [], []
-            page.on("request", lambda r: requested.append(r.url))
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(f"{static_site}index.html?entry=/{SUB_PATH}/{ENTRY}")
-            boot = page.evaluate("window.hostReady")
-            assert not errors, errors
-            assert boot["sameDevice"]  # the kernel runs on the page's GPUDevice, not one of its own
+        rng = np.random.default_rng(15)
+        requests = [
+            ((1, 3, 4, 5), (3, 2, 3, 3), 2, {"strides": [2, 2], "pads": [1, 0, 1, 0], "output_padding": [1, 0]}),
+            ((2, 4, 9), (4, 1, 4), 4, {"strides": [2], "pads": [1, 1], "group": 4}),
+            ((1, 2, 3, 3, 2), (2, 2, 2, 2, 2), None, {"strides": [2, 1, 2]}),
+        ]
+        for (x_shape, w_shape, bias, attrs), resident in zip(requests * 2, [False] * 3 + [True] * 3):
+            x = rng.uniform(-1, 1, x_shape).astype(np.float32)
+            w = rng.uniform(-1, 1, w_shape).astype(np.float32)
+            b = rng.uniform(-1, 1, bias).astype(np.float32) if bias else None
+            tensors = {name: {"data": t.ravel().tolist(), "shape": list(t.shape)}
+                       for name, t in (("x", x), ("w", w), ("b", b)) if t is not None}
+            got = host.evaluate("([request, resident]) => window.hostRun(request, resident)",
+                                [{**tensors, **attrs}, resident])
+            geom, _ = prepare(x, w, b, **attrs)
+            want = conv_transpose_reference(geom, x, w, b)
+            assert got["shape"] == list(want.shape) and got["dtype"] == "float32"
+            np.testing.assert_allclose(np.array(got["y"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)
 
-            rng = np.random.default_rng(15)
-            requests = [
-                ((1, 3, 4, 5), (3, 2, 3, 3), 2, {"strides": [2, 2], "pads": [1, 0, 1, 0], "output_padding": [1, 0]}),
-                ((2, 4, 9), (4, 1, 4), 4, {"strides": [2], "pads": [1, 1], "group": 4}),
-                ((1, 2, 3, 3, 2), (2, 2, 2, 2, 2), None, {"strides": [2, 1, 2]}),
-            ]
-            for (x_shape, w_shape, bias, attrs), resident in zip(requests * 2, [False] * 3 + [True] * 3):
-                x = rng.uniform(-1, 1, x_shape).astype(np.float32)
-                w = rng.uniform(-1, 1, w_shape).astype(np.float32)
-                b = rng.uniform(-1, 1, bias).astype(np.float32) if bias else None
-                tensors = {name: {"data": t.ravel().tolist(), "shape": list(t.shape)}
-                           for name, t in (("x", x), ("w", w), ("b", b)) if t is not None}
-                got = page.evaluate("([request, resident]) => window.hostRun(request, resident)",
-                                    [{**tensors, **attrs}, resident])
-                geom, _ = prepare(x, w, b, **attrs)
-                want = conv_transpose_reference(geom, x, w, b)
-                assert got["shape"] == list(want.shape) and got["dtype"] == "float32"
-                np.testing.assert_allclose(np.array(got["y"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)
-
-            # Self-contained: the page fetched nothing but itself and the exported folder.
-            folder = f"{static_site}{SUB_PATH}/"
-            assert all(u.startswith(folder) or u.startswith(f"{static_site}index.html") for u in requested), requested
-            fetched = [f for f in page.evaluate("window.hostFetched()") if f["url"].startswith(folder)]
-            total = sum(f["transfer"] for f in fetched)
-            REPORT.parent.mkdir(exist_ok=True)
-            REPORT.write_text(json.dumps({"boot_ms": boot["bootMs"], "since_navigation_ms": boot["sinceNavigationMs"],
-                                          "bytes": total, "resources": fetched}, indent=1))
-            print(f"\nexport first visit: {len(fetched)} resources, {total:,} bytes on the wire; "
-                  f"import to ready kernel {boot['bootMs'] / 1000:.1f} s")
-            assert total > 10_000_000  # it did fetch the runtime (the wasm alone is about 10 MB)
-        finally:
-            browser.close()
+        # Self-contained: the page fetched nothing but itself and the exported folder.
+        folder = f"{static_site}{SUB_PATH}/"
+        assert all(u.startswith(folder) or u.startswith(f"{static_site}index.html") for u in requested), requested
+        fetched = [f for f in host.evaluate("window.hostFetched()") if f["url"].startswith(folder)]
+        total = sum(f["transfer"] for f in fetched)
+        REPORT.parent.mkdir(exist_ok=True)
+        REPORT.write_text(json.dumps({"boot_ms": boot["bootMs"], "since_navigation_ms": boot["sinceNavigationMs"],
+                                      "bytes": total, "resources": fetched}, indent=1))
+        print(f"\nexport first visit: {len(fetched)} resources, {total:,} bytes on the wire; "
+              f"import to ready kernel {boot['bootMs'] / 1000:.1f} s")
+        assert total > 10_000_000  # it did fetch the runtime (the wasm alone is about 10 MB)

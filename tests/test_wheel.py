@@ -1,7 +1,7 @@
 """The wheel works outside the checkout: built from a copy of the sources, installed into a fresh virtual
 environment, and used from a directory that is not the checkout (so `import app` is the installed copy):
-validation, planning, rendering and the reference in CPython, `python -m app cases` in headless Chromium,
-`python -m app serve` and `python -m app export`."""
+validation, planning, rendering and the reference in CPython, `python -m app cases` and `python -m app bench` in
+headless Chromium, `python -m app serve` and `python -m app export`."""
 import json
 import os
 import re
@@ -107,6 +107,17 @@ def test_installed_package_runs_a_case_file_in_chromium(venv):
     (venv["cwd"] / "few.json").write_text(json.dumps({**doc, "cases": picked}))
     done = _run([venv["python"], "-m", "app", "cases", "few.json"], cwd=venv["cwd"], env=venv["env"], timeout=600)
     assert f"{len(picked)} passed, 0 failed" in done.stdout, done.stdout
+
+
+def test_installed_package_runs_the_bench_runner(venv):
+    doc = json.loads((ROOT / "bench.json").read_text())
+    small = {**doc, "cases": [{"name": "tiny", "tier": "small", "x": [1, 4, 3, 3], "w": [4, 2, 3, 3], "bias": True,
+                               "attributes": {"strides": [2, 2]}, "dtype": "float32"}]}
+    (venv["cwd"] / "tiny-bench.json").write_text(json.dumps(small))
+    done = _run([venv["python"], "-m", "app", "bench", "--bench", "tiny-bench.json", "--runs", "2", "--warmup", "0",
+                 "--out", "rows.json"], cwd=venv["cwd"], env=venv["env"], timeout=600)
+    rows = json.loads((venv["cwd"] / "rows.json").read_text())
+    assert [r["case"] for r in rows] == ["tiny"] and rows[0]["median_ms"] > 0, done.stdout
 
 
 def test_installed_package_serves_the_app_and_exports(venv):
