@@ -80,25 +80,5 @@ async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1)
             "source": "timestamp-query" if timed else "wall"}
 
 
-async def run_resident(kernel, case: dict, runs: int = 5, warmup: int = 1) -> dict:
-    """The planner's choice on one case, timed as a peer library is timed (bench --against ort): inputs
-    already on the GPU, y left there; per run the wall time to queue.onSubmittedWorkDone and the GPU time
-    from timestamp-query. Also y from an ordinary call (for the comparison with the peer's y) and its
-    max abs difference from the float64 reference."""
-    from .reference import conv_transpose_reference
-
-    inputs = make_inputs(case)
-    geom, arrays = prepare(**inputs, **case["attributes"])
-    flops = 2 * geom.multiply_adds()
-    timing = await _time_resident(kernel, geom, arrays, None, runs, warmup)
-    median = timing["median_ms"]
-    y = (await kernel(**inputs, **case["attributes"]))["y"]
-    want = conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
-    return {"case": case["name"], "tier": case["tier"], "flop": flops, **timing,
-            "gflops": flops / (median * 1e6) if median > 0 else None,
-            "max_abs_diff_reference": float(np.max(np.abs(y - want))) if y.size else 0.0,
-            "y": y.astype("float32").tobytes(), "inputs": {n: a.astype("float32").tobytes() for n, a in inputs.items()}}
-
-
 def all_variants() -> list[str]:
     return list(VARIANTS)

@@ -14,7 +14,7 @@ from pyodide.ffi import JsException, to_js
 from .caps import DEFAULT_LIMITS, DeviceCaps, matrix_configs
 from .errors import ConvTransposeError, GpuError
 from .plan import Plan
-from .render import render
+from .render import NONFINITE_CHECK, render
 from .shapes import ConvGeometry
 from .split import buffer_bytes
 from .tensors import GpuTensor
@@ -23,6 +23,7 @@ from .variants import VARIANTS
 OPTIONAL_FEATURES = ("shader-f16", "subgroups", "timestamp-query", "chromium-experimental-subgroup-matrix")
 RAISED_LIMITS = tuple(DEFAULT_LIMITS)
 TYPED = {"float32": "Float32Array", "float16": "Uint16Array"}
+CHECK_WORKGROUP = 256
 
 
 def _js(value):
@@ -158,8 +159,14 @@ class Gpu:
 
         sizes = buffer_bytes(geom)
         bound = {n for d in plan.prepare + plan.dispatches for n in d.bindings}
+        finite_only = plan.variant in VARIANTS and bool(VARIANTS[plan.variant].conditions.get("finite_data"))
+        check = None
+        if finite_only:
+            params = {"dtype": geom.dtype, "workgroup_size": CHECK_WORKGROUP}
+            check = await self.executor.pipeline(f"{NONFINITE_CHECK}|{sorted(params.items())!r}",
+                                                 render(NONFINITE_CHECK, params), "nonfinite_check")
         spec = {"variant": plan.variant, "reason": plan.reason, "dtype": geom.dtype,
-                "finite_only": bool(VARIANTS[plan.variant].conditions.get("finite_data")) if plan.variant in VARIANTS else False,
+                "finite_only": finite_only, "finite_check": check, "check_workgroup": CHECK_WORKGROUP,
                 "y_shape": list(geom.y_shape), "y_bytes": sizes["y"],
                 "inputs": {n: sizes[n] for n in ("x", "w", "b") if n in bound},
                 "scratch": dict(plan.scratch), "prepared": dict(plan.prepared),

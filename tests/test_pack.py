@@ -1,7 +1,8 @@
 """tools/gpu/pack.sh in a scratch copy of the repository: it packs, prints its size line and exits 0 when
-everything fits, 1 when it does not. Only what would be downloaded is stubbed: the npm `webgpu` package
-(fake Dawn), the Pyodide runtime (fake files with a matching stamp, which is all `python -m app setup`
-checks before reusing them), the Debian .debs, and node itself (a fake binary first on PATH)."""
+everything fits, 1 when it does not. Only what would be downloaded is stubbed: the npm packages `webgpu`
+(fake Dawn) and `onnxruntime-web`, the Pyodide runtime (fake files with a matching stamp, which is all
+`python -m app setup` checks before reusing them), the Debian .debs, and node itself (a fake binary first
+on PATH)."""
 import json
 import os
 import re
@@ -33,6 +34,12 @@ def scratch(tmp_path):
     (webgpu / "package.json").write_text('{"name": "webgpu", "version": "0.6.2"}')
     (webgpu / "index.js").write_text("export {};\n")
     (webgpu / "dist" / "linux-x64" / "dawn.node").write_bytes(b"fake dawn" * 1000)
+    ort = repo / "node_modules" / "onnxruntime-web"
+    (ort / "dist").mkdir(parents=True)
+    (ort / "package.json").write_text('{"name": "onnxruntime-web"}')
+    for name in ("ort.min.mjs", "ort.webgpu.min.mjs", "ort-wasm-simd-threaded.jsep.mjs", "ort-wasm-simd-threaded.jsep.wasm",
+                 "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm"):
+        (ort / "dist" / name).write_bytes(b"fake ort" * 100)
     pyodide = repo / "build" / "pyodide"
     pyodide.mkdir(parents=True)
     (pyodide / "pyodide.mjs").write_text("// fake runtime\n")
@@ -61,7 +68,7 @@ def test_pack_prints_the_size_line_and_exits_0(scratch):
         assert done.returncode == 0, done.stdout + done.stderr
         tree, carried, total = map(int, SIZE_LINE.search(done.stdout).groups())
         assert total < 64 and tree >= 1
-    assert {p.name for p in (repo / ".gpu").iterdir()} == {"node.xz", "dawn.node.xz", "webgpu", "pyodide.tar.xz"}
+    assert {p.name for p in (repo / ".gpu").iterdir()} == {"node.xz", "dawn.node.xz", "webgpu", "pyodide.tar.xz", "ort.tar.xz"}
     assert {p.name for p in (repo / ".gpu" / "webgpu").iterdir()} == {"package.json", "index.js"}
 
 

@@ -155,7 +155,7 @@ const finiteOf = new WeakMap();  // constant typed arrays -> whether every value
 function inputsFinite(tensors) {
   return ["x", "w"].every((name) => {
     const t = tensors[name];
-    if (t.buffer) return t.finite;
+    if (t.buffer) return t.finite !== false;
     if (!t.constant) return allFinite(t.data, t.dtype);
     if (!finiteOf.has(t.data)) finiteOf.set(t.data, allFinite(t.data, t.dtype));
     return finiteOf.get(t.data);
@@ -250,10 +250,15 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     if (exec.lost) exec = await callPython("executor", pyKernel);  // reopened after a loss (or the loss reported)
     if (profile) profile.checked = performance.now();
     let launch = exec.cached(key) ?? (special.has(key) ? null : await plan(key, tensors, attributes, variant, true, profile));
-    if (launch?.finiteOnly && !inputsFinite(tensors)) {
-      // NaN or Inf in x or w: the variants that multiply padding zeros would spread NaNs IEEE does not
-      key += "!nonfinite";
-      launch = exec.cached(key) ?? (special.has(key) ? null : await plan(key, tensors, attributes, variant, false, profile));
+    // NaN or Inf in x or w: the variants that multiply padding zeros would spread NaNs that IEEE does not.
+    // GPU tensors say so themselves (finite: false); CPU data is flagged on the GPU during the call when y
+    // is read back anyway (then rerun below), else scanned here.
+    const exactKey = key + "!nonfinite";
+    const exact = async () => exec.cached(exactKey) ??
+      (special.has(exactKey) ? null : await plan(exactKey, tensors, attributes, variant, false, profile));
+    if (launch?.finiteOnly && (INPUTS.some((n) => tensors[n]?.finite === false) || (output === "gpu" && !inputsFinite(tensors)))) {
+      launch = await exact();
+      key = exactKey;
     }
     if (profile) profile.planned = performance.now();
     if (!launch) {
@@ -266,7 +271,13 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
       }
       return slowPath(inputs, output, info.pieces);
     }
-    return launch.run(tensors, { output, timing, profile });
+    const out = await launch.run(tensors, { output, timing, profile });
+    if (!out.meta.nonfinite) {
+      delete out.meta.nonfinite;
+      return out;
+    }
+    const rerun = await exact();
+    return rerun ? rerun.run(tensors, { output, timing, profile }) : slowPath(inputs, output, special.get(exactKey)?.pieces);
   };
 
   kernel.device = () => callPythonNow("device_info", pyKernel);
@@ -280,7 +291,7 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     return { buffer: exec.upload(checked.data), shape: checked.shape, dtype: checked.dtype };
   };
   /** After rewriting, in place, a constant weight array or a weight GPUBuffer: its prepared layouts are rebuilt. */
-  kernel.forget = (weights) => exec.forget(weights?.buffer ?? weights?.data ?? weights);
+  kernel.forget = (weights) => exec.forget(ArrayBuffer.isView(weights) ? weights : weights?.buffer ?? weights?.data ?? weights);
   kernel.reference = (inputs) => {
     const y = callPythonNow("reference", pythonRequest(inputs));
     y.data = typedArray(y.data, "float64");

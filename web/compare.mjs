@@ -28,19 +28,20 @@ async function ours(benchCase, data) {
   const gpu = { x: kernel.upload({ data: data.x, shape: benchCase.x }), w: kernel.upload({ data: data.w, shape: benchCase.w }),
                 ...(data.b ? { b: kernel.upload({ data: data.b, shape: bShape }) } : {}), ...attrs };
   const device = kernel.gpuDevice();
-  let host = null, meta = null;
+  let host = null, meta = null, profile = null;
   return {
     name: "ours",
-    async e2e() { const out = await kernel(cpu); meta = out.meta; return out.y.data; },
+    async e2e() { profile = {}; const out = await kernel(cpu, { profile }); meta = out.meta; return out.y.data; },
+    lastProfile: () => profile,
     async resident() {
       const start = now();
       const { y } = await kernel(gpu, { output: "gpu" });
       host = now() - start;
       await device.queue.onSubmittedWorkDone();
-      y.buffer.destroy();
+      y.dispose();  // back to the kernel's pool, as ORT's tensor.dispose() returns its buffer to ORT's
     },
     lastHost: () => host,
-    async gpu() { const { y, meta: m } = await kernel(gpu, { output: "gpu", timing: true }); y.buffer.destroy(); return m.gpu_ms; },
+    async gpu() { const { y, meta: m } = await kernel(gpu, { output: "gpu", timing: true }); y.dispose(); return m.gpu_ms; },
     meta: () => meta,
     kernel, cpuInputs: cpu, gpuInputs: gpu,
     close() { for (const n of ["x", "w", "b"]) gpu[n]?.buffer.destroy(); },
@@ -109,7 +110,7 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
       result.ort[ep] = { error: String(err?.message ?? err).split("\n")[0].slice(0, 300) };
     }
   }
-  const samples = new Map(impls.map((impl) => [impl, { e2e: [], resident: [], gpu: [], host: [] }]));
+  const samples = new Map(impls.map((impl) => [impl, { e2e: [], resident: [], gpu: [], host: [], stages: [] }]));
   let ourY = null;
   try {
     for (const impl of [...impls]) {  // first calls (planning, compiling, session warm-up), and the checks
@@ -139,6 +140,7 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
         if (round >= warmup) {
           s.e2e.push(e2e); s.resident.push(resident); s.gpu.push(gpu);
           if (impl.lastHost) s.host.push(impl.lastHost());
+          if (impl.lastProfile) s.stages.push(stages(impl.lastProfile()));
         }
       }
     }
@@ -148,7 +150,11 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
   for (const impl of impls) {
     const s = samples.get(impl);
     const row = { e2e_ms: median(s.e2e), resident_ms: median(s.resident), gpu_ms: median(s.gpu) };
-    if (impl.name === "ours") Object.assign(result.ours, row, { host_ms: median(s.host), variant: impl.meta()?.variant });
+    if (impl.name === "ours") {
+      Object.assign(result.ours, row, { host_ms: median(s.host), variant: impl.meta()?.variant, e2e_samples_ms: s.e2e,
+        e2e_stages_ms: Object.fromEntries(Object.keys(s.stages[0] ?? {}).filter((k) => k !== "python")
+          .map((k) => [k, median(s.stages.map((r) => r[k]))])) });
+    }
     else Object.assign(result.ort[impl.name.slice(4)], row);
   }
   return result;
@@ -186,7 +192,7 @@ export async function breakdownCase(benchCase, { runs = 20 } = {}) {
       for (let i = 0; i < runs + 2; i++) {
         const profile = {};
         const { y } = await impl.kernel(inputs, { output, profile });
-        if (output === "gpu") { await impl.kernel.gpuDevice().queue.onSubmittedWorkDone(); y.buffer.destroy(); }
+        if (output === "gpu") { await impl.kernel.gpuDevice().queue.onSubmittedWorkDone(); y.dispose(); }
         if (i >= 2) rows.push(stages(profile));
       }
       out[mode] = Object.fromEntries(Object.keys(rows[0]).filter((k) => k !== "python").map((k) => [k, median(rows.map((r) => r[k]))]));

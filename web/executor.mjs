@@ -17,6 +17,7 @@ const MAP_MODE_READ = 0x1;
 export const LAUNCH_CACHE_SIZE = 32;  // launches kept (per executor), least recently used destroyed first
 export const PIPELINE_CACHE_SIZE = 64;  // compiled pipelines kept, by template + structural parameters
 export const DTYPE_BYTES = { float32: 4, float16: 2 };
+const SPARE_OUTPUTS = 2;  // disposed output buffers kept per size
 
 /** An Error a JavaScript caller can branch on: name ConvTransposeError | GpuError | KernelNotFoundError. */
 export function kernelError(name, message, field = null, traceback = null) {
@@ -43,6 +44,7 @@ export class Executor {
     this.pipelineCacheSize = PIPELINE_CACHE_SIZE;
     this.launches = new Map();
     this.launchCacheSize = LAUNCH_CACHE_SIZE;
+    this.spareOutputs = new Map();  // buffer size -> disposed output buffers
     this.ours = new WeakSet();  // buffers this executor created (y buffers it handed out included)
     this.checked = new WeakSet();  // caller buffers already proven to belong to this device
     this.live = 0;  // bytes of buffers this executor holds (launch state); y handed to callers not counted
@@ -51,6 +53,8 @@ export class Executor {
     this.weightPreparations = 0;  // weight-side passes run (skipped while the same constant weights return)
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
+    this.uncaptured = null;  // an error of work nobody waited for (resident calls), thrown by the next call
+    device.addEventListener?.("uncapturederror", (event) => { this.uncaptured ??= String(event.error?.message ?? event.error); });
   }
 
   buffer(size, usage, { counted = true, label } = {}) {
@@ -66,6 +70,24 @@ export class Executor {
     const buf = this.buffer(data.byteLength, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "upload" });
     writeTyped(this.device, buf, data);
     return buf;
+  }
+
+  /** A buffer for y kept on the GPU: a disposed one of the same size when there is one (allocating GPU
+   * memory per call costs more than the call), else a new one. The caller owns it. */
+  outputBuffer(size) {
+    const spare = this.spareOutputs.get(padded(size))?.pop();
+    if (spare) { this.live -= spare.size; return spare; }
+    return this.buffer(size, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" });
+  }
+
+  /** y.dispose(): the caller is done with an output buffer; kept for the next output of its size. */
+  recycle(buf) {
+    const pool = this.spareOutputs.get(buf.size) ?? [];
+    this.spareOutputs.set(buf.size, pool);
+    if (pool.includes(buf)) return;
+    if (pool.length >= SPARE_OUTPUTS) { buf.destroy(); return; }
+    pool.push(buf);
+    this.live += buf.size;
   }
 
   release(buf) {
@@ -115,6 +137,8 @@ export class Executor {
 
   /** Drops every launch and pipeline (their GPU memory goes back to the device). */
   clear() {
+    for (const pool of this.spareOutputs.values()) for (const buf of pool) this.release(buf);
+    this.spareOutputs.clear();
     for (const launch of this.launches.values()) launch.destroy();
     this.launches.clear();
     this.pipelines.clear();
@@ -122,13 +146,18 @@ export class Executor {
 
   /** Forgets prepared weight layouts made from this buffer or typed array (after the caller rewrote it). */
   forget(weights) {
-    for (const launch of this.launches.values()) if (launch.weightsFrom === weights) launch.weightsFrom = null;
+    for (const launch of this.launches.values()) {
+      if (launch.weightsFrom === weights) launch.weightsFrom = null;
+      for (const [name, data] of Object.entries(launch.constants ?? {})) if (data === weights) delete launch.constants[name];
+    }
   }
 
   memory() {
     let cached = 0;
     for (const launch of this.launches.values()) cached += launch.bytes;
+    for (const pool of this.spareOutputs.values()) for (const buf of pool) cached += buf.size;
     return { live_bytes: this.live, cached_bytes: cached, launches: this.launches.size, pipelines: this.pipelines.size,
+             executions: this.executions,
              launch_cache_size: this.launchCacheSize, pipeline_cache_size: this.pipelineCacheSize };
   }
 }
@@ -172,6 +201,21 @@ class Launch {
     this.prepare = spec.prepare.map(pass);
     this.passes = spec.passes.map(pass);
     this.stampCount = 2 * (this.prepare.length + this.passes.length);
+    this.flagReads = [];
+    if (spec.finite_check) {
+      // one uniform (the word count) per input that may be checked, and the flag they set
+      this.checks = {};
+      for (const name of ["x", "w"]) {
+        if (!(name in spec.inputs)) continue;
+        const words = Math.ceil(spec.inputs[name] / 4);
+        const ubuf = this.hold(16, USAGE.UNIFORM | USAGE.COPY_DST, "check params");
+        device.queue.writeBuffer(ubuf, 0, new Uint32Array([words, 0, 0, 0]));
+        const groups = Math.max(1, Math.min(1024, Math.ceil(words / spec.check_workgroup)));
+        this.checks[name] = { ubuf, groups };
+      }
+      this.flag = this.hold(4, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, "nonfinite flag");
+      this.checkLayout = spec.finite_check.getBindGroupLayout(0);
+    }
     if (executor.timed) {
       this.querySet = device.createQuerySet({ type: "timestamp", count: this.stampCount });
       this.resolved = this.hold(8 * this.stampCount, USAGE.QUERY_RESOLVE | USAGE.COPY_SRC, "timestamps");
@@ -187,10 +231,13 @@ class Launch {
   destroy() {
     for (const buf of Object.values(this.buffers)) this.executor.release(buf);
     for (const p of [...this.prepare, ...this.passes]) this.executor.release(p.ubuf);
-    for (const buf of [...this.readbacks, ...this.stampReads]) this.executor.release(buf);
+    for (const buf of [...this.readbacks, ...this.stampReads, ...this.flagReads]) this.executor.release(buf);
+    for (const check of Object.values(this.checks ?? {})) this.executor.release(check.ubuf);
+    if (this.flag) this.executor.release(this.flag);
     if (this.resolved) this.executor.release(this.resolved);
     this.querySet?.destroy();
-    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.groups.clear();
+    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.flagReads = []; this.checks = {};
+    this.flag = null; this.groups.clear();
     this.bytes = 0;
   }
 
@@ -241,9 +288,7 @@ class Launch {
     }
     if (profile) profile.upload = now();
     if (unchecked.length) await this.checkDevice(unchecked);
-    const y = output === "gpu"
-      ? exec.buffer(spec.y_bytes, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" })
-      : this.slot("y");
+    const y = output === "gpu" ? exec.outputBuffer(spec.y_bytes) : this.slot("y");
     bound.y = y;
     return { bound, prepare, weights, y };
   }
@@ -272,6 +317,18 @@ class Launch {
     }
   }
 
+  checkGroup(name, buf) {
+    const key = `check:${name}:${idOf(buf)}`;
+    let g = this.groups.get(key);
+    if (!g) {
+      g = this.executor.device.createBindGroup({ layout: this.checkLayout, entries: [
+        { binding: 0, resource: { buffer: buf } }, { binding: 1, resource: { buffer: this.flag } },
+        { binding: 2, resource: { buffer: this.checks[name].ubuf } }] });
+      this.groups.set(key, g);
+    }
+    return g;
+  }
+
   group(p, bound) {
     const key = p.bindings.map((n) => idOf(bound[n])).join(",");
     let g = this.groups.get(key);
@@ -285,14 +342,24 @@ class Launch {
     return g;
   }
 
+  /** The passes into `encoder`: each in a compute pass of its own when timestamped, else all dispatches in
+   * one pass (WebGPU orders dispatches within a pass, storage writes visible to the next; fewer calls on
+   * the host path). */
   encode(encoder, passes, bound, stamps, first = 0) {
-    passes.forEach((p, i) => {
-      const descriptor = { label: `${this.variant}#${i}` };
-      if (stamps) {
-        descriptor.timestampWrites = { querySet: this.querySet, beginningOfPassWriteIndex: 2 * (first + i),
-                                       endOfPassWriteIndex: 2 * (first + i) + 1 };
+    if (!stamps) {
+      const pass = encoder.beginComputePass({ label: this.variant });
+      for (const p of passes) {
+        pass.setPipeline(p.pipeline);
+        pass.setBindGroup(0, this.group(p, bound));
+        pass.dispatchWorkgroups(...p.workgroups);
       }
-      const pass = encoder.beginComputePass(descriptor);
+      pass.end();
+      return;
+    }
+    passes.forEach((p, i) => {
+      const at = 2 * (first + i);
+      const pass = encoder.beginComputePass({ label: `${this.variant}#${i}`,
+        timestampWrites: { querySet: this.querySet, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } });
       pass.setPipeline(p.pipeline);
       pass.setBindGroup(0, this.group(p, bound));
       pass.dispatchWorkgroups(...p.workgroups);
@@ -307,12 +374,30 @@ class Launch {
   async run(tensors, { output = "cpu", timing = false, profile = null } = {}) {
     const exec = this.executor, device = exec.device, spec = this.spec;
     if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
+    if (exec.uncaptured) {
+      const message = exec.uncaptured;
+      exec.uncaptured = null;
+      throw kernelError("GpuError", `a WebGPU error was reported on this device since the last call: ${message}`);
+    }
     const { bound, prepare, weights, y } = await this.bind(tensors, output, profile);
     exec.executions += 1;
     const passes = prepare ? [...this.prepare, ...this.passes] : this.passes;
     const stamps = exec.timed && (timing || output === "cpu");
     const stampBytes = stamps ? 8 * this.stampCount : 0;
     const encoder = device.createCommandEncoder();
+    // Data uploaded from the CPU, on a variant exact only for finite data, with y read back anyway: the
+    // GPU flags NaN/Inf in it during the same submission (the caller reruns on an exact variant if set).
+    const checked = output === "cpu" && this.checks ? Object.keys(this.checks).filter((n) => tensors[n]?.data) : [];
+    if (checked.length) {
+      encoder.clearBuffer(this.flag);
+      const pass = encoder.beginComputePass({ label: "nonfinite check" });
+      pass.setPipeline(spec.finite_check);
+      for (const name of checked) {
+        pass.setBindGroup(0, this.checkGroup(name, bound[name]));
+        pass.dispatchWorkgroups(this.checks[name].groups);
+      }
+      pass.end();
+    }
     this.encode(encoder, passes, bound, stamps, prepare ? 0 : this.prepare.length);
     // Readback buffers come from per-launch pools: y's, and the timestamps' (mapped in the same wait).
     let readback = null, stampRead = null;
@@ -320,44 +405,60 @@ class Launch {
       readback = this.readbacks.pop() ?? this.hold(spec.y_bytes, USAGE.MAP_READ | USAGE.COPY_DST, "readback");
       encoder.copyBufferToBuffer(y, 0, readback, 0, padded(spec.y_bytes));
     }
+    let flagRead = null;
+    if (checked.length) {
+      flagRead = this.flagReads.pop() ?? this.hold(4, USAGE.MAP_READ | USAGE.COPY_DST, "flag read");
+      encoder.copyBufferToBuffer(this.flag, 0, flagRead, 0, 4);
+    }
     if (stamps) {
       stampRead = this.stampReads.pop() ?? this.hold(stampBytes, USAGE.MAP_READ | USAGE.COPY_DST, "timestamps read");
       encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
       encoder.copyBufferToBuffer(this.resolved, 0, stampRead, 0, stampBytes);
     }
-    const fresh = !this.submitted;
-    if (fresh) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
+    // Validation and out-of-memory are checked whenever the call waits anyway (y or timestamps to read) and
+    // on a launch's first submission; a resident call that does not wait hears of errors through the
+    // device's uncapturederror event, and the next call throws them.
+    const scoped = !this.submitted || readback || stampRead;
+    if (scoped) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
     device.queue.submit([encoder.finish()]);
     if (profile) profile.submit = now();
     if (prepare) {
       this.weightsFrom = weights;
       exec.weightPreparations += 1;
     }
-    if (fresh) {
-      const validation = await device.popErrorScope(), oom = await device.popErrorScope();
-      const error = validation ?? oom;
-      if (error) {
-        this.weightsFrom = null;
-        if (output === "gpu") y.destroy();
-        throw kernelError("GpuError", `variant ${this.variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`);
-      }
-      this.submitted = true;
-    }
     const meta = { variant: this.variant, reason: spec.reason, gpu_ms: null, y_shape: spec.y_shape, pieces: 1 };
     let data = null;
-    if (readback || stampRead) {
-      try {
-        await Promise.all([readback?.mapAsync(MAP_MODE_READ), stampRead?.mapAsync(MAP_MODE_READ)]);
-      } catch (err) {
+    if (scoped) {
+      const mapped = (buf) => buf?.mapAsync(MAP_MODE_READ).then(() => null, (err) => err ?? new Error("mapAsync failed"));
+      // the pops are taken at once: another call's scopes may be pushed while this one waits
+      const [validation, oom, yFailed, stampsFailed, flagFailed] = await Promise.all(
+        [device.popErrorScope(), device.popErrorScope(), mapped(readback), mapped(stampRead), mapped(flagRead)]);
+      if (profile) profile.mapped = now();
+      const failed = validation ?? oom ?? yFailed ?? stampsFailed ?? flagFailed;
+      if (failed) {
         this.weightsFrom = null;
-        const why = exec.lost ? `the WebGPU device was lost during the call (${exec.lost})` : String(err?.message ?? err);
+        for (const [buf, pool] of [[readback, this.readbacks], [stampRead, this.stampReads], [flagRead, this.flagReads]]) {
+          if (!buf) continue;
+          if (buf.mapState === "mapped") buf.unmap();
+          pool.push(buf);
+        }
+        if (output === "gpu") y.destroy();
+        if (validation ?? oom) {
+          throw kernelError("GpuError", `variant ${this.variant}: WebGPU ${failed.constructor?.name ?? "error"}: ${failed.message}`);
+        }
+        const why = exec.lost ? `the WebGPU device was lost during the call (${exec.lost})` : String(failed?.message ?? failed);
         throw kernelError("GpuError", `variant ${this.variant}: reading the output back failed: ${why}`);
       }
-      if (profile) profile.mapped = now();
+      this.submitted = true;
       if (readback) {
         data = new typedFor[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
         readback.unmap();
         this.readbacks.push(readback);
+      }
+      if (flagRead) {
+        meta.nonfinite = new Uint32Array(flagRead.getMappedRange())[0] !== 0;
+        flagRead.unmap();
+        this.flagReads.push(flagRead);
       }
       if (stampRead) {
         // passes skipped this call (weight-side ones) were never written: they resolve to 0
@@ -367,8 +468,9 @@ class Launch {
       }
     }
     if (profile) profile.done = now();
-    const result = output === "gpu" ? { buffer: y, shape: spec.y_shape, dtype: spec.dtype }
-                                    : { data, shape: spec.y_shape, dtype: spec.dtype };
+    const result = output === "gpu"
+      ? { buffer: y, shape: spec.y_shape, dtype: spec.dtype, dispose: () => exec.recycle(y) }
+      : { data, shape: spec.y_shape, dtype: spec.dtype };
     return { y: result, meta };
   }
 

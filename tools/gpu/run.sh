@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
-#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench torch report (default: all)
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench torch report ort breakdown
+#                                        (default: device cases variants tune bench torch report)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,6 +18,7 @@ export NODE=/tmp/gpu/node
 cp .gpu/webgpu/* node_modules/webgpu/
 xz -dc .gpu/dawn.node.xz >node_modules/webgpu/dist/linux-x64/dawn.node
 tar -C build -xJf .gpu/pyodide.tar.xz
+mkdir -p node_modules/onnxruntime-web && tar -C node_modules/onnxruntime-web -xJf .gpu/ort.tar.xz
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/nvidia-smi.txt"
 
 status=0
@@ -41,6 +43,10 @@ for stage in $STAGES; do
            done ;;
     torch) python3 tools/gpu/torch_bench.py --repeats "$REPEATS" --out "$OUT/torch.json" || status=1 ;;
     report) python3 tools/gpu/report.py "$OUT" | tee "$OUT/report.md" ;;
+    ort) python3 -m app bench --tier full --host node --against ort --runs "${RUNS:-20}" --warmup 3 \
+           --out "$OUT/ort-full.json" | tee "$OUT/ort-full.txt" || status=1 ;;
+    breakdown) python3 -m app bench --tier full --host node --breakdown --runs "${RUNS:-20}" \
+                 --out "$OUT/breakdown.json" | tee "$OUT/breakdown.txt" || status=1 ;;
     *) echo "unknown stage $stage" >&2; status=2 ;;
   esac
 done
