@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve [--host] [--port]`, `python -m app setup`, `python -m app export DIR`."""
 from __future__ import annotations
 
 import argparse
@@ -17,6 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--verbose", action="store_true", help="log every request")
     bench = sub.add_parser("bench", help="time bench.json's cases on real WebGPU")
     bench.add_argument("--tier", choices=["small", "full"], default="small")
     bench.add_argument("--host", choices=["browser", "node"], default="browser")
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
                       help="also time every covering variant and record, per shape class, one that beats the "
                            "planner's choice")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
+    export = sub.add_parser("export", help="write the kernel as a static folder (ES module entry exporting getKernel, "
+                                           "Pyodide runtime, package bundle) for any web app to host")
+    export.add_argument("dir")
     args = parser.parse_args(argv)
 
     if args.command == "cases":
@@ -75,11 +79,18 @@ def main(argv: list[str] | None = None) -> int:
 
         print(ensure_pyodide_assets())
         return 0
+    if args.command == "export":
+        from .host.export import main as run_export
+
+        return run_export(args.dir)
     from .host.server import make_server
 
-    server = make_server(args.host, args.port)
+    server = make_server(args.host, args.port, args.verbose)
     print(f"Serving ConvTranspose on WebGPU at http://{args.host}:{server.server_address[1]}/", flush=True)
-    server.serve_forever()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

@@ -4,11 +4,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian: chromium (headless WebGPU on SwiftShader) and the Vulkan loader that Dawn for Node needs.
-if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1; then
-  echo "[setup] installing Debian's chromium and libvulkan1"
+# Debian: chromium (headless WebGPU on SwiftShader), the Vulkan loader that Dawn for Node needs, xz
+# (tools/gpu/pack.sh's test) and venv with ensurepip (the wheel test's fresh virtual environment).
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+ldconfig -p | grep -q libvulkan.so.1 || missing+=(libvulkan1)
+command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
+python3 -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[setup] installing Debian's ${missing[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libvulkan1 >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
 # npm: Dawn for Node (`webgpu`) and the benchmark peer `onnxruntime-web`, pinned with integrity hashes in

@@ -33,8 +33,11 @@ if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
   (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
 fi
 
-tracked=$(git ls-files -z | xargs -0 cat 2>/dev/null | wc -c)
-carried=$(find .gpu .gl -type f -exec cat {} + | wc -c)
+# Bytes of the files NUL-separated on stdin (files that no longer exist count 0).
+sum_bytes() { { xargs -0 -r stat -L -c %s -- 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }'; }
+# What the device call copies: the working tree (tracked and untracked files git does not ignore) + .gpu, .gl.
+tracked=$(git ls-files -z --cached --others --exclude-standard | sum_bytes)
+carried=$(find .gpu .gl -type f -print0 | sum_bytes)
 total=$((tracked + carried))
 printf 'working tree %d MiB + carried %d MiB = %d MiB of %d MiB\n' $((tracked >> 20)) $((carried >> 20)) \
   $((total >> 20)) $((LIMIT >> 20))
