@@ -45,3 +45,23 @@ def test_node_host_compares_with_both_ort_builds_and_breaks_a_call_down(node):
     parts = node.call("breakdown", case, {"runs": 2})
     assert parts["first_call"]["python"]["plan_render_compile_ms"] > 0
     assert "python" not in parts["repeat_cpu"] and parts["repeat_resident"]["total"] > 0
+
+
+def test_bench_against_ort_and_breakdown_command_lines_on_the_node_host(tmp_path):
+    """The README's two H200 commands, run here on one small case (`--bench` picks the file)."""
+    import subprocess
+    import sys
+
+    bench_file = tmp_path / "bench.json"
+    doc = json.loads((TEST_JSON.parent / "bench.json").read_text())
+    doc["cases"] = [dict(c, tier="full") for c in doc["cases"] if c["name"] == "tiny_k3s2"]
+    bench_file.write_text(json.dumps(doc))
+    base = [sys.executable, "-m", "app", "bench", "--tier", "full", "--host", "node", "--bench", str(bench_file)]
+    ort = subprocess.run(base + ["--against", "ort", "--runs", "2", "--warmup", "1"], capture_output=True, text=True,
+                         timeout=600, cwd=TEST_JSON.parent)
+    assert ort.returncode == 0, ort.stderr[-2000:]
+    assert "tiny_k3s2" in ort.stdout and "e2e: geometric mean ours/faster ORT" in ort.stdout, ort.stdout
+    parts = subprocess.run(base + ["--breakdown", "--runs", "3"], capture_output=True, text=True, timeout=600,
+                           cwd=TEST_JSON.parent)
+    assert parts.returncode == 0, parts.stderr[-2000:]
+    assert "repeat_resident" in parts.stdout and "first call in Python" in parts.stdout, parts.stdout

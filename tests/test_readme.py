@@ -20,7 +20,6 @@ FENCE = re.compile(r"```.*?```", re.S)
 # the fixture that runs it, or ".ci/run"). FILE and DIR are placeholders the tests fill with a small case
 # file and a scratch folder. An inline mention may also be the start of a listed command.
 COVERED = {
-    "python3 -m http.server": "tests/test_export.py::static_site",
     "python3 serve.py": "tests/test_readme.py::test_serve_py_serves_the_app",
     "bash tools/test.sh": ".ci/run",
     "pip install '.[browser]'": "tests/test_wheel.py::test_pip_install_from_a_checkout",
@@ -28,6 +27,8 @@ COVERED = {
     "python -m app export DIR": "tests/test_export.py::test_export_command_line",
     "python -m app cases FILE": "tests/test_wheel.py::test_installed_package_runs_a_case_file_in_chromium",
     "python -m app cases FILE --variant all": "tests/test_readme.py::test_cases_with_every_variant",
+    "python -m app bench --tier full --host node --against ort":
+        "tests/test_node_host.py::test_bench_against_ort_and_breakdown_command_lines_on_the_node_host",
 }
 
 
