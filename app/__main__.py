@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--verbose", action="store_true", help="log every request")
     bench = sub.add_parser("bench", help="time bench.json's cases on real WebGPU")
-    bench.add_argument("--tier", choices=["small", "full"], default="small")
+    bench.add_argument("--tier", choices=["small", "full", "large"], default="small")
     bench.add_argument("--host", choices=["browser", "node"], default="browser")
     bench.add_argument("--variants", help="'all' (every covering variant per case) or a comma-separated list; "
                                           "default: the planner's choice")

@@ -7,6 +7,7 @@ and min of N runs, and GFLOP/s counting only the multiply-adds that land in the 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 
 import numpy as np
@@ -36,7 +37,8 @@ def make_inputs(case: dict) -> dict:
 async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: int = 5, warmup: int = 1,
                    repeats: int = 1) -> list[dict]:
     """Rows for one case: the planner's choice when `variants` is None, else each listed variant that covers it.
-    repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs)."""
+    repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs).
+    Every row's y (of the runs it timed) is checked against the reference: a fast wrong kernel cannot win."""
     inputs = make_inputs(case)
     geom, arrays = prepare(**inputs, **case["attributes"])
     flops = 2 * geom.multiply_adds()
@@ -51,33 +53,67 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
             timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats)
         else:
             timing = await time_call(kernel, inputs, case["attributes"], variant, warmup=warmup, runs=runs)
+        y = timing.pop("y")
         rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None, **timing,
                      "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
-                     "flop": flops})
+                     "flop": flops, "check": check(geom, arrays, y)})
     return rows
 
 
 async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1):
-    """(plan, [(wall ms, GPU ms or None)] per run): the plan launched once, timed with its inputs on the GPU
-    and y left there (web/executor.mjs Launch.time), then destroyed."""
+    """(plan, [(wall ms, GPU ms or None)] per run, y): the plan launched once, timed with its inputs on the
+    GPU and y left there (web/executor.mjs Launch.time), y read back once after, then destroyed."""
     gpu = await kernel.gpu.current()
     plan = kernel.plan(geom, variant)
     launch = await gpu.launch(plan, geom)
     try:
-        return plan, await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats)
+        samples = await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats)
+        return plan, samples, await gpu.output(launch, geom)
     finally:
         launch.destroy()
 
 
+def tolerance(dtype: str, reduction: int) -> dict:
+    """What a bench row's y may differ from the float64 reference by. Inputs are U(-1, 1), an output sums
+    R products: float32 accumulation errs like sqrt(R) * eps * |partial sums| (~3e-4 at R = 16384), so
+    atol 2e-6 * R is ~100x that, while a wrong tap or channel moves an output by ~0.1 or more; float16 adds
+    the rounding of y (rtol) and of products (~sqrt(R) * 1.2e-4 typical)."""
+    r = max(1, reduction)
+    if dtype == "float16":
+        return {"atol": 1e-3 + 1e-3 * math.sqrt(r), "rtol": 2e-3}
+    return {"atol": max(1e-5, 2e-6 * r), "rtol": 1e-4}
+
+
+FULL_CHECK_LIMIT = 20_000_000  # multiply-adds up to which the whole output is checked; past it, SAMPLES points
+SAMPLES = 512
+
+
+def check(geom, arrays: dict, y: np.ndarray) -> dict:
+    """{max_abs_err, checked: "all" | "N sampled", ok}: y against the float64 reference of the same inputs."""
+    from .reference import conv_transpose_reference, reference_at, sample_points
+
+    x, w, b = (arrays.get(n) for n in ("x", "w", "b"))
+    if geom.multiply_adds() <= FULL_CHECK_LIMIT:
+        want, got, checked = conv_transpose_reference(geom, x, w, b), y.astype(np.float64), "all"
+    else:
+        points = sample_points(geom, SAMPLES)
+        want, got = reference_at(geom, x, w, b, points), y[tuple(points.T)].astype(np.float64)
+        checked = f"{len(points)} sampled"
+    tol = tolerance(geom.dtype, geom.in_per_group * math.prod(geom.kernel))
+    err = np.abs(got - want)
+    ok = bool(np.all(err <= tol["atol"] + tol["rtol"] * np.abs(want))) if want.size else True
+    return {"max_abs_err": float(err.max()) if err.size else 0.0, "checked": checked, "ok": ok}
+
+
 async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1) -> dict:
     """time_plan's samples summarised: GPU time from timestamp-query where every run has it, else wall."""
-    plan, samples = await time_plan(kernel, geom, arrays, variant, runs, warmup, repeats)
+    plan, samples, y = await time_plan(kernel, geom, arrays, variant, runs, warmup, repeats)
     walls = [wall for wall, _ in samples]
     timed = all(gpu is not None for _, gpu in samples)
     times = [gpu for _, gpu in samples] if timed else walls
     return {"variant": plan.variant, "median_ms": statistics.median(times), "min_ms": min(times),
             "wall_median_ms": statistics.median(walls), "wall_min_ms": min(walls), "repeats": repeats,
-            "source": "timestamp-query" if timed else "wall"}
+            "source": "timestamp-query" if timed else "wall", "y": y}
 
 
 def all_variants() -> list[str]:

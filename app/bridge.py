@@ -348,7 +348,8 @@ async def time_variants(spec, variants, runs: int = 5) -> list[dict]:
         inputs["b"] = rng.uniform(-1, 1, spec["w"][1] * spec.get("attributes", {}).get("group", 1)).astype(np.float32)
     for variant in _plain(variants):
         try:
-            rows.append(await time_call(kernel, inputs, spec.get("attributes", {}), variant, warmup=1, runs=runs))
+            row = await time_call(kernel, inputs, spec.get("attributes", {}), variant, warmup=1, runs=runs)
+            rows.append({k: v for k, v in row.items() if k != "y"})
         except (ConvTransposeError, GpuError) as exc:
             rows.append({"variant": variant, "error": str(exc)})
     return rows

@@ -203,6 +203,14 @@ class Gpu:
         """A numpy array copied into a new GPU buffer (STORAGE | COPY_SRC | COPY_DST) that the caller owns."""
         return GpuTensor(self.executor.upload(to_typed(arr)), tuple(arr.shape), str(arr.dtype))
 
+    async def output(self, launch, geom: ConvGeometry) -> np.ndarray:
+        """y as the launch's last run (a timing one included) left it on the GPU."""
+        try:
+            data = await launch.output()
+        except JsException as exc:
+            raise python_error(exc) from None
+        return from_typed(data, geom.dtype, geom.y_shape)
+
     async def time_launch(self, launch, tensors: dict, warmup: int = 1, runs: int = 5, repeats: int = 1):
         """Benchmarks: [(wall ms, GPU ms or None)] per run, per repetition (web/executor.mjs Launch.time)."""
         args = {name: {"buffer": t.buffer} if isinstance(t, GpuTensor) else {"data": to_typed(t), "constant": True}

@@ -18,4 +18,5 @@ async def time_call(kernel, inputs: dict, attributes: dict, variant: str | None 
             walls.append(wall)
             samples.append(meta["gpu_ms"] if meta["gpu_ms"] is not None else wall)
     return {"variant": meta["variant"], "median_ms": statistics.median(samples), "min_ms": min(samples),
-            "wall_median_ms": statistics.median(walls), "source": "timestamp-query" if meta["gpu_ms"] is not None else "wall"}
+            "wall_median_ms": statistics.median(walls), "source": "timestamp-query" if meta["gpu_ms"] is not None else "wall",
+            "y": out["y"]}

@@ -490,6 +490,23 @@ class Launch {
     return { y: result, meta };
   }
 
+  /** y as the last run left it in the launch's own buffer: benchmarks check what they timed. */
+  async output() {
+    const spec = this.spec, device = this.executor.device;
+    const readback = this.readbacks.pop() ?? this.hold(spec.y_bytes, USAGE.MAP_READ | USAGE.COPY_DST, "readback");
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(this.slot("y"), 0, readback, 0, padded(spec.y_bytes));
+    device.queue.submit([encoder.finish()]);
+    try {
+      await readback.mapAsync(MAP_MODE_READ);
+      const data = new typedFor[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
+      readback.unmap();
+      return data;
+    } finally {
+      this.readbacks.push(readback);
+    }
+  }
+
   /** Benchmarks: the main passes submitted `repeats` times back to back in one command buffer (a real GPU
    * then stays at its working clocks, as inside a model), inputs bound as given (GPU buffers or CPU data
    * written once), y left on the GPU. Per run: wall ms to onSubmittedWorkDone and GPU ms from timestamps,

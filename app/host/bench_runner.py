@@ -72,18 +72,24 @@ def main(tier: str = "small", host: str = "browser", variants: str | None = None
     if out:
         Path(out).write_text(json.dumps(rows, indent=1))
         print(f"wrote {out}")
-    return 0
+    return 1 if any(not r.get("check", {"ok": True})["ok"] for r in rows) else 0
 
 
 def _ours(app, cases, variants, runs, warmup, repeats) -> list[dict]:
     chosen = variants.split(",") if variants and variants != "all" else variants
     rows = []
-    print(f"{'case':28s} {'variant':42s} {'median ms':>10s} {'min ms':>10s} {'GFLOP/s':>9s}", flush=True)
+    print(f"{'case':28s} {'variant':42s} {'median ms':>10s} {'min ms':>10s} {'GFLOP/s':>9s}  check", flush=True)
     for case in cases:
         for row in app.py("bench_rows", case, chosen, runs, warmup, repeats):
             rows.append(row)
+            c = row["check"]
+            verdict = f"ok ({c['checked']}, max err {c['max_abs_err']:.1e})" if c["ok"] else \
+                f"WRONG ({c['checked']}, max err {c['max_abs_err']:.3g})"
             print(f"{row['case']:28s} {row['variant']:42s} {row['median_ms']:10.3f} {row['min_ms']:10.3f} "
-                  f"{row['gflops'] or 0:9.3f}", flush=True)
+                  f"{row['gflops'] or 0:9.3f}  {verdict}", flush=True)
+    wrong = [f"{r['case']} [{r['variant']}]" for r in rows if not r["check"]["ok"]]
+    if wrong:
+        print(f"{len(wrong)} row(s) differ from the reference beyond tolerance: {', '.join(wrong)}")
     return rows
 
 
