@@ -140,8 +140,14 @@ function tensor(name, t) {
     if (bad !== undefined || (Array.isArray(data) && data.length !== data.filter(() => true).length)) {
       throw kernelError("ConvTransposeError", `input '${name}': data must be a flat list of numbers, found ${JSON.stringify(bad ?? null)}`, name);
     }
-    if (dtype === "float16") return null;  // numbers to float16 bits: numpy does it, in Python
-    data = Float32Array.from(data, Number);
+    if (dtype === "float16") {
+      // numbers to float16 bits: Float16Array rounds them as numpy does; without it, numpy does it in Python
+      if (!globalThis.Float16Array) return null;
+      const halves = globalThis.Float16Array.from(data, Number);
+      data = new Uint16Array(halves.buffer, halves.byteOffset, halves.length);
+    } else {
+      data = Float32Array.from(data, Number);
+    }
   } else {
     throw kernelError("ConvTransposeError", `input '${name}': data must be a typed array or a flat list of numbers, got ${data === undefined ? "nothing" : typeof data}`, name);
   }
@@ -187,7 +193,7 @@ let kernels = 0;
  *   kernel({x, w, b?, ...attributes, variant?}, {output?: "cpu" | "gpu", timing?, profile?}) -> {y, meta}
  * Inputs: {data: Float32Array | Uint16Array (float16 bits) | number[], shape, dtype?, constant?} or
  * {buffer: GPUBuffer, shape, dtype?, finite?} on the kernel's device. y: {data, shape, dtype}, or with
- * output "gpu" {buffer, shape, dtype} that the caller owns (destroy it when done).
+ * output "gpu" {buffer, shape, dtype, dispose} that the caller owns (dispose() hands it back for reuse).
  * `device`: the caller's GPUDevice; without it the package opens (and shares) its own.
  */
 export async function getKernel(id, { version = 1, revision = null, limits = null, device = null } = {}) {
@@ -212,12 +218,15 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     return null;
   }
 
-  /** Requests split into pieces past the device's limits run in Python, on numpy arrays. */
+  /** What runs in Python, on numpy arrays: requests split into pieces past the device's limits, and float16
+   * given as plain numbers where JavaScript has no Float16Array. Neither takes GPU tensors. */
   async function slowPath(inputs, output, pieces = null) {
     const resident = INPUTS.find((n) => inputs[n]?.buffer !== undefined);
-    if (pieces && (resident || output === "gpu")) {
-      throw kernelError("ConvTransposeError", `this request runs as ${pieces} pieces (past the device's limits); ` +
-        `GPU-resident tensors and output "gpu" need a request that fits in one piece`, resident ?? "output");
+    if (resident || output === "gpu") {
+      const why = pieces ? `this request runs as ${pieces} pieces (past the device's limits)`
+        : "float16 data given as plain numbers is converted by numpy here (no Float16Array): pass Uint16Array bits";
+      throw kernelError("ConvTransposeError", `${why}; GPU-resident tensors and output "gpu" need a request ` +
+        "that runs on the GPU in one piece", resident ?? "output");
     }
     const result = await callPython("call", pyKernel, pythonRequest(inputs));
     result.y.data = typedArray(result.y.data, result.y.dtype);
