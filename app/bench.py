@@ -12,7 +12,8 @@ import statistics
 import numpy as np
 
 from .errors import ConvTransposeError
-from .kernel import prepare
+from .kernel import validate
+from .split import Unfittable
 from .timing import time_call
 from .variants import VARIANTS
 
@@ -36,32 +37,36 @@ def make_inputs(case: dict) -> dict:
 async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: int = 5, warmup: int = 1,
                    repeats: int = 1) -> list[dict]:
     """Rows for one case: the planner's choice when `variants` is None, else each listed variant that covers it.
-    repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs)."""
-    inputs = make_inputs(case)
-    geom, arrays = prepare(**inputs, **case["attributes"])
+    repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs).
+    The case is validated once and each variant planned once (the plan that decides coverage is the one run)."""
+    attributes = case["attributes"]
+    geom, arrays = validate(**make_inputs(case), **attributes)
     flops = 2 * geom.multiply_adds()
     rows = []
     for variant in variants or [None]:
-        if variant is not None:
-            try:
-                kernel.plan(geom, variant)
-            except ConvTransposeError:
-                continue
+        try:
+            pieces = kernel.pieces(geom, variant)
+        except ConvTransposeError as exc:
+            if variant is None or isinstance(exc, Unfittable):
+                raise
+            continue  # the forced variant does not cover the case
         if repeats > 1:
-            timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats)
+            timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats,
+                                          pieces[0][1] if len(pieces) == 1 else None)
         else:
-            timing = await time_call(kernel, inputs, case["attributes"], variant, warmup=warmup, runs=runs)
+            timing = await time_call(lambda: kernel.call(geom, arrays, attributes, variant, pieces=pieces),
+                                     warmup=warmup, runs=runs)
         rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None, **timing,
                      "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
                      "flop": flops})
     return rows
 
 
-async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1):
-    """(plan, [(wall ms, GPU ms or None)] per run): the plan launched once, timed with its inputs on the GPU
-    and y left there (web/executor.mjs Launch.time), then destroyed."""
+async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1, plan=None):
+    """(plan, [(wall ms, GPU ms or None)] per run): the plan (the caller's, else planned here) launched once,
+    timed with its inputs on the GPU and y left there (web/executor.mjs Launch.time), then destroyed."""
     gpu = await kernel.gpu.current()
-    plan = kernel.plan(geom, variant)
+    plan = plan if plan is not None else kernel.plan(geom, variant)
     launch = await gpu.launch(plan, geom)
     try:
         return plan, await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats)
@@ -69,9 +74,9 @@ async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeat
         launch.destroy()
 
 
-async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1) -> dict:
+async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1, plan=None) -> dict:
     """time_plan's samples summarised: GPU time from timestamp-query where every run has it, else wall."""
-    plan, samples = await time_plan(kernel, geom, arrays, variant, runs, warmup, repeats)
+    plan, samples = await time_plan(kernel, geom, arrays, variant, runs, warmup, repeats, plan)
     walls = [wall for wall, _ in samples]
     timed = all(gpu is not None for _, gpu in samples)
     times = [gpu for _, gpu in samples] if timed else walls
