@@ -13,7 +13,8 @@ import statistics
 import numpy as np
 
 from .errors import ConvTransposeError
-from .kernel import prepare
+from .kernel import validate
+from .split import Unfittable
 from .timing import time_call
 from .variants import VARIANTS
 
@@ -38,21 +39,25 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
                    repeats: int = 1) -> list[dict]:
     """Rows for one case: the planner's choice when `variants` is None, else each listed variant that covers it.
     repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs).
+    The case is validated once and each variant planned once (the plan that decides coverage is the one run).
     Every row's y (of the runs it timed) is checked against the reference: a fast wrong kernel cannot win."""
-    inputs = make_inputs(case)
-    geom, arrays = prepare(**inputs, **case["attributes"])
+    attributes = case["attributes"]
+    geom, arrays = validate(**make_inputs(case), **attributes)
     flops = 2 * geom.multiply_adds()
     rows = []
     for variant in variants or [None]:
-        if variant is not None:
-            try:
-                kernel.plan(geom, variant)
-            except ConvTransposeError:
-                continue
+        try:
+            pieces = kernel.pieces(geom, variant)
+        except ConvTransposeError as exc:
+            if variant is None or isinstance(exc, Unfittable):
+                raise
+            continue  # the forced variant does not cover the case
         if repeats > 1:
-            timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats)
+            timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats,
+                                          pieces[0][1] if len(pieces) == 1 else None)
         else:
-            timing = await time_call(kernel, inputs, case["attributes"], variant, warmup=warmup, runs=runs)
+            timing = await time_call(lambda: kernel.call(geom, arrays, attributes, variant, pieces=pieces),
+                                     warmup=warmup, runs=runs)
         y = timing.pop("y")
         rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None, **timing,
                      "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
@@ -60,11 +65,12 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
     return rows
 
 
-async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1):
-    """(plan, [(wall ms, GPU ms or None)] per run, y): the plan launched once, timed with its inputs on the
-    GPU and y left there (web/executor.mjs Launch.time), y read back once after, then destroyed."""
+async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1, plan=None):
+    """(plan, [(wall ms, GPU ms or None)] per run, y): the plan (the caller's, else planned here) launched once,
+    timed with its inputs on the GPU and y left there (web/executor.mjs Launch.time), y read back once
+    after, then destroyed."""
     gpu = await kernel.gpu.current()
-    plan = kernel.plan(geom, variant)
+    plan = plan if plan is not None else kernel.plan(geom, variant)
     launch = await gpu.launch(plan, geom)
     try:
         samples = await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats)
@@ -105,9 +111,9 @@ def check(geom, arrays: dict, y: np.ndarray) -> dict:
     return {"max_abs_err": float(err.max()) if err.size else 0.0, "checked": checked, "ok": ok}
 
 
-async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1) -> dict:
+async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1, plan=None) -> dict:
     """time_plan's samples summarised: GPU time from timestamp-query where every run has it, else wall."""
-    plan, samples, y = await time_plan(kernel, geom, arrays, variant, runs, warmup, repeats)
+    plan, samples, y = await time_plan(kernel, geom, arrays, variant, runs, warmup, repeats, plan)
     walls = [wall for wall, _ in samples]
     timed = all(gpu is not None for _, gpu in samples)
     times = [gpu for _, gpu in samples] if timed else walls

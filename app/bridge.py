@@ -58,7 +58,7 @@ def entry(fn):
     return wrapped
 
 
-def _split(request) -> tuple[dict, str | None, dict]:
+def _request_parts(request) -> tuple[dict, str | None, dict]:
     """A JS request -> (input tensors, forced variant or None, attributes)."""
     request = _plain(request)
     inputs = {name: dict(request.pop(name)) for name in INPUTS if request.get(name) is not None}
@@ -124,7 +124,7 @@ def device_info(kernel) -> dict:
 @entry
 async def call(kernel, request) -> dict:
     """request: {x: {data, shape[, dtype]}, w: ..., b?: ..., variant?: str, <attribute>: value}."""
-    inputs, variant, attributes = _split(request)
+    inputs, variant, attributes = _request_parts(request)
     out = await kernel(**inputs, variant=variant, **attributes)
     y = out["y"]
     return {"y": {"data": y.tobytes(), "shape": list(y.shape), "dtype": str(y.dtype)}, "meta": out["meta"]}
@@ -145,11 +145,11 @@ async def run_loaded_case(kernel, index: int, variant=None) -> dict:
 @entry
 def reference(request) -> dict:
     """The float64 CPU reference for the page's "check against CPU" button."""
-    from .kernel import prepare
+    from .kernel import validate
     from .reference import conv_transpose_reference
 
-    inputs, _, attributes = _split(request)
-    geom, arrays = prepare(**inputs, **attributes)
+    inputs, _, attributes = _request_parts(request)
+    geom, arrays = validate(**inputs, **attributes)
     y = conv_transpose_reference(geom, arrays["x"], arrays["w"], arrays.get("b"))
     return {"data": y.astype(np.float64).tobytes(), "shape": list(y.shape)}
 
@@ -172,17 +172,17 @@ def preview(request) -> dict:
 def validate(kernel, request) -> dict:
     """Everything the kernel would refuse, data and forced variant included, without GPU work:
     {} when the request would run, else {"error", "field"} ("x_data" etc. for data that does not fit)."""
-    from .kernel import prepare
+    from .kernel import validate as validate_request
     from .tensors import as_array
 
-    inputs, variant, attributes = _split(request)
+    inputs, variant, attributes = _request_parts(request)
     for name, tensor in inputs.items():
         try:
             as_array(name, tensor)
         except ConvTransposeError as exc:
             return {"error": str(exc), "field": f"{name}_data"}
     try:
-        geom, _ = prepare(**inputs, **attributes)
+        geom, _ = validate_request(**inputs, **attributes)
     except ConvTransposeError as exc:
         return {"error": str(exc), "field": exc.field}
     try:
@@ -251,14 +251,14 @@ def load_bench(text: str, tier: str) -> list[dict]:
 async def tune_loaded(kernel, text: str, indices, runs: int = 3, progress=None) -> dict:
     """Tunes the loaded bench cases at `indices` on this adapter (tile grids from bench.json's text, and the
     variant per shape class) and applies the table to this session; returns it for the page to show."""
-    from . import tuned, tuning
+    from . import tuner, tuning_tables
 
     chosen = [_bench_cases[i] for i in _plain(indices)]
-    table = await tuning.tune(kernel, chosen, progress=progress, runs=runs, grid_for=tuning.grids(text),
+    table = await tuner.tune(kernel, chosen, progress=progress, runs=runs, grid_for=tuner.grids(text),
                               choose_variants=True)
-    tuned.use_table(table)
+    tuning_tables.use_table(table)
     kernel.gpu.release_caches()  # launches planned under the old table
-    return {"table": table, "file": tuned.file_name(kernel.gpu.caps)}
+    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps)}
 
 
 @entry
@@ -310,12 +310,12 @@ def bench_inputs(case) -> dict:
 @entry
 def bench_error(case, y) -> float:
     """Max abs difference of a y (float32 bytes or typed array) from the float64 reference of the case."""
-    from .kernel import prepare
+    from .kernel import validate
     from .reference import conv_transpose_reference
 
     case = _plain(case)
     arrays = bench.make_inputs(case)
-    geom, arrays = prepare(**arrays, **case["attributes"])
+    geom, arrays = validate(**arrays, **case["attributes"])
     want = conv_transpose_reference(geom, *(arrays.get(n) for n in INPUTS))
     got = np.frombuffer(bytes(_plain(y)), dtype=np.float32)
     if got.size != want.size:
@@ -325,14 +325,14 @@ def bench_error(case, y) -> float:
 
 @entry
 async def tune(text: str, tier: str, names=None, runs: int = 3, repeats: int = 1, choose: bool = False) -> dict:
-    from . import tuned, tuning
+    from . import tuner, tuning_tables
 
     kernel = await _kernel()
     cases = [c for c in bench.load(text, tier) if not names or c["name"] in _plain(names)]
     lines: list[str] = []
-    table = await tuning.tune(kernel, cases, progress=lines.append, runs=runs, grid_for=tuning.grids(text),
+    table = await tuner.tune(kernel, cases, progress=lines.append, runs=runs, grid_for=tuner.grids(text),
                               repeats=repeats, choose_variants=choose)
-    return {"table": table, "file": tuned.file_name(kernel.gpu.caps), "lines": lines}
+    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps), "lines": lines}
 
 
 @entry
@@ -348,7 +348,8 @@ async def time_variants(spec, variants, runs: int = 5) -> list[dict]:
         inputs["b"] = rng.uniform(-1, 1, spec["w"][1] * spec.get("attributes", {}).get("group", 1)).astype(np.float32)
     for variant in _plain(variants):
         try:
-            row = await time_call(kernel, inputs, spec.get("attributes", {}), variant, warmup=1, runs=runs)
+            row = await time_call(lambda: kernel(**inputs, variant=variant, **spec.get("attributes", {})),
+                                  warmup=1, runs=runs)
             rows.append({k: v for k, v in row.items() if k != "y"})
         except (ConvTransposeError, GpuError) as exc:
             rows.append({"variant": variant, "error": str(exc)})

@@ -1,7 +1,7 @@
 """The GPU layer: the only module that talks to WebGPU (through Pyodide's JS interop).
 
 It opens a device (optional features when offered, limits raised to the adapter's) or adopts the caller's,
-renders and compiles a Plan's passes once and hands them to the executor (web/executor.mjs) as a launch;
+renders and compiles a configured Launch's passes (app/launch.py) once and hands them to the executor (web/executor.mjs) as a launch;
 the executor runs every call and every timing. Errors the executor raises come back as GpuError or
 ConvTransposeError. Everything above this module is plain Python and numpy.
 """
@@ -13,7 +13,7 @@ from pyodide.ffi import JsException, to_js
 
 from .caps import DEFAULT_LIMITS, DeviceCaps, matrix_configs
 from .errors import ConvTransposeError, GpuError
-from .plan import Plan
+from .launch import Launch, bindings_params
 from .render import NONFINITE_CHECK, render
 from .shapes import ConvGeometry
 from .split import buffer_bytes
@@ -142,8 +142,8 @@ class Gpu:
     def cached(self, signature: str):
         return self.executor.cached(signature)
 
-    async def launch(self, plan: Plan, geom: ConvGeometry, signature: str | None = None):
-        """Compiles the plan's passes (pipelines cached by template + structural parameters) and hands the
+    async def launch(self, plan: Launch, geom: ConvGeometry, signature: str | None = None):
+        """Compiles the configured launch's passes (pipelines cached by template + structural parameters) and hands the
         executor a launch; cached under `signature` (None: the caller destroys it after use)."""
         async def passes(dispatches):
             out = []
@@ -158,11 +158,13 @@ class Gpu:
             return out
 
         sizes = buffer_bytes(geom)
-        bound = {n for d in plan.prepare + plan.dispatches for n in d.bindings}
+        bound = {n for d in plan.weight_passes + plan.dispatches for n in d.bindings}
         finite_only = plan.variant in VARIANTS and bool(VARIANTS[plan.variant].conditions.get("finite_data"))
         check = None
         if finite_only:
-            params = {"dtype": geom.dtype, "workgroup_size": CHECK_WORKGROUP}
+            # Bound by the executor as (data, flag, the word count): declared here like any pass.
+            params = {"dtype": geom.dtype, "workgroup_size": CHECK_WORKGROUP} | bindings_params(
+                ("data",), ("flag",), ("words",))
             check = await self.executor.pipeline(f"{NONFINITE_CHECK}|{sorted(params.items())!r}",
                                                  render(NONFINITE_CHECK, params), "nonfinite_check")
         spec = {"variant": plan.variant, "reason": plan.reason, "dtype": geom.dtype,
@@ -170,7 +172,7 @@ class Gpu:
                 "y_shape": list(geom.y_shape), "y_bytes": sizes["y"],
                 "inputs": {n: sizes[n] for n in ("x", "w", "b") if n in bound},
                 "scratch": dict(plan.scratch), "prepared": dict(plan.prepared),
-                "prepare": await passes(plan.prepare), "passes": await passes(plan.dispatches)}
+                "prepare": await passes(plan.weight_passes), "passes": await passes(plan.dispatches)}
         if signature is not None and (made := self.executor.cached(signature)) is not None:
             return made  # a concurrent first call of the same signature finished first: share its launch
         return self.executor.launch(_js(spec), signature)
@@ -191,8 +193,8 @@ class Gpu:
             return GpuTensor(y.buffer, tuple(y.shape.to_py()), str(y.dtype)), gpu_ms
         return from_typed(y.data, str(y.dtype), tuple(y.shape.to_py())), gpu_ms
 
-    async def execute(self, plan: Plan, geom: ConvGeometry, inputs: dict) -> tuple[np.ndarray, float | None]:
-        """One uncached run of a plan (a piece of a split request): launched, run, destroyed."""
+    async def execute(self, plan: Launch, geom: ConvGeometry, inputs: dict) -> tuple[np.ndarray, float | None]:
+        """One uncached run of a configured launch (a piece of a split request): launched, run, destroyed."""
         launch = await self.launch(plan, geom)
         try:
             return await self.run(launch, {n: a for n, a in inputs.items() if n in launch.spec.inputs.to_py()})

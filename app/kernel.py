@@ -1,20 +1,24 @@
-"""The callable kernel: request -> validated geometry -> plan -> launch (cached per signature) -> result."""
+"""The callable kernel: request -> validated geometry (`validate`) -> configured launch (app/planner.py, split
+past the device's limits) -> executor launch (app/gpu.py, cached per call signature) -> result.
+
+Callers that validate and plan a request themselves (case runner, bench, tuner, fuzzer) hand the geometry
+and pieces to `ConvTransposeKernel.call`, so a request is validated and planned once."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 import numpy as np
 
-from . import contract, planner, tuned
+from . import contract, planner, tuning_tables
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
-from .split import run_pieces, split
+from .split import plan_pieces, run_pieces
 from .tensors import GpuTensor, all_finite, as_array
 
 OUTPUTS = ("cpu", "gpu")
 
 
-def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict]:
+def validate(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict]:
     """Validates a request (no GPU involved) and returns its geometry and the inputs: numpy arrays, or
     GpuTensors as given (their data is not read: they count as finite unless marked `finite=False`)."""
     arrays = {"x": x, "w": w} | ({"b": b} if b is not None else {})
@@ -32,7 +36,7 @@ def signature(arrays: dict, attributes: dict, variant: str | None, finite: bool)
     """What decides a call's launch: shapes, dtypes, attributes as given, forced variant, finiteness, and
     the tuning tables in use."""
     return repr(([(n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items()],
-                 sorted(attributes.items()), variant, finite, tuned.planning_state()))
+                 sorted(attributes.items()), variant, finite, tuning_tables.planning_state()))
 
 
 class ConvTransposeKernel:
@@ -40,7 +44,9 @@ class ConvTransposeKernel:
     -> {"y": ndarray (or GpuTensor with output="gpu"), "meta": {...}}."""
 
     def __init__(self, gpu):
-        self.gpu = gpu  # a DeviceHandle (app/device.py)
+        # A DeviceHandle (app/device.py): the current Gpu, reopened after a loss, and the (capped) caps to plan
+        # with. Named `gpu` because callers and the README use kernel.gpu.memory() and its counters.
+        self.gpu = gpu
 
     def plan(self, geom: ConvGeometry, variant: str | None = None):
         missing = [f for f in contract.dtype_features()[geom.dtype] if not self.gpu.caps.has(f)]
@@ -50,16 +56,17 @@ class ConvTransposeKernel:
 
     def pieces(self, geom: ConvGeometry, variant: str | None = None):
         """The request's plan, split into pieces past the device's buffer or dispatch limits (app/split.py)."""
-        return split(geom, self.gpu.caps, lambda piece: self.plan(piece, variant))
+        return plan_pieces(geom, self.gpu.caps, lambda piece: self.plan(piece, variant))
 
-    async def launch(self, geom: ConvGeometry, variant: str | None, key: str):
-        """(launch, pieces): the executor's launch cached under `key`, or None when the request runs as
-        several pieces (or has an empty output); planned and compiled only on the signature's first call."""
+    async def launch(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None):
+        """(executor launch, pieces): the launch cached under `key`, or None when the request runs as
+        several pieces (or has an empty output); planned (unless `pieces` are given) and compiled only on
+        the signature's first call."""
         gpu = await self.gpu.current()
         launch = gpu.cached(key)
         if launch is not None:
             return launch, None
-        pieces = self.pieces(geom, variant)
+        pieces = pieces if pieces is not None else self.pieces(geom, variant)
         if len(pieces) > 1 or geom.y_size == 0:
             return None, pieces
         return await gpu.launch(pieces[0][1], geom, key), pieces
@@ -68,10 +75,18 @@ class ConvTransposeKernel:
                        **attributes) -> dict:
         if output not in OUTPUTS:
             raise ConvTransposeError(f"output must be one of {list(OUTPUTS)}, got {output!r}", "output")
-        geom, arrays = prepare(x, w, b, **attributes)
+        geom, arrays = validate(x, w, b, **attributes)
+        return await self.call(geom, arrays, attributes, variant, output, timing)
+
+    async def call(self, geom: ConvGeometry, arrays: dict, attributes: dict, variant: str | None = None,
+                   output: str = "cpu", timing: bool = False, pieces=None) -> dict:
+        """A validated request (`validate`'s geometry and arrays, the attributes as given); `pieces`: the
+        caller's own `self.pieces(geom, variant)`, so that it is not planned twice."""
+        if output not in OUTPUTS:
+            raise ConvTransposeError(f"output must be one of {list(OUTPUTS)}, got {output!r}", "output")
         resident = [n for n, a in arrays.items() if isinstance(a, GpuTensor)]
         key = f"py{id(self)}:" + signature(arrays, attributes, variant, geom.finite_data)
-        launch, pieces = await self.launch(geom, variant, key)
+        launch, pieces = await self.launch(geom, variant, key, pieces)
         gpu = await self.gpu.current()
         if launch is None:
             plan = pieces[0][1]

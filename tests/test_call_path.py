@@ -4,7 +4,7 @@ fields, constant weights, and non-finite data on a cached signature."""
 import numpy as np
 import pytest
 
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 
 from .browser_session import run_python
@@ -23,7 +23,7 @@ def js(page, body: str, arg=None):
 
 
 def reference(x, w, b=None, **attrs):
-    return conv_transpose_reference(prepare(x, w, b, **attrs)[0], x, w, b)
+    return conv_transpose_reference(validate(x, w, b, **attrs)[0], x, w, b)
 
 
 def test_a_chain_of_two_calls_kept_on_the_gpu_matches_the_reference(page):
@@ -189,7 +189,7 @@ def test_python_api_keeps_tensors_on_the_gpu(page):
     out = run_python(page, """
 import numpy as np, app
 from app.tensors import GpuTensor
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 rng = np.random.default_rng(5)
@@ -198,8 +198,8 @@ w1 = rng.standard_normal((3, 4, 2, 2)).astype(np.float32)
 w2 = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
 mid = await kernel(x=await kernel.upload(x), w=w1, strides=[2, 2], output="gpu")
 end = await kernel(x=mid["y"], w=w2, pads=[1, 1, 1, 1], timing=True)
-m = conv_transpose_reference(prepare(x, w1, strides=[2, 2])[0], x, w1).astype(np.float32)
-want = conv_transpose_reference(prepare(m, w2, pads=[1, 1, 1, 1])[0], m, w2)
+m = conv_transpose_reference(validate(x, w1, strides=[2, 2])[0], x, w1).astype(np.float32)
+want = conv_transpose_reference(validate(m, w2, pads=[1, 1, 1, 1])[0], m, w2)
 mid["y"].buffer.destroy()
 try:
     await kernel(x=GpuTensor(mid["y"].buffer, (1, 3, 6, 6)), w=w1, output="cpu")

@@ -14,7 +14,7 @@ import pytest
 
 from app import bench
 from app.host.server import ORT_DIST, ROOT
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 from tests.browser_session import run_python
 
@@ -35,7 +35,7 @@ process.stdout.write(Buffer.from(bytes).toString("base64"));
 
 def reference(case):
     inputs = bench.make_inputs(case)
-    geom, arrays = prepare(**inputs, **case["attributes"])
+    geom, arrays = validate(**inputs, **case["attributes"])
     return inputs, conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
 
 
@@ -133,7 +133,7 @@ def test_ort_refusing_3d_is_an_error_result_not_a_crash(page, ep):
 
 TUNE_SMALL = """
 import json
-from app import get_kernel, tuning
+from app import get_kernel, tuner
 kernel = await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 3}
 cases = [
@@ -146,7 +146,7 @@ cases = [
     {"name": "phase1d", "tier": "t", "x": [2, 10, 37], "w": [10, 6, 5], "bias": True,
      "attributes": {"strides": [3], "pads": [1, 2], "output_padding": [1]}, "fill": fill},
 ]
-table = await tuning.tune(kernel, cases, runs=1)
+table = await tuner.tune(kernel, cases, runs=1)
 json.dumps(table)
 """
 

@@ -10,10 +10,10 @@
 // Medians of `runs` rounds after `warmup`. Our y is checked against the float64 reference (Python), each
 // ORT build's y against ours.
 import { callPython, getKernel } from "./boot.mjs";
+import { KERNEL_ID } from "./contract.mjs";
 import { convTransposeModel } from "./onnx-convtranspose.mjs";
 import { caseInputs, loadOrt, passTimer } from "./ort-bench.mjs";
 
-const KERNEL_ID = "webgpu-kernels/ai.onnx.ConvTranspose";
 const STORAGE = 0x80, COPY_SRC = 0x4, COPY_DST = 0x8;
 const now = () => performance.now();
 const median = (xs) => { const s = xs.filter((v) => v != null).sort((a, b) => a - b); const m = s.length >> 1;

@@ -1,5 +1,5 @@
 """`python -m app tune`: measures the tuning table for the adapter of headless Chromium (or Node with Dawn)
-on bench.json's tuning cases and writes it under tuning/, named after the adapter (app/tuned.py reads it)."""
+on bench.json's tuning cases and writes it under tuning/, named after the adapter (app/tuning_tables.py reads it)."""
 from __future__ import annotations
 
 import json
