@@ -3,7 +3,7 @@ sizes), so a fast wrong kernel cannot win a benchmark."""
 import numpy as np
 
 from app import bench
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 
 
@@ -11,7 +11,7 @@ def _request():
     rng = np.random.default_rng(3)
     x = rng.uniform(-1, 1, (1, 8, 6, 6)).astype(np.float32)
     w = rng.uniform(-1, 1, (8, 4, 4, 4)).astype(np.float32)
-    geom, arrays = prepare(x, w, strides=[2, 2], pads=[1, 1, 1, 1])
+    geom, arrays = validate(x, w, strides=[2, 2], pads=[1, 1, 1, 1])
     return geom, arrays, conv_transpose_reference(geom, x, w).astype(np.float32)
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from app.host.export import ENTRY, MARK, export
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 
 HOST_PAGE = Path(__file__).parent / "export_host" / "index.html"
@@ -112,7 +112,7 @@ def test_exported_folder_runs_in_a_foreign_page_with_its_own_device(static_site,
                        for name, t in (("x", x), ("w", w), ("b", b)) if t is not None}
             got = host.evaluate("([request, resident]) => window.hostRun(request, resident)",
                                 [{**tensors, **attrs}, resident])
-            geom, _ = prepare(x, w, b, **attrs)
+            geom, _ = validate(x, w, b, **attrs)
             want = conv_transpose_reference(geom, x, w, b)
             assert got["shape"] == list(want.shape) and got["dtype"] == "float32"
             np.testing.assert_allclose(np.array(got["y"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)

@@ -26,7 +26,7 @@ import numpy as np
 import app, app.variants
 from app import contract, metadata
 from app.caps import DeviceCaps
-from app.kernel import prepare
+from app.kernel import validate
 from app.planner import plan
 from app.reference import conv_transpose_reference
 from app.render import render
@@ -37,11 +37,11 @@ assert contract.ROOT == resources.files("app") / "_data"
 shipped = json.loads((resources.files("app") / "_data" / "metadata.json").read_text())
 assert metadata.build() == shipped                            # the installed templates are the ones described
 x = np.ones((1, 2, 3, 3), np.float32); w = np.ones((2, 3, 3, 3), np.float32)
-geom, _ = prepare(x, w, None, strides=[2, 2])
+geom, _ = validate(x, w, None, strides=[2, 2])
 y = conv_transpose_reference(geom, x, w, None)
 assert y.shape == (1, 3, 7, 7) and y.max() == 8.0, (y.shape, y.max())
 chosen = plan(geom, DeviceCaps())
-wgsl = [render(d.template, d.params) for d in chosen.prepare + chosen.dispatches]
+wgsl = [render(d.template, d.params) for d in chosen.weight_passes + chosen.dispatches]
 print(chosen.variant in app.variants.VARIANTS, all("@compute" in code for code in wgsl))
 """
 
