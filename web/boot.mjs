@@ -38,7 +38,9 @@ async function boot({ base, loadPyodide, readBytes = fetchBytes, progress = () =
   progress("Loading the ConvTranspose package…");
   pyodide.unpackArchive(await readBytes(`${base}bundle.zip`), "zip", { extractDir: "/home/pyodide/convtranspose" });
   pyodide.registerJsModule("convtranspose_executor", executorModule);
-  pyodide.runPython("import sys; sys.path.insert(0, '/home/pyodide/convtranspose')");
+  const sys = pyodide.pyimport("sys");
+  sys.path.insert(0, "/home/pyodide/convtranspose");
+  sys.destroy();
   const bridge = pyodide.pyimport("app.bridge");
   booted = { pyodide, bridge };
   return { pyodide, bridge, loadMs: performance.now() - started };
