@@ -75,7 +75,12 @@ export class Executor {
   outputBuffer(size) {
     const spare = this.spareOutputs.get(padded(size))?.pop();
     if (spare) { this.live -= spare.size; return spare; }
-    return this.buffer(size, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" });
+    this.device.pushErrorScope("out-of-memory");
+    const buf = this.buffer(size, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" });
+    this.device.popErrorScope().then((error) => {
+      if (error) this.deferred ??= `allocating y (${size} bytes): WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`;
+    }, () => {});
+    return buf;
   }
 
   /** y.dispose(): the caller is done with an output buffer; kept for the next output of its size. */
@@ -247,6 +252,7 @@ class Launch {
     this.querySet?.destroy();
     this.buffers = {}; this.readbacks = []; this.stampReads = []; this.flagReads = []; this.checks = {};
     this.flag = null; this.groups.clear();
+    for (const p of [...this.prepare, ...this.passes]) p.lastBound = p.lastGroup = null;
     this.bytes = 0;
   }
 
@@ -263,30 +269,41 @@ class Launch {
     return this.buffers[name];
   }
 
-  /** The buffers of one call: caller GPU buffers checked, CPU data written into launch-owned buffers.
-   * Constant CPU data ({data, constant: true}) is written once while the same typed array comes back;
-   * prepared weight layouts are kept while the same constant array or GPUBuffer comes back as w. */
-  async bind(tensors, output, profile) {
+  /** The caller's GPU buffers, checked before any GPU work: big enough, STORAGE usage, and (once per
+   * buffer, awaited) bindable on this device. */
+  async checkInputs(tensors) {
+    const spec = this.spec, exec = this.executor;
+    const unchecked = [];
+    for (const [name, nbytes] of Object.entries(spec.inputs)) {
+      const buf = tensors[name].buffer;
+      if (!buf) continue;
+      if (buf.size < nbytes) {
+        throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer holds ${buf.size} bytes but shape ` +
+          `${JSON.stringify(tensors[name].shape)} (${spec.dtype}) needs ${nbytes}`, name);
+      }
+      if (buf.usage !== undefined && !(buf.usage & USAGE.STORAGE)) {
+        throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer lacks GPUBufferUsage.STORAGE ` +
+          `(usage ${buf.usage}); create it with STORAGE to bind it`, name);
+      }
+      if (!exec.ours.has(buf) && !exec.checked.has(buf)) unchecked.push([name, buf]);
+    }
+    if (unchecked.length) await this.checkDevice(unchecked);
+  }
+
+  /** The buffers of one call (synchronous, so that a call's error scopes never interleave with another's):
+   * caller GPU buffers as they are, CPU data written into launch-owned buffers. Constant CPU data
+   * ({data, constant: true}) is written once while the same typed array comes back; prepared weight
+   * layouts are kept while the same constant array or GPUBuffer comes back as w. */
+  bind(tensors, output, profile) {
     const spec = this.spec, exec = this.executor;
     const bound = { ...this.buffers };
-    const unchecked = [];
     const w = tensors.w;
     const weights = w.buffer ?? (w.constant ? w.data : null);
     const prepare = this.prepare.length > 0 && (weights === null || this.weightsFrom !== weights);
-    for (const [name, nbytes] of Object.entries(spec.inputs)) {
+    for (const name of Object.keys(spec.inputs)) {
       const t = tensors[name];
       if (t.buffer) {
-        const buf = t.buffer;
-        if (buf.size < nbytes) {
-          throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer holds ${buf.size} bytes but shape ` +
-            `${JSON.stringify(t.shape)} (${spec.dtype}) needs ${nbytes}`, name);
-        }
-        if (buf.usage !== undefined && !(buf.usage & USAGE.STORAGE)) {
-          throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer lacks GPUBufferUsage.STORAGE ` +
-            `(usage ${buf.usage}); create it with STORAGE to bind it`, name);
-        }
-        if (!exec.ours.has(buf) && !exec.checked.has(buf)) unchecked.push([name, buf]);
-        bound[name] = buf;
+        bound[name] = t.buffer;
         continue;
       }
       bound[name] = this.slot(name);
@@ -295,7 +312,6 @@ class Launch {
       this.constants[name] = t.constant ? t.data : null;
     }
     if (profile) profile.upload = now();
-    if (unchecked.length) await this.checkDevice(unchecked);
     const y = output === "gpu" ? exec.outputBuffer(spec.y_bytes) : this.slot("y");
     bound.y = y;
     return { bound, prepare, weights, y };
@@ -338,6 +354,9 @@ class Launch {
   }
 
   group(p, bound) {
+    // the hot path binds what it bound last time: compare before building a key
+    const last = p.lastBound;
+    if (last && p.bindings.every((n, j) => last[j] === bound[n])) return p.lastGroup;
     const key = p.bindings.map((n) => idOf(bound[n])).join(",");
     let g = this.groups.get(key);
     if (!g) {
@@ -347,6 +366,8 @@ class Launch {
       if (this.groups.size >= 8) this.groups.delete(this.groups.keys().next().value);
       this.groups.set(key, g);
     }
+    p.lastBound = p.bindings.map((n) => bound[n]);
+    p.lastGroup = g;
     return g;
   }
 
@@ -387,10 +408,18 @@ class Launch {
       exec.deferred = null;
       throw kernelError("GpuError", `an earlier call that kept y on the GPU failed: ${message}`);
     }
-    const { bound, prepare, weights, y } = await this.bind(tensors, output, profile);
+    // A call that waits anyway (y or timestamps to read, or a launch's first run, which creates its buffers)
+    // runs in validation and out-of-memory error scopes and waits for them too. A resident call that does
+    // not wait scopes its submission for validation only (it allocates nothing, but for a new y, which is
+    // scoped on its own) and leaves the verdict to the next call, which throws it.
+    await this.checkInputs(tensors);
+    // From here to the submission nothing awaits.
+    const stamps = exec.timed && (timing || output === "cpu");
+    const scoped = !this.submitted || output === "cpu" || stamps;
+    if (scoped) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
+    const { bound, prepare, weights, y } = this.bind(tensors, output, profile);
     exec.executions += 1;
     const passes = prepare ? [...this.prepare, ...this.passes] : this.passes;
-    const stamps = exec.timed && (timing || output === "cpu");
     const stampBytes = stamps ? 8 * this.stampCount : 0;
     const encoder = device.createCommandEncoder();
     // Data uploaded from the CPU, on a variant exact only for finite data, with y read back anyway: the
@@ -423,17 +452,14 @@ class Launch {
       encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
       encoder.copyBufferToBuffer(this.resolved, 0, stampRead, 0, stampBytes);
     }
-    // Every submission runs inside validation and out-of-memory error scopes. A call that waits anyway (y or
-    // timestamps to read, or a launch's first submission) waits for them too; a resident call that does
-    // not wait leaves their verdict to the next call, which throws it.
-    const scoped = !this.submitted || readback || stampRead;
-    device.pushErrorScope("out-of-memory");
-    device.pushErrorScope("validation");
-    device.queue.submit([encoder.finish()]);
-    const verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]);  // popped at once: calls interleave
-    if (!scoped) {
-      verdict.then(([validation, oom]) => {
-        const error = validation ?? oom;
+    let verdict;
+    if (scoped) {
+      device.queue.submit([encoder.finish()]);
+      verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]);  // popped at once: calls interleave
+    } else {
+      device.pushErrorScope("validation");
+      device.queue.submit([encoder.finish()]);
+      device.popErrorScope().then((error) => {
         if (error) exec.deferred ??= `variant ${this.variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`;
       }, () => {});
     }
@@ -514,7 +540,8 @@ class Launch {
   async time(tensors, { warmup = 1, runs = 5, repeats = 1 } = {}) {
     const exec = this.executor, device = exec.device;
     if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
-    const { bound, prepare, weights } = await this.bind(tensors, "cpu", null);
+    await this.checkInputs(tensors);
+    const { bound, prepare, weights } = this.bind(tensors, "cpu", null);
     device.pushErrorScope("validation");
     if (prepare) {
       const encoder = device.createCommandEncoder();
