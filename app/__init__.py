@@ -28,9 +28,12 @@ async def _shared_gpu():
     return _gpu
 
 
-async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = None, limits: dict | None = None):
-    """The kernel. `limits` caps the device limits the package plans with (names in app.device.CAPPABLE):
-    requests past them are split into pieces (app/split.py); tests use it to split tiny tensors."""
+async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = None, limits: dict | None = None,
+                     device=None):
+    """The kernel. `device`: the caller's GPUDevice (its features and limits are what the kernel plans with;
+    GPU-resident tensors must live on it); without it, one device the package opens and shares.
+    `limits` caps the device limits the package plans with (names in app.device.CAPPABLE): requests past
+    them are split into pieces (app/split.py); tests use it to split tiny tensors."""
     if kernel_id != contract.kernel_id():
         raise KernelNotFoundError(f"unknown kernel {kernel_id!r}; this package provides {contract.kernel_id()!r}")
     if version != contract.contract_version():
@@ -46,4 +49,20 @@ async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = No
     from .kernel import ConvTransposeKernel
 
     check_limits(limits)
+    if device is not None:
+        return ConvTransposeKernel(DeviceHandle(_adopted(device), None, limits))
     return ConvTransposeKernel(DeviceHandle(await _shared_gpu(), _shared_gpu, limits))
+
+
+_adopted_gpus: list = []  # (GPUDevice, Gpu): kernels on the same caller device share one executor
+
+
+def _adopted(device):
+    from .gpu import Gpu
+
+    for known, gpu in _adopted_gpus:
+        if known == device and not gpu.lost_reason:
+            return gpu
+    gpu = Gpu.adopt(device)
+    _adopted_gpus[:] = [(d, g) for d, g in _adopted_gpus if not g.lost_reason] + [(device, gpu)]
+    return gpu

@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app wgsl`, `python -m app serve`, `python -m app setup`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve [--host] [--port]`, `python -m app setup`, `python -m app wgsl`, `python -m app export DIR`."""
 from __future__ import annotations
 
 import argparse
@@ -20,8 +20,9 @@ def main(argv: list[str] | None = None) -> int:
     serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--verbose", action="store_true", help="log every request")
     bench = sub.add_parser("bench", help="time bench.json's cases on real WebGPU")
-    bench.add_argument("--tier", choices=["small", "full"], default="small")
+    bench.add_argument("--tier", choices=["small", "full", "large"], default="small")
     bench.add_argument("--host", choices=["browser", "node"], default="browser")
     bench.add_argument("--variants", help="'all' (every covering variant per case) or a comma-separated list; "
                                           "default: the planner's choice")
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--against", choices=["ort"], help="also time onnxruntime-web (both WebGPU builds) on each "
                                                            "case in the same page, and compare")
     bench.add_argument("--plot", help="with --against ort: write a PNG chart of ours vs ORT per case here")
+    bench.add_argument("--breakdown", action="store_true",
+                       help="print where a call's time goes (first and repeat calls; CPU data and GPU-resident)")
     bench.add_argument("--out", help="write the rows as JSON here")
     bench.add_argument("--bench", help="a bench file other than bench.json")
     device = sub.add_parser("device", help="print the WebGPU adapter's info, features and limits as the package sees them")
@@ -53,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
     sub.add_parser("wgsl", help="render every shader the variants can ask for and compile each with Tint (Dawn for "
                                 "Node) and naga (wgpu-py); exit 1 on any rejection or warning")
+    export = sub.add_parser("export", help="write the kernel as a static folder (ES module entry exporting getKernel, "
+                                           "Pyodide runtime, package bundle) for any web app to host")
+    export.add_argument("dir")
     args = parser.parse_args(argv)
 
     if args.command == "cases":
@@ -65,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         from .host.bench_runner import main as run_bench
 
         return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench, args.against,
-                         args.plot, args.warmup, args.repeats)
+                         args.plot, args.warmup, args.repeats, args.breakdown)
     if args.command == "tune":
         from .host.tune_runner import main as run_tune
 
@@ -84,11 +90,18 @@ def main(argv: list[str] | None = None) -> int:
 
         print(ensure_pyodide_assets())
         return 0
+    if args.command == "export":
+        from .host.export import main as run_export
+
+        return run_export(args.dir)
     from .host.server import make_server
 
-    server = make_server(args.host, args.port)
+    server = make_server(args.host, args.port, args.verbose)
     print(f"Serving ConvTranspose on WebGPU at http://{args.host}:{server.server_address[1]}/", flush=True)
-    server.serve_forever()
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
     return 0
 
 

@@ -7,12 +7,14 @@ and min of N runs, and GFLOP/s counting only the multiply-adds that land in the 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 
 import numpy as np
 
 from .errors import ConvTransposeError
-from .kernel import prepare
+from .kernel import validate
+from .split import Unfittable
 from .timing import time_call
 from .variants import VARIANTS
 
@@ -36,58 +38,88 @@ def make_inputs(case: dict) -> dict:
 async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: int = 5, warmup: int = 1,
                    repeats: int = 1) -> list[dict]:
     """Rows for one case: the planner's choice when `variants` is None, else each listed variant that covers it.
-    repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs)."""
-    inputs = make_inputs(case)
-    geom, arrays = prepare(**inputs, **case["attributes"])
+    repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs).
+    The case is validated once and each variant planned once (the plan that decides coverage is the one run).
+    Every row's y (of the runs it timed) is checked against the reference: a fast wrong kernel cannot win."""
+    attributes = case["attributes"]
+    geom, arrays = validate(**make_inputs(case), **attributes)
     flops = 2 * geom.multiply_adds()
     rows = []
     for variant in variants or [None]:
-        if variant is not None:
-            try:
-                kernel.plan(geom, variant)
-            except ConvTransposeError:
-                continue
+        try:
+            pieces = kernel.pieces(geom, variant)
+        except ConvTransposeError as exc:
+            if variant is None or isinstance(exc, Unfittable):
+                raise
+            continue  # the forced variant does not cover the case
         if repeats > 1:
-            timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats)
+            timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats,
+                                          pieces[0][1] if len(pieces) == 1 else None)
         else:
-            timing = await time_call(kernel, inputs, case["attributes"], variant, warmup=warmup, runs=runs)
+            timing = await time_call(lambda: kernel.call(geom, arrays, attributes, variant, pieces=pieces),
+                                     warmup=warmup, runs=runs)
+        y = timing.pop("y")
         rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None, **timing,
                      "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
-                     "flop": flops})
+                     "flop": flops, "check": check(geom, arrays, y)})
     return rows
 
 
-async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1) -> dict:
-    """Gpu.time_resident's samples summarised: GPU time from timestamp-query where every run has it, else wall."""
-    plan = kernel.plan(geom, variant)
-    samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * np.dtype(geom.dtype).itemsize,
-                                             warmup=warmup, runs=runs, repeats=repeats)
+async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1, plan=None):
+    """(plan, [(wall ms, GPU ms or None)] per run, y): the plan (the caller's, else planned here) launched once,
+    timed with its inputs on the GPU and y left there (web/executor.mjs Launch.time), y read back once
+    after, then destroyed."""
+    gpu = await kernel.gpu.current()
+    plan = plan if plan is not None else kernel.plan(geom, variant)
+    launch = await gpu.launch(plan, geom)
+    try:
+        samples = await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats)
+        return plan, samples, await gpu.output(launch, geom)
+    finally:
+        launch.destroy()
+
+
+def tolerance(dtype: str, reduction: int) -> dict:
+    """What a bench row's y may differ from the float64 reference by. Inputs are U(-1, 1), an output sums
+    R products: float32 accumulation errs like sqrt(R) * eps * |partial sums| (~3e-4 at R = 16384), so
+    atol 2e-6 * R is ~100x that, while a wrong tap or channel moves an output by ~0.1 or more; float16 adds
+    the rounding of y (rtol) and of products (~sqrt(R) * 1.2e-4 typical)."""
+    r = max(1, reduction)
+    if dtype == "float16":
+        return {"atol": 1e-3 + 1e-3 * math.sqrt(r), "rtol": 2e-3}
+    return {"atol": max(1e-5, 2e-6 * r), "rtol": 1e-4}
+
+
+FULL_CHECK_LIMIT = 20_000_000  # multiply-adds up to which the whole output is checked; past it, SAMPLES points
+SAMPLES = 512
+
+
+def check(geom, arrays: dict, y: np.ndarray) -> dict:
+    """{max_abs_err, checked: "all" | "N sampled", ok}: y against the float64 reference of the same inputs."""
+    from .reference import conv_transpose_reference, reference_at, sample_points
+
+    x, w, b = (arrays.get(n) for n in ("x", "w", "b"))
+    if geom.multiply_adds() <= FULL_CHECK_LIMIT:
+        want, got, checked = conv_transpose_reference(geom, x, w, b), y.astype(np.float64), "all"
+    else:
+        points = sample_points(geom, SAMPLES)
+        want, got = reference_at(geom, x, w, b, points), y[tuple(points.T)].astype(np.float64)
+        checked = f"{len(points)} sampled"
+    tol = tolerance(geom.dtype, geom.in_per_group * math.prod(geom.kernel))
+    err = np.abs(got - want)
+    ok = bool(np.all(err <= tol["atol"] + tol["rtol"] * np.abs(want))) if want.size else True
+    return {"max_abs_err": float(err.max()) if err.size else 0.0, "checked": checked, "ok": ok}
+
+
+async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1, plan=None) -> dict:
+    """time_plan's samples summarised: GPU time from timestamp-query where every run has it, else wall."""
+    plan, samples, y = await time_plan(kernel, geom, arrays, variant, runs, warmup, repeats, plan)
     walls = [wall for wall, _ in samples]
     timed = all(gpu is not None for _, gpu in samples)
     times = [gpu for _, gpu in samples] if timed else walls
     return {"variant": plan.variant, "median_ms": statistics.median(times), "min_ms": min(times),
             "wall_median_ms": statistics.median(walls), "wall_min_ms": min(walls), "repeats": repeats,
-            "source": "timestamp-query" if timed else "wall"}
-
-
-async def run_resident(kernel, case: dict, runs: int = 5, warmup: int = 1) -> dict:
-    """The planner's choice on one case, timed as a peer library is timed (bench --against ort): inputs
-    already on the GPU, y left there; per run the wall time to queue.onSubmittedWorkDone and the GPU time
-    from timestamp-query. Also y from an ordinary call (for the comparison with the peer's y) and its
-    max abs difference from the float64 reference."""
-    from .reference import conv_transpose_reference
-
-    inputs = make_inputs(case)
-    geom, arrays = prepare(**inputs, **case["attributes"])
-    flops = 2 * geom.multiply_adds()
-    timing = await _time_resident(kernel, geom, arrays, None, runs, warmup)
-    median = timing["median_ms"]
-    y = (await kernel(**inputs, **case["attributes"]))["y"]
-    want = conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
-    return {"case": case["name"], "tier": case["tier"], "flop": flops, **timing,
-            "gflops": flops / (median * 1e6) if median > 0 else None,
-            "max_abs_diff_reference": float(np.max(np.abs(y - want))) if y.size else 0.0,
-            "y": y.astype("float32").tobytes(), "inputs": {n: a.astype("float32").tobytes() for n, a in inputs.items()}}
+            "source": "timestamp-query" if timed else "wall", "y": y}
 
 
 def all_variants() -> list[str]:

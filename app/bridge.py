@@ -1,17 +1,25 @@
-"""What page JavaScript (web/boot.mjs) calls: plain-data conversions around the kernel and the cases.
+"""The one way from JavaScript into Python: every function here is called by name through web/boot.mjs's
+`callPython` (the pages, the Node host, the bench, tune and device runners all come in this way).
 
-JS objects arrive as JsProxy and are turned into Python data with their own `to_py()`; results go back
-as dicts of bytes, lists and numbers, which the JS side turns into typed arrays. No `js` import here.
+JS objects arrive as JsProxy (or as dicts and lists, converted by the caller) and are turned into Python
+data with their own `to_py()`; results go back as plain data (dicts of bytes, lists and numbers) and GPU
+objects as themselves. The package's exceptions go back as {"__error__": {name, message, field,
+traceback}}, which the JS side throws as an Error with that name. No `js` import here.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import io
+import time
+import traceback
+from dataclasses import replace
 
 import numpy as np
 
 from . import bench, get_kernel
 from .cases import parse_case_file, run_case
-from .errors import ConvTransposeError
+from .errors import ConvTransposeError, GpuError, KernelNotFoundError
 
 INPUTS = ("x", "w", "b")
 _cases: list[dict] = []
@@ -22,7 +30,35 @@ def _plain(value):
     return value.to_py() if hasattr(value, "to_py") else value
 
 
-def _split(request) -> tuple[dict, str | None, dict]:
+def _error(exc: Exception) -> dict:
+    return {"__error__": {"name": type(exc).__name__, "message": str(exc).splitlines()[0] if str(exc) else "",
+                          "field": getattr(exc, "field", None),
+                          "traceback": "".join(traceback.format_exception(exc))}}
+
+
+KNOWN = (ConvTransposeError, GpuError, KernelNotFoundError)
+
+
+def entry(fn):
+    """A bridge function: the package's exceptions come back as data for JS to throw with their names."""
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def wrapped(*args):
+            try:
+                return await fn(*args)
+            except KNOWN as exc:
+                return _error(exc)
+    else:
+        @functools.wraps(fn)
+        def wrapped(*args):
+            try:
+                return fn(*args)
+            except KNOWN as exc:
+                return _error(exc)
+    return wrapped
+
+
+def _request_parts(request) -> tuple[dict, str | None, dict]:
     """A JS request -> (input tensors, forced variant or None, attributes)."""
     request = _plain(request)
     inputs = {name: dict(request.pop(name)) for name in INPUTS if request.get(name) is not None}
@@ -31,10 +67,48 @@ def _split(request) -> tuple[dict, str | None, dict]:
     return inputs, variant, request
 
 
-async def open_kernel(kernel_id: str, version: int, revision=None, limits=None):
-    return await get_kernel(kernel_id, version=version, revision=revision, limits=_plain(limits))
+@entry
+async def open_kernel(kernel_id: str, version: int, revision=None, limits=None, device=None):
+    return await get_kernel(kernel_id, version=version, revision=revision, limits=_plain(limits), device=device)
 
 
+@entry
+async def executor(kernel):
+    """The executor (web/executor.mjs) of the kernel's live device: JS runs cached launches on it."""
+    return (await kernel.gpu.current()).executor
+
+
+@entry
+async def launch(kernel, request, key: str) -> dict:
+    """A signature's first call from JS: validate the shapes and attributes, plan, render and compile,
+    and leave the launch in the executor under `key`. request: {x: {shape, dtype}, w, b?, attributes,
+    variant, finite}. Returns {launch} or, for requests that get none, {empty: {...}} (the output is empty)
+    or {pieces: n} (split past the device's limits: JS runs those through `call`); plus Python's timings."""
+    from .shapes import infer
+
+    started = time.perf_counter()
+    request = _plain(request)
+    tensors = {n: request[n] for n in INPUTS if request.get(n) is not None}
+    geom = infer(tensors["x"]["shape"], tensors["w"]["shape"], tensors["b"]["shape"] if "b" in tensors else None,
+                 request["attributes"], {n: t["dtype"] for n, t in tensors.items()})
+    if not request["finite"]:
+        geom = replace(geom, finite_data=False)
+    validated = time.perf_counter()
+    gpu = await kernel.gpu.current()
+    made, pieces = await kernel.launch(geom, request["variant"], key)
+    timings = {"validate_ms": (validated - started) * 1000, "plan_render_compile_ms": (time.perf_counter() - validated) * 1000}
+    out = {"timings": timings, "executor": gpu.executor}
+    if made is not None:
+        return out | {"launch": made}
+    plan = pieces[0][1]
+    if geom.y_size == 0:
+        return out | {"empty": {"y_shape": list(geom.y_shape), "dtype": geom.dtype,
+                                "meta": {"variant": "none (empty output)", "reason": plan.reason, "gpu_ms": None,
+                                         "y_shape": list(geom.y_shape), "pieces": 1}}}
+    return out | {"pieces": len(pieces)}
+
+
+@entry
 def device_info(kernel) -> dict:
     """The adapter, its features, the limits the package plans with, and the GPU memory it holds now."""
     caps = kernel.gpu.caps
@@ -47,35 +121,40 @@ def device_info(kernel) -> dict:
             "memory": kernel.gpu.memory()}
 
 
+@entry
 async def call(kernel, request) -> dict:
     """request: {x: {data, shape[, dtype]}, w: ..., b?: ..., variant?: str, <attribute>: value}."""
-    inputs, variant, attributes = _split(request)
+    inputs, variant, attributes = _request_parts(request)
     out = await kernel(**inputs, variant=variant, **attributes)
     y = out["y"]
     return {"y": {"data": y.tobytes(), "shape": list(y.shape), "dtype": str(y.dtype)}, "meta": out["meta"]}
 
 
+@entry
 def load_cases(text: str) -> list[str]:
     global _cases
     _cases = parse_case_file(text)
     return [case["name"] for case in _cases]
 
 
+@entry
 async def run_loaded_case(kernel, index: int, variant=None) -> dict:
     return await run_case(kernel, _cases[index], variant or None)
 
 
+@entry
 def reference(request) -> dict:
     """The float64 CPU reference for the page's "check against CPU" button."""
-    from .kernel import prepare
+    from .kernel import validate
     from .reference import conv_transpose_reference
 
-    inputs, _, attributes = _split(request)
-    geom, arrays = prepare(**inputs, **attributes)
+    inputs, _, attributes = _request_parts(request)
+    geom, arrays = validate(**inputs, **attributes)
     y = conv_transpose_reference(geom, arrays["x"], arrays["w"], arrays.get("b"))
     return {"data": y.astype(np.float64).tobytes(), "shape": list(y.shape)}
 
 
+@entry
 def preview(request) -> dict:
     """Output shape (or the validation error and the field it names) for shapes and attributes alone:
     the page's live preview."""
@@ -89,20 +168,21 @@ def preview(request) -> dict:
     return {"y_shape": list(geom.y_shape)}
 
 
+@entry
 def validate(kernel, request) -> dict:
     """Everything the kernel would refuse, data and forced variant included, without GPU work:
     {} when the request would run, else {"error", "field"} ("x_data" etc. for data that does not fit)."""
-    from .kernel import prepare
+    from .kernel import validate as validate_request
     from .tensors import as_array
 
-    inputs, variant, attributes = _split(request)
+    inputs, variant, attributes = _request_parts(request)
     for name, tensor in inputs.items():
         try:
             as_array(name, tensor)
         except ConvTransposeError as exc:
             return {"error": str(exc), "field": f"{name}_data"}
     try:
-        geom, _ = prepare(**inputs, **attributes)
+        geom, _ = validate_request(**inputs, **attributes)
     except ConvTransposeError as exc:
         return {"error": str(exc), "field": exc.field}
     try:
@@ -112,10 +192,12 @@ def validate(kernel, request) -> dict:
     return {}
 
 
+@entry
 def variant_names() -> list[str]:
     return bench.all_variants()
 
 
+@entry
 def random_inputs(shapes, seed: int) -> dict:
     """Seeded uniform [-1, 1) float32 data for x, w and b (drawn in that order), as bytes."""
     shapes = _plain(shapes)
@@ -124,6 +206,7 @@ def random_inputs(shapes, seed: int) -> dict:
             for name in INPUTS if shapes.get(name) is not None}
 
 
+@entry
 def load_npy(data) -> dict:
     """A .npy file the user picked -> {data (bytes), shape, dtype, note} or {error}.
 
@@ -146,6 +229,7 @@ def load_npy(data) -> dict:
             "note": note}
 
 
+@entry
 def to_npy(data, shape, dtype: str = "float32") -> bytes:
     """The page's output as a .npy file (np.save), for the download link."""
     raw = bytes(data.to_py() if hasattr(data, "to_py") else data)
@@ -154,6 +238,7 @@ def to_npy(data, shape, dtype: str = "float32") -> bytes:
     return out.getvalue()
 
 
+@entry
 def load_bench(text: str, tier: str) -> list[dict]:
     """bench.json's cases of one tier, kept for run_bench_case; returns what the page's table shows."""
     global _bench_cases
@@ -162,18 +247,110 @@ def load_bench(text: str, tier: str) -> list[dict]:
              "attributes": c["attributes"], "bias": bool(c.get("bias"))} for c in _bench_cases]
 
 
+@entry
 async def tune_loaded(kernel, text: str, indices, runs: int = 3, progress=None) -> dict:
     """Tunes the loaded bench cases at `indices` on this adapter (tile grids from bench.json's text, and the
     variant per shape class) and applies the table to this session; returns it for the page to show."""
-    from . import tuned, tuning
+    from . import tuner, tuning_tables
 
     chosen = [_bench_cases[i] for i in _plain(indices)]
-    table = await tuning.tune(kernel, chosen, progress=progress, runs=runs, grid_for=tuning.grids(text),
+    table = await tuner.tune(kernel, chosen, progress=progress, runs=runs, grid_for=tuner.grids(text),
                               choose_variants=True)
-    tuned.use_table(table)
-    return {"table": table, "file": tuned.file_name(kernel.gpu.caps)}
+    tuning_tables.use_table(table)
+    kernel.gpu.release_caches()  # launches planned under the old table
+    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps)}
 
 
+@entry
 async def run_bench_case(kernel, index: int, runs: int = 5, warmup: int = 1) -> list[dict]:
     """Our kernel (the planner's choice) on one loaded bench case: rows of median/min GPU ms."""
     return await bench.run_case(kernel, _bench_cases[index], None, runs=runs, warmup=warmup)
+
+
+# -- What the command-line runners call (python -m app bench / tune / device, tools/time_variants.py), in the
+# page or the Node host: JSON-able arguments in, JSON-able results out.
+
+async def _kernel():
+    from . import contract
+
+    return await get_kernel(contract.kernel_id(), version=contract.contract_version())
+
+
+@entry
+async def report_device() -> dict:
+    return device_info(await _kernel())
+
+
+@entry
+async def run_case_at(index: int, variant=None) -> dict:
+    """Case `index` of the case file last given to load_cases, on the shared kernel."""
+    return await run_case(await _kernel(), _cases[index], variant or None)
+
+
+@entry
+def bench_cases(text: str, tier: str) -> list[dict]:
+    """bench.json's cases of one tier, each with the file's fill spec (what the other runner functions take)."""
+    return bench.load(text, tier)
+
+
+@entry
+async def bench_rows(case, variants=None, runs: int = 5, warmup: int = 1, repeats: int = 1) -> list[dict]:
+    """One bench case timed: the planner's choice, each listed variant, or every variant ("all")."""
+    variants = _plain(variants)
+    chosen = bench.all_variants() if variants == "all" else variants
+    return await bench.run_case(await _kernel(), _plain(case), chosen, runs=runs, warmup=warmup, repeats=repeats)
+
+
+@entry
+def bench_inputs(case) -> dict:
+    """A bench case's seeded x, w, b as float32 bytes: every implementation timed on a case gets these."""
+    return {name: arr.astype("float32").tobytes() for name, arr in bench.make_inputs(_plain(case)).items()}
+
+
+@entry
+def bench_error(case, y) -> float:
+    """Max abs difference of a y (float32 bytes or typed array) from the float64 reference of the case."""
+    from .kernel import validate
+    from .reference import conv_transpose_reference
+
+    case = _plain(case)
+    arrays = bench.make_inputs(case)
+    geom, arrays = validate(**arrays, **case["attributes"])
+    want = conv_transpose_reference(geom, *(arrays.get(n) for n in INPUTS))
+    got = np.frombuffer(bytes(_plain(y)), dtype=np.float32)
+    if got.size != want.size:
+        return float("inf")
+    return float(np.max(np.abs(got.reshape(want.shape) - want))) if want.size else 0.0
+
+
+@entry
+async def tune(text: str, tier: str, names=None, runs: int = 3, repeats: int = 1, choose: bool = False) -> dict:
+    from . import tuner, tuning_tables
+
+    kernel = await _kernel()
+    cases = [c for c in bench.load(text, tier) if not names or c["name"] in _plain(names)]
+    lines: list[str] = []
+    table = await tuner.tune(kernel, cases, progress=lines.append, runs=runs, grid_for=tuner.grids(text),
+                              repeats=repeats, choose_variants=choose)
+    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps), "lines": lines}
+
+
+@entry
+async def time_variants(spec, variants, runs: int = 5) -> list[dict]:
+    """tools/time_variants.py: one request (shapes, bias, attributes) timed under each listed variant."""
+    from .timing import time_call
+
+    spec, rows = _plain(spec), []
+    kernel = await _kernel()
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.uniform(-1, 1, spec["x"]).astype(np.float32), "w": rng.uniform(-1, 1, spec["w"]).astype(np.float32)}
+    if spec.get("bias"):
+        inputs["b"] = rng.uniform(-1, 1, spec["w"][1] * spec.get("attributes", {}).get("group", 1)).astype(np.float32)
+    for variant in _plain(variants):
+        try:
+            row = await time_call(lambda: kernel(**inputs, variant=variant, **spec.get("attributes", {})),
+                                  warmup=1, runs=runs)
+            rows.append({k: v for k, v in row.items() if k != "y"})
+        except (ConvTransposeError, GpuError) as exc:
+            rows.append({"variant": variant, "error": str(exc)})
+    return rows

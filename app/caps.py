@@ -14,6 +14,8 @@ DEFAULT_LIMITS = {
     "maxStorageBuffersPerShaderStage": 8,
 }
 
+SOFTWARE_ARCHITECTURES = ("swiftshader", "llvmpipe", "lavapipe")
+
 
 @dataclass(frozen=True)
 class DeviceCaps:
@@ -30,6 +32,13 @@ class DeviceCaps:
     subgroup_min_size: int = 0
     subgroup_max_size: int = 0
     subgroup_matrix_configs: tuple = ()
+
+    @property
+    def is_software(self) -> bool:
+        """A CPU implementation (SwiftShader, llvmpipe, lavapipe): marked a fallback adapter, or, where the host
+        does not mark it (Dawn in Node.js on SwiftShader's Vulkan driver), named by its architecture. The one
+        test the variants' built-in tile shapes use."""
+        return self.is_fallback or self.architecture in SOFTWARE_ARCHITECTURES
 
     def has(self, feature: str) -> bool:
         return feature in self.features

@@ -13,7 +13,8 @@ import time
 import numpy as np
 
 from .errors import ConvTransposeError
-from .kernel import prepare
+from .kernel import validate
+from .split import Unfittable
 
 
 RESERVED = {"x", "w", "b", "variant"}
@@ -91,7 +92,7 @@ async def run_case(kernel, case: dict, variant: str | None = None) -> dict:
     result = {"name": case["name"], "status": "FAIL", "variant": "-", "max_abs_err": None, "detail": "", "ms": 0.0}
     start = time.perf_counter()
     try:
-        geom, _ = prepare(**case["inputs"], **case["attributes"])
+        geom, arrays = validate(**case["inputs"], **case["attributes"])
     except ConvTransposeError as exc:
         if case["expected_error"]:
             # Under a forced variant the case exercises no variant: skipped, not counted for it.
@@ -100,11 +101,13 @@ async def run_case(kernel, case: dict, variant: str | None = None) -> dict:
     if case["expected_error"]:
         return result | {"detail": "expected a validation error, the request was accepted"}
     try:
-        kernel.plan(geom, variant)
+        pieces = kernel.pieces(geom, variant)
+    except Unfittable:
+        pieces = None  # the call below refuses it again: a valid case refused is a failure
     except ConvTransposeError as exc:  # the forced variant does not cover it, or the device lacks its dtype
         return result | {"status": "SKIP", "detail": str(exc)}
     try:
-        out = await kernel(**case["inputs"], variant=variant, **case["attributes"])
+        out = await kernel.call(geom, arrays, case["attributes"], variant, pieces=pieces)
     except Exception as exc:  # a crash or GPU error is a failure, reported, never raised past the runner
         return result | {"detail": f"{type(exc).__name__}: {exc}", "ms": _ms(start)}
     result |= {"variant": out["meta"]["variant"], "ms": _ms(start)}

@@ -3,9 +3,27 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
+
+
+def _data_root() -> Path:
+    """Where manifest.json, metadata.json, bench.json, test.json, templates/, tuning/ and web/ live.
+
+    An installed wheel carries them as package data under app/_data (setup.py copies them there), found
+    through importlib.resources; a checkout, and the bundle Pyodide unpacks, keep them next to app/."""
+    packaged = resources.files(__package__).joinpath("_data")
+    if packaged.is_dir():
+        return Path(str(packaged))
+    return PACKAGE.parent
+
+
+ROOT = _data_root()
+# The repository checkout this package runs from, or None for an installed wheel (then node_modules/, docs/
+# and build/ are not beside it).
+CHECKOUT = PACKAGE.parent if ROOT == PACKAGE.parent else None
 MANIFEST_PATH = ROOT / "manifest.json"
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Awaitable, Callable
 
 from .caps import DEFAULT_LIMITS, DeviceCaps
-from .errors import ConvTransposeError
+from .errors import ConvTransposeError, GpuError
 
 # The limits a caller may lower (get_kernel(..., limits={...})): the ones the planner splits requests for.
 CAPPABLE = ("maxStorageBufferBindingSize", "maxBufferSize", "maxComputeWorkgroupsPerDimension")
@@ -66,16 +66,16 @@ class DeviceHandle:
         return capped(self._gpu.caps, self.limits)
 
     async def current(self):
-        """The live Gpu, reopened when the one held was lost."""
+        """The live Gpu, reopened when the one held was lost (never the caller's own device: that is theirs)."""
         if self._gpu.lost_reason:
+            if self._opener is None:
+                raise GpuError(f"the caller's WebGPU device was lost ({self._gpu.lost_reason}); "
+                               "get a new kernel with a new device")
             self._gpu = await self._opener()
         return self._gpu
 
-    async def execute(self, plan, inputs, y_nbytes):
-        return await (await self.current()).execute(plan, inputs, y_nbytes)
-
-    async def time_resident(self, plan, inputs, y_nbytes, **timing):
-        return await (await self.current()).time_resident(plan, inputs, y_nbytes, **timing)
+    async def execute(self, plan, geom, inputs):
+        return await (await self.current()).execute(plan, geom, inputs)
 
     def __getattr__(self, name):
         return getattr(self._gpu, name)

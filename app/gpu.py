@@ -1,65 +1,86 @@
-"""The GPU layer: the only module that talks to WebGPU (navigator.gpu through Pyodide's JS interop).
+"""The GPU layer: the only module that talks to WebGPU (through Pyodide's JS interop).
 
-It opens the device (optional features when offered, limits raised to the adapter's), compiles and
-caches pipelines by their rendered source, runs a Plan's dispatches in one submission, reads the output
-back, and turns WebGPU errors into GpuError. Everything above it is plain Python and numpy.
+It opens a device (optional features when offered, limits raised to the adapter's) or adopts the caller's,
+renders and compiles a configured Launch's passes (app/launch.py) once and hands them to the executor (web/executor.mjs) as a launch;
+the executor runs every call and every timing. Errors the executor raises come back as GpuError or
+ConvTransposeError. Everything above this module is plain Python and numpy.
 """
 from __future__ import annotations
-
-import asyncio
-import hashlib
-import time
-from collections import OrderedDict
 
 import js  # noqa: F401  (Pyodide only; importing this module in CPython fails by design)
 import numpy as np
 from pyodide.ffi import JsException, to_js
 
 from .caps import DEFAULT_LIMITS, DeviceCaps, matrix_configs
-from .errors import GpuError
-from .plan import Plan
-from .render import render
+from .errors import ConvTransposeError, GpuError
+from .launch import Launch, bindings_params
+from .render import NONFINITE_CHECK, render
+from .shapes import ConvGeometry
+from .split import buffer_bytes
+from .tensors import GpuTensor
+from .variants import VARIANTS
 
 OPTIONAL_FEATURES = ("shader-f16", "subgroups", "timestamp-query", "chromium-experimental-subgroup-matrix")
 RAISED_LIMITS = tuple(DEFAULT_LIMITS)
-MAX_QUERIES = 4096  # WebGPU caps a timestamp query set at 4096 queries
-PREPARED_CACHE_SIZE = 8  # weight layouts kept on the device (per weight content and layout)
-PIPELINE_CACHE_SIZE = 64  # compiled pipelines kept, least recently used dropped (per rendered source)
-
-# GPUBufferUsage and GPUMapMode bits (constants of the WebGPU spec).
-MAP_READ, COPY_SRC, COPY_DST, UNIFORM, STORAGE, QUERY_RESOLVE = 0x1, 0x4, 0x8, 0x40, 0x80, 0x200
-MAP_MODE_READ = 0x1
+TYPED = {"float32": "Float32Array", "float16": "Uint16Array"}
+CHECK_WORKGROUP = 256
 
 
 def _js(value):
     return to_js(value, dict_converter=js.Object.fromEntries)
 
 
-def _padded(nbytes: int) -> int:
-    # Bindings must be non-empty and 4-byte aligned; zero-size tensors still get a tiny buffer.
-    return max(4, (nbytes + 3) // 4 * 4)
+def _executor_module():
+    import convtranspose_executor  # registered by web/boot.mjs (pyodide.registerJsModule)
+
+    return convtranspose_executor
+
+
+def python_error(exc: JsException) -> Exception:
+    """A JS error from the executor -> the package's exception of the same name (others: GpuError)."""
+    name, message = getattr(exc, "name", ""), str(getattr(exc, "message", exc))
+    if name == "ConvTransposeError":
+        return ConvTransposeError(message, getattr(exc, "field", None))
+    return GpuError(message)
+
+
+def to_typed(arr: np.ndarray):
+    """A numpy array -> a JS typed array of its bytes (one copy; float16 travels as Uint16Array bits)."""
+    flat = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+    u8 = js.Uint8Array.new(flat.size)
+    if flat.size:
+        u8.assign(flat)
+    return getattr(js, TYPED[str(arr.dtype)]).new(u8.buffer)
+
+
+def from_typed(data, dtype: str, shape) -> np.ndarray:
+    return np.frombuffer(data.to_bytes(), dtype=dtype).reshape(shape).copy()
+
+
+def _caps(features, adapter_features, limits, info, is_fallback: bool = False) -> DeviceCaps:
+    def text(name):
+        return str(getattr(info, name, "") or "") if info is not None else ""
+
+    return DeviceCaps(
+        features=frozenset(features), adapter_features=frozenset(adapter_features), limits=limits,
+        vendor=text("vendor"), architecture=text("architecture"), device=text("device"),
+        description=text("description"),
+        is_fallback=is_fallback or bool(info is not None and getattr(info, "isFallbackAdapter", False)),
+        subgroup_min_size=int(getattr(info, "subgroupMinSize", 0) or 0) if info is not None else 0,
+        subgroup_max_size=int(getattr(info, "subgroupMaxSize", 0) or 0) if info is not None else 0,
+        subgroup_matrix_configs=matrix_configs(getattr(info, "subgroupMatrixConfigs", None)
+                                               if info is not None and "chromium-experimental-subgroup-matrix" in features
+                                               else ()))
 
 
 class Gpu:
-    """One WebGPU device and its pipeline cache."""
+    """One WebGPU device and the executor that holds its pipelines and launches."""
 
-    def __init__(self, device, caps: DeviceCaps):
+    def __init__(self, device, caps: DeviceCaps, owned: bool = True):
         self.device = device
         self.caps = caps
-        self._pipelines: OrderedDict = OrderedDict()
-        self._prepared: OrderedDict = OrderedDict()
-        # One plan at a time: error scopes are a per-device stack, so two interleaved calls would pop each
-        # other's scopes (and share the prepared-weight cache mid-update).
-        self._lock = asyncio.Lock()
-        self.live_bytes = 0  # bytes of GPU buffers created and not yet destroyed (caches included)
-        self.largest_buffer = 0  # the largest buffer created since the caller last reset it (split tests)
-        self.lost_reason: str | None = None
-        self.executions = 0  # plans submitted; tests use it to prove refusals happen before GPU work
-        self.weight_preparations = 0  # weight-side passes run (the rest were served from the cache)
-        device.lost.then(self._on_lost)
-
-    def _on_lost(self, info):
-        self.lost_reason = f"{info.reason}: {info.message}"
+        self.owned = owned  # False: the caller's device (never reopened after a loss)
+        self.executor = _executor_module().Executor.new(device)
 
     @classmethod
     async def open(cls) -> "Gpu":
@@ -72,260 +93,132 @@ class Gpu:
         features = [f for f in OPTIONAL_FEATURES if adapter.features.has(f)]
         limits = {name: getattr(adapter.limits, name) for name in RAISED_LIMITS}
         device = await adapter.requestDevice(_js({"requiredFeatures": features, "requiredLimits": limits}))
-        info = adapter.info
-        caps = DeviceCaps(
-            features=frozenset(features), adapter_features=frozenset(str(f) for f in adapter.features),
-            limits=limits, vendor=str(info.vendor),
-            architecture=str(info.architecture), device=str(info.device), description=str(info.description),
-            is_fallback=bool(getattr(info, "isFallbackAdapter", False) or getattr(adapter, "isFallbackAdapter", False)),
-            subgroup_min_size=int(getattr(info, "subgroupMinSize", 0) or 0),
-            subgroup_max_size=int(getattr(info, "subgroupMaxSize", 0) or 0),
-            subgroup_matrix_configs=matrix_configs(getattr(info, "subgroupMatrixConfigs", None)
-                                                   if "chromium-experimental-subgroup-matrix" in features else ()))
-        return cls(device, caps)
+        return cls(device, _caps(features, [str(f) for f in adapter.features], limits, adapter.info,
+                                 bool(getattr(adapter, "isFallbackAdapter", False))))
 
-    async def _pipeline(self, source: str, label: str):
-        cached = self._pipelines.get(source)
-        if cached is not None:
-            self._pipelines.move_to_end(source)
-            return cached
-        module = self.device.createShaderModule(_js({"code": source, "label": label}))
-        try:
-            pipeline = await self.device.createComputePipelineAsync(
-                _js({"label": label, "layout": "auto", "compute": {"module": module, "entryPoint": "main"}}))
-        except JsException as exc:
-            info = await module.getCompilationInfo()
-            messages = "; ".join(f"line {m.lineNum}: {m.message}" for m in info.messages)
-            raise GpuError(f"variant {label}: the shader did not compile or link: {messages or exc}") from None
-        self._pipelines[source] = pipeline
-        while len(self._pipelines) > PIPELINE_CACHE_SIZE:
-            self._pipelines.popitem(last=False)  # GPUComputePipeline has no destroy(): dropping it frees it
-        return pipeline
+    @classmethod
+    def adopt(cls, device) -> "Gpu":
+        """The caller's GPUDevice: its own features and limits (what it was created with) are what we plan with."""
+        features = [f for f in OPTIONAL_FEATURES if device.features.has(f)]
+        limits = {name: getattr(device.limits, name) for name in RAISED_LIMITS}
+        info = getattr(device, "adapterInfo", None)
+        return cls(device, _caps(features, [str(f) for f in device.features], limits, info), owned=False)
 
-    def _buffer(self, nbytes: int, usage: int, data: bytes | None = None):
-        size = _padded(nbytes)
-        buf = self.device.createBuffer(_js({"size": size, "usage": usage, "mappedAtCreation": data is not None}))
-        self.live_bytes += size
-        self.largest_buffer = max(self.largest_buffer, size)
-        if data is not None:
-            if data:
-                js.Uint8Array.new(buf.getMappedRange(0, len(data) + (-len(data)) % 4)).subarray(0, len(data)).assign(data)
-            buf.unmap()
-        return buf
-
-    def _prepared_buffers(self, plan: Plan, w: np.ndarray, pipelines) -> tuple[tuple, dict, list]:
-        """Buffers that the plan's weight-side passes fill, reused while the same weights come back.
-
-        Returns (cache key, buffers, passes still to run); new buffers enter the cache only once the
-        submission that fills them has succeeded."""
-        key = (plan.prepare_key, hashlib.sha1(w.tobytes()).hexdigest())
-        cached = self._prepared.get(key)
-        if cached is not None:
-            self._prepared.move_to_end(key)
-            return key, cached, []
-        buffers = {name: self._buffer(nbytes, STORAGE) for name, nbytes in plan.prepared.items()}
-        return key, buffers, list(zip(plan.prepare, pipelines))
-
-    def _remember_prepared(self, key: tuple, buffers: dict) -> None:
-        self._prepared[key] = buffers
-        while len(self._prepared) > PREPARED_CACHE_SIZE:
-            for buf in self._prepared.popitem(last=False)[1].values():
-                self._release(buf)
-
-    def release_caches(self) -> None:
-        """Drops every cached weight layout and pipeline (their GPU memory goes back to the device)."""
-        for entry in self._prepared.values():
-            for buf in entry.values():
-                self._release(buf)
-        self._prepared.clear()
-        self._pipelines.clear()
-
-    def _bind(self, dispatch, pipeline, buffers: dict, owned: list):
-        """The dispatch's bind group: its buffers in binding order, then a uniform buffer of its sizes (owned
-        by the caller, which releases it)."""
-        uniforms = np.array([v for _, v in dispatch.uniforms] or [0], dtype=np.int32).tobytes()
-        ubuf = self._buffer(len(uniforms) + (-len(uniforms)) % 16, UNIFORM, uniforms)
-        owned.append(ubuf)
-        entries = [{"binding": j, "resource": {"buffer": buffers[name]}} for j, name in enumerate(dispatch.bindings)]
-        entries.append({"binding": len(entries), "resource": {"buffer": ubuf}})
-        return self.device.createBindGroup(_js({"layout": pipeline.getBindGroupLayout(0), "entries": entries}))
-
-    def _release(self, buf) -> None:
-        self.live_bytes -= int(buf.size)
-        buf.destroy()
-
-    def memory(self) -> dict:
-        """GPU memory the package holds: live buffer bytes, the part held by the prepared-weight cache, and
-        the cache sizes (the web page's device panel shows these)."""
-        cached = sum(int(buf.size) for entry in self._prepared.values() for buf in entry.values())
-        return {"live_bytes": self.live_bytes, "cached_bytes": cached, "prepared_entries": len(self._prepared),
-                "pipelines": len(self._pipelines), "pipeline_cache_size": PIPELINE_CACHE_SIZE}
-
-    async def execute(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int) -> tuple[bytes, float | None]:
-        """Runs the plan; returns the raw bytes of y and the GPU time in ms (None without timestamp-query)."""
-        async with self._lock:
-            return await self._execute(plan, inputs, y_nbytes)
-
-    async def _execute(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int) -> tuple[bytes, float | None]:
+    async def current(self) -> "Gpu":
+        """This Gpu (a DeviceHandle reopens lost devices; a bare Gpu reports the loss)."""
         if self.lost_reason:
             raise GpuError(f"the WebGPU device was lost ({self.lost_reason})")
-        device = self.device
-        self.executions += 1
-        pipelines = [await self._pipeline(render(d.template, d.params), plan.variant)
-                     for d in plan.prepare + plan.dispatches]
-        prepare_pipelines, main_pipelines = pipelines[:len(plan.prepare)], pipelines[len(plan.prepare):]
-        device.pushErrorScope("out-of-memory")
-        device.pushErrorScope("validation")
-        used = {name for d in plan.prepare + plan.dispatches for name in d.bindings}
-        buffers = {name: self._buffer(arr.nbytes, STORAGE | COPY_DST, arr.tobytes())
-                   for name, arr in inputs.items() if name in used}
-        buffers["y"] = self._buffer(y_nbytes, STORAGE | COPY_SRC)
-        for name, nbytes in plan.scratch.items():
-            buffers[name] = self._buffer(nbytes, STORAGE)
-        owned = list(buffers.values())
-        passes = list(zip(plan.dispatches, main_pipelines))
-        fresh_prepared = None
-        if plan.prepare:
-            key, prepared, prepare_passes = self._prepared_buffers(plan, inputs["w"], prepare_pipelines)
-            buffers |= prepared
-            if prepare_passes:
-                passes = prepare_passes + passes
-                fresh_prepared = (key, prepared)
-                self.weight_preparations += 1
-        timed = self.caps.has("timestamp-query")
-        if timed:
-            count = 2 * len(passes)
-            queries = device.createQuerySet(_js({"type": "timestamp", "count": count}))
-            resolved = self._buffer(8 * count, QUERY_RESOLVE | COPY_SRC)
-            stamps = self._buffer(8 * count, MAP_READ | COPY_DST)
-            owned += [resolved, stamps]
-        encoder = device.createCommandEncoder()
-        for i, (dispatch, pipeline) in enumerate(passes):
-            group = self._bind(dispatch, pipeline, buffers, owned)
-            descriptor = {"label": f"{plan.variant}#{i}"}
-            if timed:
-                descriptor["timestampWrites"] = {"querySet": queries, "beginningOfPassWriteIndex": 2 * i,
-                                                 "endOfPassWriteIndex": 2 * i + 1}
-            compute = encoder.beginComputePass(_js(descriptor))
-            compute.setPipeline(pipeline)
-            compute.setBindGroup(0, group)
-            compute.dispatchWorkgroups(*dispatch.workgroups)
-            compute.end()
-        readback = self._buffer(y_nbytes, MAP_READ | COPY_DST)
-        owned.append(readback)
-        encoder.copyBufferToBuffer(buffers["y"], 0, readback, 0, _padded(y_nbytes))
-        if timed:
-            encoder.resolveQuerySet(queries, 0, count, resolved, 0)
-            encoder.copyBufferToBuffer(resolved, 0, stamps, 0, 8 * count)
-        device.queue.submit(_js([encoder.finish()]))
+        return self
+
+    # Counters and state live in the executor; tests read (and reset) them here.
+    @property
+    def lost_reason(self) -> str | None:
+        return self.executor.lost or None
+
+    @property
+    def executions(self) -> int:
+        return int(self.executor.executions)
+
+    @property
+    def weight_preparations(self) -> int:
+        return int(self.executor.weightPreparations)
+
+    @property
+    def largest_buffer(self) -> int:
+        return int(self.executor.largest)
+
+    @largest_buffer.setter
+    def largest_buffer(self, value: int) -> None:
+        self.executor.largest = value
+
+    def memory(self) -> dict:
+        """GPU memory the package holds (live bytes, the part launches keep between calls) and cache sizes."""
+        return self.executor.memory().to_py()
+
+    def release_caches(self) -> None:
+        """Drops every cached launch and pipeline (their GPU memory goes back to the device)."""
+        self.executor.clear()
+
+    def cached(self, signature: str):
+        return self.executor.cached(signature)
+
+    async def launch(self, plan: Launch, geom: ConvGeometry, signature: str | None = None):
+        """Compiles the configured launch's passes (pipelines cached by template + structural parameters) and hands the
+        executor a launch; cached under `signature` (None: the caller destroys it after use)."""
+        async def passes(dispatches):
+            out = []
+            for d in dispatches:
+                key = f"{d.template}|{sorted(d.params.items())!r}"
+                try:
+                    pipeline = await self.executor.pipeline(key, render(d.template, d.params), plan.variant)
+                except JsException as exc:
+                    raise python_error(exc) from None
+                out.append({"pipeline": pipeline, "bindings": list(d.bindings),
+                            "uniforms": [v for _, v in d.uniforms], "workgroups": list(d.workgroups)})
+            return out
+
+        sizes = buffer_bytes(geom)
+        bound = {n for d in plan.weight_passes + plan.dispatches for n in d.bindings}
+        finite_only = plan.variant in VARIANTS and bool(VARIANTS[plan.variant].conditions.get("finite_data"))
+        check = None
+        if finite_only:
+            # Bound by the executor as (data, flag, the word count): declared here like any pass.
+            params = {"dtype": geom.dtype, "workgroup_size": CHECK_WORKGROUP} | bindings_params(
+                ("data",), ("flag",), ("words",))
+            check = await self.executor.pipeline(f"{NONFINITE_CHECK}|{sorted(params.items())!r}",
+                                                 render(NONFINITE_CHECK, params), "nonfinite_check")
+        spec = {"variant": plan.variant, "reason": plan.reason, "dtype": geom.dtype,
+                "finite_only": finite_only, "finite_check": check, "check_workgroup": CHECK_WORKGROUP,
+                "y_shape": list(geom.y_shape), "y_bytes": sizes["y"],
+                "inputs": {n: sizes[n] for n in ("x", "w", "b") if n in bound},
+                "scratch": dict(plan.scratch), "prepared": dict(plan.prepared),
+                "prepare": await passes(plan.weight_passes), "passes": await passes(plan.dispatches)}
+        if signature is not None and (made := self.executor.cached(signature)) is not None:
+            return made  # a concurrent first call of the same signature finished first: share its launch
+        return self.executor.launch(_js(spec), signature)
+
+    async def run(self, launch, tensors: dict, output: str = "cpu", timing: bool = False):
+        """One call of a launch. tensors: name -> numpy array or GpuTensor. Returns (y, gpu_ms): y a numpy
+        array, or a GpuTensor the caller owns with output="gpu"."""
+        args = {}
+        for name, t in tensors.items():
+            args[name] = {"buffer": t.buffer, "shape": list(t.shape)} if isinstance(t, GpuTensor) else {"data": to_typed(t)}
         try:
-            try:
-                validation = await device.popErrorScope()
-                oom = await device.popErrorScope()
-            except JsException as exc:  # older implementations reject instead of resolving on a lost device
-                raise GpuError(f"variant {plan.variant}: {self.lost_reason or exc}") from None
-            for error in (validation, oom):
-                if error is not None:
-                    raise GpuError(f"variant {plan.variant}: WebGPU {error.constructor.name}: {error.message}")
-            try:
-                await readback.mapAsync(MAP_MODE_READ)
-            except JsException as exc:
-                why = f"the WebGPU device was lost during the call ({self.lost_reason})" if self.lost_reason else exc
-                raise GpuError(f"variant {plan.variant}: reading the output back failed: {why}") from None
-            data = js.Uint8Array.new(readback.getMappedRange()).to_bytes()[:y_nbytes]
-            if fresh_prepared:
-                self._remember_prepared(*fresh_prepared)
-                fresh_prepared = None
-            gpu_ms = None
-            if timed and not self.lost_reason:
-                await stamps.mapAsync(MAP_MODE_READ)
-                ticks = np.frombuffer(js.Uint8Array.new(stamps.getMappedRange()).to_bytes(), dtype=np.uint64)
-                gpu_ms = float(np.sum(ticks[1::2].astype(np.int64) - ticks[0::2].astype(np.int64))) / 1e6
-            return data, gpu_ms
-        finally:
-            for buf in owned + (list(fresh_prepared[1].values()) if fresh_prepared else []):
-                self._release(buf)
-            if timed:
-                queries.destroy()
+            out = await launch.run(_js(args), _js({"output": output, "timing": timing}))
+        except JsException as exc:
+            raise python_error(exc) from None
+        y, meta = out.y, out.meta
+        gpu_ms = None if meta.gpu_ms is None else float(meta.gpu_ms)
+        if output == "gpu":
+            return GpuTensor(y.buffer, tuple(y.shape.to_py()), str(y.dtype)), gpu_ms
+        return from_typed(y.data, str(y.dtype), tuple(y.shape.to_py())), gpu_ms
 
-    async def time_resident(self, plan: Plan, inputs: dict[str, np.ndarray], y_nbytes: int,
-                            warmup: int = 1, runs: int = 5, repeats: int = 1) -> list[tuple[float, float | None]]:
-        """Benchmarks only: times the plan with its inputs already on the GPU and y left there, as a peer
-        library is timed (input buffers bound, output not read back). Each run submits the plan `repeats`
-        times back to back in one command buffer: a real GPU then stays busy at its working clocks, as it
-        does inside a model, instead of idling between calls. Per run, per repetition: (wall ms from
-        encoding to queue.onSubmittedWorkDone, GPU ms summed over the compute passes' timestamps, or None
-        without timestamp-query). Weight-side passes run once, first."""
-        async with self._lock:
-            return await self._time_resident(plan, inputs, y_nbytes, warmup, runs, repeats)
-
-    async def _time_resident(self, plan, inputs, y_nbytes, warmup, runs, repeats):
-        device = self.device
-        pipelines = [await self._pipeline(render(d.template, d.params), plan.variant)
-                     for d in plan.prepare + plan.dispatches]
-        used = {name for d in plan.prepare + plan.dispatches for name in d.bindings}
-        buffers = {name: self._buffer(arr.nbytes, STORAGE | COPY_DST, arr.tobytes())
-                   for name, arr in inputs.items() if name in used}
-        buffers["y"] = self._buffer(y_nbytes, STORAGE | COPY_SRC)
-        for name, nbytes in list(plan.scratch.items()) + list(plan.prepared.items()):
-            buffers[name] = self._buffer(nbytes, STORAGE)
-        owned = list(buffers.values())
-
-        def bound(dispatch, pipeline):
-            return pipeline, self._bind(dispatch, pipeline, buffers, owned), dispatch.workgroups
-
-        prepare = [bound(d, p) for d, p in zip(plan.prepare, pipelines)]
-        main = [bound(d, p) for d, p in zip(plan.dispatches, pipelines[len(plan.prepare):])]
-        repeats = max(1, min(repeats, MAX_QUERIES // (2 * len(main))))
-        timed = self.caps.has("timestamp-query")
-        count = 2 * len(main) * repeats
-        if timed:
-            queries = device.createQuerySet(_js({"type": "timestamp", "count": count}))
-            resolved = self._buffer(8 * count, QUERY_RESOLVE | COPY_SRC)
-            owned.append(resolved)
-
-        def encode(todo, stamps=None):
-            encoder = device.createCommandEncoder()
-            for i, (pipeline, group, workgroups) in enumerate(todo):
-                descriptor = {"label": f"{plan.variant}#{i}"}
-                if stamps is not None:
-                    descriptor["timestampWrites"] = {"querySet": queries, "beginningOfPassWriteIndex": 2 * i,
-                                                     "endOfPassWriteIndex": 2 * i + 1}
-                compute = encoder.beginComputePass(_js(descriptor))
-                compute.setPipeline(pipeline)
-                compute.setBindGroup(0, group)
-                compute.dispatchWorkgroups(*workgroups)
-                compute.end()
-            if stamps is not None:
-                encoder.resolveQuerySet(queries, 0, count, resolved, 0)
-                encoder.copyBufferToBuffer(resolved, 0, stamps, 0, 8 * count)
-            device.queue.submit(_js([encoder.finish()]))
-
-        samples = []
-        device.pushErrorScope("validation")
+    async def execute(self, plan: Launch, geom: ConvGeometry, inputs: dict) -> tuple[np.ndarray, float | None]:
+        """One uncached run of a configured launch (a piece of a split request): launched, run, destroyed."""
+        launch = await self.launch(plan, geom)
         try:
-            if prepare:
-                encode(prepare)
-            for i in range(warmup + runs):
-                stamps = self._buffer(8 * count, MAP_READ | COPY_DST) if timed else None
-                start = time.perf_counter()
-                encode(main * repeats, stamps)
-                await device.queue.onSubmittedWorkDone()
-                wall = (time.perf_counter() - start) * 1000 / repeats
-                gpu_ms = None
-                if timed:
-                    await stamps.mapAsync(MAP_MODE_READ)
-                    ticks = np.frombuffer(js.Uint8Array.new(stamps.getMappedRange()).to_bytes(), dtype=np.uint64)
-                    gpu_ms = float(np.sum(ticks[1::2].astype(np.int64) - ticks[0::2].astype(np.int64))) / 1e6 / repeats
-                    self._release(stamps)
-                if i >= warmup:
-                    samples.append((wall, gpu_ms))
+            return await self.run(launch, {n: a for n, a in inputs.items() if n in launch.spec.inputs.to_py()})
         finally:
-            error = await device.popErrorScope()
-            for buf in owned:
-                self._release(buf)
-            if timed:
-                queries.destroy()
-        if error is not None:
-            raise GpuError(f"variant {plan.variant}: WebGPU {error.constructor.name}: {error.message}")
-        return samples
+            launch.destroy()
+
+    def upload(self, arr: np.ndarray) -> GpuTensor:
+        """A numpy array copied into a new GPU buffer (STORAGE | COPY_SRC | COPY_DST) that the caller owns."""
+        return GpuTensor(self.executor.upload(to_typed(arr)), tuple(arr.shape), str(arr.dtype))
+
+    async def output(self, launch, geom: ConvGeometry) -> np.ndarray:
+        """y as the launch's last run (a timing one included) left it on the GPU."""
+        try:
+            data = await launch.output()
+        except JsException as exc:
+            raise python_error(exc) from None
+        return from_typed(data, geom.dtype, geom.y_shape)
+
+    async def time_launch(self, launch, tensors: dict, warmup: int = 1, runs: int = 5, repeats: int = 1):
+        """Benchmarks: [(wall ms, GPU ms or None)] per run, per repetition (web/executor.mjs Launch.time)."""
+        args = {name: {"buffer": t.buffer} if isinstance(t, GpuTensor) else {"data": to_typed(t), "constant": True}
+                for name, t in tensors.items()}
+        try:
+            samples = await launch.time(_js(args), _js({"warmup": warmup, "runs": runs, "repeats": repeats}))
+        except JsException as exc:
+            raise python_error(exc) from None
+        return [(float(wall), None if gpu is None else float(gpu)) for wall, gpu in samples.to_py()]

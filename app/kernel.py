@@ -1,33 +1,51 @@
-"""The callable kernel: request -> validated geometry -> plan -> GPU -> numpy result."""
+"""The callable kernel: request -> validated geometry (`validate`) -> configured launch (app/planner.py, split
+past the device's limits) -> executor launch (app/gpu.py, cached per call signature) -> result.
+
+Callers that validate and plan a request themselves (case runner, bench, tuner, fuzzer) hand the geometry
+and pieces to `ConvTransposeKernel.call`, so a request is validated and planned once."""
 from __future__ import annotations
 
 from dataclasses import replace
 
 import numpy as np
 
-from . import contract, planner
+from . import contract, planner, tuning_tables
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
-from .split import run_pieces, split
-from .tensors import all_finite, as_array
+from .split import plan_pieces, run_pieces
+from .tensors import GpuTensor, all_finite, as_array
+
+OUTPUTS = ("cpu", "gpu")
 
 
-def prepare(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict[str, np.ndarray]]:
-    """Validates a request (no GPU involved) and returns its geometry and the input arrays."""
-    arrays = {"x": as_array("x", x), "w": as_array("w", w)}
-    if b is not None:
-        arrays["b"] = as_array("b", b)
+def validate(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict]:
+    """Validates a request (no GPU involved) and returns its geometry and the inputs: numpy arrays, or
+    GpuTensors as given (their data is not read: they count as finite unless marked `finite=False`)."""
+    arrays = {"x": x, "w": w} | ({"b": b} if b is not None else {})
+    arrays = {name: t if isinstance(t, GpuTensor) else as_array(name, t) for name, t in arrays.items()}
     geom = infer(arrays["x"].shape, arrays["w"].shape, arrays["b"].shape if b is not None else None,
                  attributes, {name: str(arr.dtype) for name, arr in arrays.items()})
-    if not all_finite(arrays):  # NaN or Inf in x or w: only variants whose every product is a real one
+    host = {n: a for n, a in arrays.items() if not isinstance(a, GpuTensor)}
+    resident_finite = all(a.finite for n, a in arrays.items() if isinstance(a, GpuTensor) and n != "b")
+    if not (resident_finite and all_finite(host)):  # NaN or Inf in x or w: only variants whose every product is real
         geom = replace(geom, finite_data=False)
-    return geom, {name: np.ascontiguousarray(arr) for name, arr in arrays.items()}
+    return geom, {n: a if isinstance(a, GpuTensor) else np.ascontiguousarray(a) for n, a in arrays.items()}
+
+
+def signature(arrays: dict, attributes: dict, variant: str | None, finite: bool) -> str:
+    """What decides a call's launch: shapes, dtypes, attributes as given, forced variant, finiteness, and
+    the tuning tables in use."""
+    return repr(([(n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items()],
+                 sorted(attributes.items()), variant, finite, tuning_tables.planning_state()))
 
 
 class ConvTransposeKernel:
-    """`await kernel(x=..., w=..., b=None, variant=None, **attributes)` -> {"y": ndarray, "meta": {...}}."""
+    """`await kernel(x=..., w=..., b=None, variant=None, output="cpu", timing=False, **attributes)`
+    -> {"y": ndarray (or GpuTensor with output="gpu"), "meta": {...}}."""
 
     def __init__(self, gpu):
+        # A DeviceHandle (app/device.py): the current Gpu, reopened after a loss, and the (capped) caps to plan
+        # with. Named `gpu` because callers and the README use kernel.gpu.memory() and its counters.
         self.gpu = gpu
 
     def plan(self, geom: ConvGeometry, variant: str | None = None):
@@ -36,14 +54,64 @@ class ConvTransposeKernel:
             raise ConvTransposeError(f"dtype {geom.dtype} needs the device feature(s) {missing}, which this adapter lacks")
         return planner.plan(geom, self.gpu.caps, variant)
 
-    async def __call__(self, x, w, b=None, variant: str | None = None, **attributes) -> dict:
-        geom, arrays = prepare(x, w, b, **attributes)
-        # Past the device's buffer or dispatch limits the request runs as pieces (app/split.py).
-        pieces = split(geom, self.gpu.caps, lambda piece: self.plan(piece, variant))
-        plan = pieces[0][1]
-        meta = {"variant": plan.variant, "reason": plan.reason, "gpu_ms": None, "y_shape": list(geom.y_shape),
-                "pieces": len(pieces)}
-        if geom.y_size == 0:
-            return {"y": np.zeros(geom.y_shape, dtype=geom.dtype), "meta": meta | {"variant": "none (empty output)"}}
-        y, meta["gpu_ms"] = await run_pieces(self.gpu, geom, arrays, pieces)
-        return {"y": y, "meta": meta}
+    def pieces(self, geom: ConvGeometry, variant: str | None = None):
+        """The request's plan, split into pieces past the device's buffer or dispatch limits (app/split.py)."""
+        return plan_pieces(geom, self.gpu.caps, lambda piece: self.plan(piece, variant))
+
+    async def launch(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None):
+        """(executor launch, pieces): the launch cached under `key`, or None when the request runs as
+        several pieces (or has an empty output); planned (unless `pieces` are given) and compiled only on
+        the signature's first call."""
+        gpu = await self.gpu.current()
+        launch = gpu.cached(key)
+        if launch is not None:
+            return launch, None
+        pieces = pieces if pieces is not None else self.pieces(geom, variant)
+        if len(pieces) > 1 or geom.y_size == 0:
+            return None, pieces
+        return await gpu.launch(pieces[0][1], geom, key), pieces
+
+    async def __call__(self, x, w, b=None, variant: str | None = None, output: str = "cpu", timing: bool = False,
+                       **attributes) -> dict:
+        if output not in OUTPUTS:
+            raise ConvTransposeError(f"output must be one of {list(OUTPUTS)}, got {output!r}", "output")
+        geom, arrays = validate(x, w, b, **attributes)
+        return await self.call(geom, arrays, attributes, variant, output, timing)
+
+    async def call(self, geom: ConvGeometry, arrays: dict, attributes: dict, variant: str | None = None,
+                   output: str = "cpu", timing: bool = False, pieces=None) -> dict:
+        """A validated request (`validate`'s geometry and arrays, the attributes as given); `pieces`: the
+        caller's own `self.pieces(geom, variant)`, so that it is not planned twice."""
+        if output not in OUTPUTS:
+            raise ConvTransposeError(f"output must be one of {list(OUTPUTS)}, got {output!r}", "output")
+        resident = [n for n, a in arrays.items() if isinstance(a, GpuTensor)]
+        key = f"py{id(self)}:" + signature(arrays, attributes, variant, geom.finite_data)
+        launch, pieces = await self.launch(geom, variant, key, pieces)
+        gpu = await self.gpu.current()
+        if launch is None:
+            plan = pieces[0][1]
+            meta = {"variant": plan.variant, "reason": plan.reason, "gpu_ms": None, "y_shape": list(geom.y_shape),
+                    "pieces": len(pieces)}
+            if geom.y_size == 0:
+                meta["variant"] = "none (empty output)"
+                y = np.zeros(geom.y_shape, dtype=geom.dtype)
+                return {"y": gpu.upload(y) if output == "gpu" else y, "meta": meta}
+            if resident or output == "gpu":
+                raise ConvTransposeError(
+                    f"this request runs as {len(pieces)} pieces (past the device's limits); GPU-resident tensors "
+                    f"need a request that fits in one piece: pass numpy arrays and output='cpu'",
+                    resident[0] if resident else "output")
+            y, meta["gpu_ms"] = await run_pieces(gpu, geom, arrays, pieces)
+            return {"y": y, "meta": meta}
+        y, gpu_ms = await gpu.run(launch, arrays, output, timing)
+        spec = launch.spec
+        return {"y": y, "meta": {"variant": str(spec.variant), "reason": str(spec.reason), "gpu_ms": gpu_ms,
+                                 "y_shape": list(geom.y_shape), "pieces": 1}}
+
+    async def upload(self, array) -> GpuTensor:
+        """A numpy array (or {"data", "shape"}) copied into a new GPU buffer the caller owns."""
+        return (await self.gpu.current()).upload(as_array("x", array) if not isinstance(array, np.ndarray) else array)
+
+    def forget(self, weights) -> None:
+        """After rewriting a GpuTensor's buffer that served as w: its prepared layouts are rebuilt next call."""
+        self.gpu.executor.forget(weights.buffer if isinstance(weights, GpuTensor) else weights)

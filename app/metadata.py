@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from . import contract
 from .contract import ROOT
-from .render import TEMPLATES
+from .render import SHARED_TEMPLATES, TEMPLATES
 from .variants import VARIANTS
 
 METADATA_PATH = ROOT / "metadata.json"
@@ -40,6 +40,8 @@ def build() -> dict:
              "provenance": PROVENANCE}
             for v in VARIANTS.values()
         ],
+        "shared_templates": [{"file": t, "sha256": digests[t], "purpose": purpose}
+                             for t, purpose in SHARED_TEMPLATES.items()],
     }
 
 

@@ -1,19 +1,20 @@
-"""Chooses the variant for a request.
+"""Chooses the variant for a request: validated geometry -> configured Launch.
 
-The rules are the ordered table RULES, data in one place: (variant, when, why). The first rule whose
-variant covers the request on this device (its own conditions, features and limits) and whose `when`
-conditions hold (the shape class where measurement showed it wins; same vocabulary as the variants'
-conditions) is chosen. The general gather kernels come last and cover everything, so a request always
+The rules are the ordered table RULES, data in one place: (variant, when, why). Going down the rules, a
+rule whose `when` conditions hold (the shape class where measurement showed it wins; same vocabulary as the
+variants' conditions) has its variant configured (app/variants/base.py Variant.configured: the variant's
+own conditions, features, then its `configure`, once); the first that returns a Launch, not a Refusal, is
+kept. The general gather kernels come last and cover everything, so a request always
 has a plan. A tuning table measured on this very adapter may name, for the request's shape class, a variant
-that beat the rules' choice there (app/tuned.py): it is taken instead when it covers the request. The
+that beat the rules' choice there (app/tuning_tables.py): it is taken instead when it covers the request. The
 measurements behind each rule are in the README's variant table.
 """
 from __future__ import annotations
 
-from . import tuned
+from . import tuning_tables
 from .caps import DeviceCaps
 from .errors import ConvTransposeError
-from .plan import Plan
+from .launch import Launch, Refusal
 from .shapes import ConvGeometry
 from .variants import VARIANTS
 from .variants.base import unmet
@@ -40,20 +41,26 @@ RULES: list[tuple[str, dict, str]] = [
 ]
 
 
-def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> Plan:
+def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> Launch:
     if variant is not None:
         chosen = VARIANTS.get(variant)
         if chosen is None:
             raise ConvTransposeError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
-        refusal = chosen.why_not(geom, caps)
-        if refusal:
-            raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {refusal}")
-        return chosen.plan(geom, caps, "forced by the caller")
+        launch = chosen.configured(geom, caps, "forced by the caller")
+        if isinstance(launch, Refusal):
+            raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {launch.reason}")
+        return launch
     for name, when, why in RULES:
-        if VARIANTS[name].why_not(geom, caps) is None and unmet(when, geom) is None:
-            preferred = tuned.preferred_variant(geom, caps, name)
-            if preferred in VARIANTS and VARIANTS[preferred].why_not(geom, caps) is None:
-                return VARIANTS[preferred].plan(geom, caps, f"measured faster than {name} for this shape class "
-                                                            f"on this adapter (tuning/{tuned.file_name(caps)})")
-            return VARIANTS[name].plan(geom, caps, why)
+        if unmet(when, geom) is not None:
+            continue
+        launch = VARIANTS[name].configured(geom, caps, why)
+        if isinstance(launch, Refusal):
+            continue
+        preferred = tuning_tables.preferred_variant(geom, caps, name)
+        if preferred in VARIANTS:
+            faster = VARIANTS[preferred].configured(geom, caps, f"measured faster than {name} for this shape class "
+                                                                f"on this adapter (tuning/{tuning_tables.file_name(caps)})")
+            if not isinstance(faster, Refusal):
+                return faster
+        return launch
     raise AssertionError("the general kernels cover every valid request")

@@ -41,3 +41,35 @@ def conv_transpose_reference(geom: ConvGeometry, x: np.ndarray, w: np.ndarray,
     if b is not None:
         y += np.asarray(b, dtype=np.float64).reshape((1, geom.out_channels) + (1,) * geom.rank)
     return y
+
+
+def reference_at(geom: ConvGeometry, x: np.ndarray, w: np.ndarray, b: np.ndarray | None,
+                 points: np.ndarray) -> np.ndarray:
+    """The float64 reference at some output positions only (rows of `points`: n, m, o0, o1, ...), gathered
+    per output element (the other side of the sum from conv_transpose_reference's scatter): a check of a
+    large output at a sample of its elements costs little."""
+    x = np.asarray(x, dtype=np.float64).reshape(geom.x_shape)
+    w = np.asarray(w, dtype=np.float64).reshape(geom.w_shape)
+    cg, mg = geom.in_per_group, geom.out_per_group
+    out = np.zeros(len(points), dtype=np.float64)
+    for row, (n, m, *o) in enumerate(np.asarray(points, dtype=np.int64)):
+        g = m // mg
+        # per axis: the (input position, tap) pairs with i*s + t*d - pad == o
+        pairs = [[(q // s, t) for t in range(k) if (q := oi + pb - t * d) >= 0 and q % s == 0 and q // s < i]
+                 for oi, i, k, s, d, pb in zip(o, geom.in_spatial, geom.kernel, geom.strides, geom.dilations,
+                                               geom.pads_begin)]
+        total = 0.0
+        for combo in itertools.product(*pairs):
+            ins, taps = tuple(p[0] for p in combo), tuple(p[1] for p in combo)
+            total += float(x[(n, slice(g * cg, (g + 1) * cg)) + ins] @ w[(slice(g * cg, (g + 1) * cg), m - g * mg) + taps])
+        out[row] = total + (float(b[m]) if b is not None else 0.0)
+    return out
+
+
+def sample_points(geom: ConvGeometry, count: int, seed: int = 0) -> np.ndarray:
+    """`count` output positions (n, m, o...) drawn uniformly, the first and last element always among them."""
+    rng = np.random.default_rng(seed)
+    dims = np.array(geom.y_shape)
+    points = [np.zeros(len(dims), np.int64), dims - 1]
+    points += [rng.integers(0, dims) for _ in range(max(0, count - 2))]
+    return np.array(points[:max(count, 1)])

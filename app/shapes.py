@@ -146,7 +146,7 @@ def normalize_attributes(attributes: dict, rank: int) -> dict:
     return out
 
 
-def _split(total: int, auto_pad: str) -> tuple[int, int]:
+def _auto_pads(total: int, auto_pad: str) -> tuple[int, int]:
     if auto_pad == "SAME_UPPER":
         begin = total // 2
         return begin, total - begin
@@ -227,7 +227,7 @@ def infer(x_shape, w_shape, b_shape=None, attributes: dict | None = None,
         targets, source = None, "pads"
 
     if targets is not None:
-        begins, ends = zip(*(_split(n - t, auto_pad) for n, t in zip(natural, targets)))
+        begins, ends = zip(*(_auto_pads(n - t, auto_pad) for n, t in zip(natural, targets)))
     elif auto_pad == "VALID":
         begins, ends = (0,) * rank, (0,) * rank
     else:

@@ -5,7 +5,7 @@ channels) and of output rows along the first spatial axis, with the input slices
 the pads that place them. Each piece is planned on its own; the GPU layer only runs pieces, and the
 kernel writes each piece's output at its offsets. A piece fits when every buffer it binds (x, w, b, y
 and the plan's intermediate buffers) is within maxStorageBufferBindingSize and maxBufferSize and every
-dispatch's grid is within maxComputeWorkgroupsPerDimension (plan.grid folds counts into 2D first, so on
+dispatch's grid is within maxComputeWorkgroupsPerDimension (launch.grid folds counts into 2D first, so on
 real limits, 65535^2 workgroups, only byte limits ever split). Pieces are found by bisecting the piece
 that does not fit along the axis that shrinks the buffer at fault; when a piece of one image, one output
 channel and one output row still does not fit, the request is refused with ConvTransposeError.
@@ -22,12 +22,16 @@ import numpy as np
 
 from .caps import DeviceCaps
 from .errors import ConvTransposeError
-from .plan import DispatchTooLarge, Plan
+from .launch import DispatchTooLarge, Launch
 from .shapes import ConvGeometry
 from .variants.base import DTYPE_BYTES
 
 BYTE_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize")
 MAX_PIECES = 4096  # past this the request is refused: that many submissions would be a hang, not a result
+
+
+class Unfittable(ConvTransposeError):
+    """A valid request that no split fits into this device's limits (a refusal, not a coverage question)."""
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,7 @@ def buffer_bytes(geom: ConvGeometry) -> dict[str, int]:
     return sizes
 
 
-def overflow(geom: ConvGeometry, plan: Plan | None, limit: int) -> tuple[str, str] | None:
+def overflow(geom: ConvGeometry, plan: Launch | None, limit: int) -> tuple[str, str] | None:
     """(buffer kind, words) for the first buffer of the piece over `limit` bytes, or None."""
     for name, nbytes in buffer_bytes(geom).items():
         if nbytes > limit:
@@ -168,7 +172,7 @@ def overflow(geom: ConvGeometry, plan: Plan | None, limit: int) -> tuple[str, st
     return None
 
 
-def split(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeometry], Plan]) -> list[tuple[Piece, Plan]]:
+def plan_pieces(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeometry], Launch]) -> list[tuple[Piece, Launch]]:
     """The pieces (with their plans) whose outputs tile the request's output; [(whole, plan)] when it fits.
 
     `plan` plans one piece (the planner, with the caller's forced variant); it may raise DispatchTooLarge.
@@ -176,7 +180,7 @@ def split(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeometry], P
     if geom.y_size == 0:  # nothing runs on the GPU
         return [(whole(geom), plan(geom))]
     limit = byte_limit(caps)
-    done: list[tuple[Piece, Plan]] = []
+    done: list[tuple[Piece, Launch]] = []
     todo = [whole(geom)]
     while todo:
         piece = todo.pop()
@@ -195,14 +199,14 @@ def split(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeometry], P
         kind, words = fault
         halves = bisect(geom, piece, SHRINKS[kind])
         if halves is None:
-            raise ConvTransposeError(
+            raise Unfittable(
                 f"the request does not fit this device even split into pieces: a piece of "
                 f"{piece.images[1] - piece.images[0]} image(s), output channels {_channel_words(geom, piece)} and "
                 f"output rows {list(piece.rows)} still does not fit: {words}, over the limit of {limit} bytes "
                 f"(min of {', '.join(BYTE_LIMITS)})" if kind != "grid" else
                 f"the request does not fit this device even split into pieces: {words}")
         if len(done) + len(todo) + 2 > MAX_PIECES:
-            raise ConvTransposeError(f"the request would need more than {MAX_PIECES} pieces to fit this device's "
+            raise Unfittable(f"the request would need more than {MAX_PIECES} pieces to fit this device's "
                                      f"limits ({words}, limit {limit} bytes)")
         todo += [halves[1], halves[0]]  # the first half is popped next: pieces come out in output order
     return done
@@ -214,21 +218,16 @@ def _channel_words(full: ConvGeometry, piece: Piece) -> str:
 
 
 async def run_pieces(gpu, geom: ConvGeometry, arrays: dict[str, np.ndarray],
-                     pieces: list[tuple[Piece, Plan]]) -> tuple[np.ndarray, float | None]:
-    """Runs each piece's plan on `gpu` (anything with execute(plan, inputs, y_nbytes)) and assembles y.
-
-    Returns y and the summed GPU time (None when any piece had no timestamp)."""
-    item = np.dtype(geom.dtype).itemsize
-    if len(pieces) == 1:
-        data, gpu_ms = await gpu.execute(pieces[0][1], arrays, geom.y_size * item)
-        return np.frombuffer(data, dtype=geom.dtype).reshape(geom.y_shape).copy(), gpu_ms
+                     pieces: list[tuple[Piece, Launch]]) -> tuple[np.ndarray, float | None]:
+    """Runs each piece's plan on `gpu` (anything with execute(plan, geom, inputs) -> (y, gpu_ms)) and
+    assembles y. Returns y and the summed GPU time (None when any piece had no timestamp)."""
     try:
         y = np.empty(geom.y_shape, dtype=geom.dtype)
     except MemoryError:
         raise ConvTransposeError(f"the output {list(geom.y_shape)} does not fit in this runtime's memory") from None
     total: float | None = 0.0
     for piece, plan in pieces:
-        data, gpu_ms = await gpu.execute(plan, piece.inputs(geom, arrays), piece.geom.y_size * item)
-        y[piece.y_index(geom)] = np.frombuffer(data, dtype=geom.dtype).reshape(piece.geom.y_shape)
+        part, gpu_ms = await gpu.execute(plan, piece.geom, piece.inputs(geom, arrays))
+        y[piece.y_index(geom)] = part
         total = None if gpu_ms is None or total is None else total + gpu_ms
     return y, total

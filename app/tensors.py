@@ -2,10 +2,39 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from .errors import ConvTransposeError
+
+DTYPES = ("float32", "float16")
+
+
+@dataclass(frozen=True)
+class GpuTensor:
+    """A tensor that stays on the GPU: a GPUBuffer (row-major, tightly packed) with its shape and dtype.
+
+    As an input it is bound as it is (it needs GPUBufferUsage.STORAGE and at least the shape's bytes);
+    `finite=False` says it may hold NaN or Inf (GPU data is not read back to check). As an output
+    (`output="gpu"`) the caller owns the buffer and destroys it when done."""
+
+    buffer: object
+    shape: tuple
+    dtype: str = "float32"
+    finite: bool = True
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.shape) * np.dtype(self.dtype).itemsize
+
+    def __post_init__(self):
+        if self.dtype not in DTYPES:
+            raise ConvTransposeError(f"GPU tensor: dtype {self.dtype!r} is not supported; allowed: {sorted(DTYPES)}")
+        if not isinstance(self.shape, (list, tuple)) or any(
+                isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in self.shape):
+            raise ConvTransposeError(f"GPU tensor: shape must be a list of non-negative integers, got {self.shape!r}")
+        object.__setattr__(self, "shape", tuple(self.shape))
 
 
 def all_finite(arrays: dict[str, np.ndarray]) -> bool:

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 
 from .browser_session import run_python
@@ -25,7 +25,7 @@ def test_js_get_kernel_matches_reference(page):
             return { data: Array.from(y.data), shape: y.shape, isF32: y.data instanceof Float32Array, meta };
         }""",
         [{"data": t.ravel().tolist(), "shape": list(t.shape)} for t in (x, w, b)] + [attrs])
-    geom, _ = prepare(x, w, b, **attrs)
+    geom, _ = validate(x, w, b, **attrs)
     want = conv_transpose_reference(geom, x, w, b)
     assert out["shape"] == list(want.shape) and out["isF32"]
     np.testing.assert_allclose(np.array(out["data"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)
@@ -47,7 +47,7 @@ dict_in = await kernel(x={"data": x.ravel().tolist(), "shape": [2, 3, 4]}, w=w, 
 """)
     x = np.array(result["x"], np.float32).reshape(2, 3, 4)
     w = np.array(result["w"], np.float32).reshape(3, 2, 4)
-    geom, _ = prepare(x, w, strides=[2], pads=[1, 1])
+    geom, _ = validate(x, w, strides=[2], pads=[1, 1])
     want = conv_transpose_reference(geom, x, w)
     assert result["shape"] == [2, 2, 8] and result["dtype"] == "float32" and result["same"]
     np.testing.assert_allclose(np.array(result["y"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)
@@ -110,7 +110,7 @@ out
     if out["has_f16"]:
         x = np.linspace(-1, 1, 18, dtype=np.float16).reshape(1, 2, 9)
         w = np.linspace(-1, 1, 12, dtype=np.float16).reshape(2, 2, 3)
-        geom, _ = prepare(x.astype(np.float32), w.astype(np.float32), strides=[2])
+        geom, _ = validate(x.astype(np.float32), w.astype(np.float32), strides=[2])
         want = conv_transpose_reference(geom, x, w)
         assert out["ran"] and out["dtype"] == "float16"
         np.testing.assert_allclose(np.array(out["y"]).reshape(want.shape), want, atol=2e-3, rtol=2e-3)
@@ -122,7 +122,7 @@ def test_output_past_65535_workgroups(page):
     """4.2M outputs need more than 65535 workgroups of 64: the grid folds into 2D and covers every element."""
     out = run_python(page, """
 import numpy as np, app
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 rng = np.random.default_rng(5)
@@ -130,8 +130,8 @@ x = rng.standard_normal((1, 1, 1025, 1024)).astype(np.float32)
 w = rng.standard_normal((1, 1, 2, 2)).astype(np.float32)
 b = np.array([0.25], np.float32)
 res = await kernel(x=x, w=w, b=b, strides=[2, 2])
-plan = kernel.plan(prepare(x, w, b, strides=[2, 2])[0])
-want = conv_transpose_reference(prepare(x, w, b, strides=[2, 2])[0], x, w, b)
+plan = kernel.plan(validate(x, w, b, strides=[2, 2])[0])
+want = conv_transpose_reference(validate(x, w, b, strides=[2, 2])[0], x, w, b)
 {"shape": list(res["y"].shape), "err": float(np.abs(res["y"] - want).max()),
  "grid": list(plan.dispatches[0].workgroups)}
 """)
@@ -140,26 +140,47 @@ want = conv_transpose_reference(prepare(x, w, b, strides=[2, 2])[0], x, w, b)
     assert out["err"] < 1e-5
 
 
-def test_packed_weights_are_cached_per_weight_content(page):
-    """GEMM + col2im packs W once; the same weights reuse it, changed weights are packed again (and correct)."""
+def test_packed_weights_are_cached_per_weight_buffer_and_numpy_weights_are_never_stale(page):
+    """GEMM + col2im packs W in a weight-side pass. GPU-resident weights are packed once per buffer (again
+    after kernel.forget); numpy weights are packed on every call, so an array changed in place is seen."""
     out = run_python(page, """
 import numpy as np, app
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 rng = np.random.default_rng(11)
 x = rng.standard_normal((1, 8, 5, 5)).astype(np.float32)
 w1 = rng.standard_normal((8, 4, 3, 3)).astype(np.float32)
 w2 = w1.copy(); w2[0, 0, 0, 0] += 1.0
+g1, g2 = await kernel.upload(w1), await kernel.upload(w2)
+attrs = dict(strides=[2, 2], pads=[1, 1, 1, 1], variant="nchw2d_col2im")
+def want(w):
+    return conv_transpose_reference(validate(x, w, strides=[2, 2], pads=[1, 1, 1, 1])[0], x, w)
 start = kernel.gpu.weight_preparations
 errors, counts = [], []
-for w in (w1, w1, w2, w1):
-    res = await kernel(x=x, w=w, strides=[2, 2], pads=[1, 1, 1, 1], variant="nchw2d_col2im")
-    want = conv_transpose_reference(prepare(x, w, strides=[2, 2], pads=[1, 1, 1, 1])[0], x, w)
-    errors.append(float(np.abs(res["y"] - want).max()))
+for w, ref in ((g1, w1), (g1, w1), (g2, w2), (g2, w2), (g1, w1)):
+    res = await kernel(x=x, w=w, **attrs)
+    errors.append(float(np.abs(res["y"] - want(ref)).max()))
     counts.append(kernel.gpu.weight_preparations - start)
+# rewritten in place on the GPU: stale until forgotten
+kernel.gpu.device.queue.writeBuffer(g1.buffer, 0, app.gpu.to_typed(w2))
+kernel.forget(g1)
+errors.append(float(np.abs((await kernel(x=x, w=g1, **attrs))["y"] - want(w2)).max()))
+counts.append(kernel.gpu.weight_preparations - start)
+# numpy weights: packed every call; a change in place is seen
+w3 = w1.copy()
+first = await kernel(x=x, w=w3, **attrs)
+w3 *= 2
+second = await kernel(x=x, w=w3, **attrs)
+errors += [float(np.abs(first["y"] - want(w1)).max()), float(np.abs(second["y"] - want(w3)).max())]
+counts.append(kernel.gpu.weight_preparations - start)
+for g in (g1, g2):
+    g.buffer.destroy()
 {"errors": errors, "counts": counts}
 """)
-    assert max(out["errors"]) < 1e-4
-    # w1 packed, w1 cached, w2 packed, w1 still cached
-    assert out["counts"] == [1, 1, 2, 2]
+    assert max(out["errors"]) < 1e-4, out
+    # g1 packed, g1 cached, g2 packed, g2 cached, g1 packed again (one layout per launch), forget: packed,
+    # then two numpy calls: packed each time
+    assert out["counts"] == [1, 1, 2, 2, 3, 4, 6], out
+
+

@@ -3,7 +3,7 @@ split into pieces, memory stays flat over hundreds of calls, concurrent calls, a
 import numpy as np
 import pytest
 
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 
 from .browser_session import run_python
@@ -13,11 +13,11 @@ pytestmark = pytest.mark.browser
 KERNEL = 'await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1{extra})'
 CHECK = """
 import numpy as np, app
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 
 def error(res, x, w, b, attrs):
-    want = conv_transpose_reference(prepare(x, w, b, **attrs)[0], x, w, b)
+    want = conv_transpose_reference(validate(x, w, b, **attrs)[0], x, w, b)
     return float(np.max(np.abs(res["y"] - want) / (1e-4 + np.abs(want)))) if want.size else 0.0
 """
 
@@ -80,7 +80,6 @@ except app.ConvTransposeError as exc:
 
 def test_500_calls_with_varying_shapes_leave_gpu_memory_flat(page):
     out = run_python(page, CHECK + f"""
-from app.gpu import PIPELINE_CACHE_SIZE, PREPARED_CACHE_SIZE
 from app.variants import VARIANTS
 kernel = {KERNEL.format(extra="")}
 rng = np.random.default_rng(500)
@@ -95,27 +94,26 @@ for i in range(500):
     attrs = {{"group": g, "strides": [int(rng.integers(1, 4)) for _ in range(rank)]}}
     forced = None
     if i % 5 == 0:  # every covering variant in turn, so the fast ones and the weight cache are exercised too
-        geom = prepare(x, w, **attrs)[0]
+        geom = validate(x, w, **attrs)[0]
         covering = [n for n, v in sorted(VARIANTS.items()) if v.why_not(geom, kernel.gpu.caps) is None]
         forced = covering[(i // 5) % len(covering)]
     res = await kernel(x=x, w=w, variant=forced, **attrs)
     variants.add(res["meta"]["variant"])
     worst = max(worst, error(res, x, w, None, attrs))
     mem = kernel.gpu.memory()
-    assert mem["live_bytes"] == mem["cached_bytes"], mem  # nothing but the weight cache outlives a call
+    assert mem["live_bytes"] == mem["cached_bytes"], mem  # nothing but cached launches outlives a call
     peak_cached = max(peak_cached, mem["cached_bytes"])
 after = kernel.gpu.memory()
 kernel.gpu.release_caches()
 released = kernel.gpu.memory()
-{{"released": released, "before": before, "after": after, "worst": worst, "variants": sorted(variants), "peak_cached": peak_cached,
-  "pipeline_bound": PIPELINE_CACHE_SIZE, "prepared_bound": PREPARED_CACHE_SIZE}}
+{{"released": released, "before": before, "after": after, "worst": worst, "variants": sorted(variants), "peak_cached": peak_cached}}
 """)
     print("memory before/after 500 calls:", out["before"], out["after"], "variants:", out["variants"])
     assert out["worst"] < 1e-3
     assert out["after"]["live_bytes"] - out["after"]["cached_bytes"] == \
         out["before"]["live_bytes"] - out["before"]["cached_bytes"] == 0
-    assert out["after"]["pipelines"] <= out["pipeline_bound"]
-    assert out["after"]["prepared_entries"] <= out["prepared_bound"]
+    assert out["after"]["pipelines"] <= out["after"]["pipeline_cache_size"]
+    assert out["after"]["launches"] <= out["after"]["launch_cache_size"]
     assert len(out["variants"]) >= 10 and out["peak_cached"] > 0
     assert out["released"]["live_bytes"] == 0 and out["released"]["pipelines"] == 0
 
@@ -128,17 +126,15 @@ from app import gpu as gpu_module
 from app.kernel import ConvTransposeKernel
 gpu = await gpu_module.Gpu.open()  # a device of its own: an empty cache
 kernel = ConvTransposeKernel(gpu)
-saved = gpu_module.PIPELINE_CACHE_SIZE
-gpu_module.PIPELINE_CACHE_SIZE = 3
+gpu.executor.pipelineCacheSize = 3
 try:
     sizes = []
     for rank, bias in [(1, False), (1, True), (2, False), (2, True), (1, False)]:
         x, w = np.ones((1, 2) + (3,) * rank, np.float32), np.ones((2, 2) + (2,) * rank, np.float32)
         res = await kernel(x=x, w=w, b=np.ones(2, np.float32) if bias else None,
                            variant=["ncl1d_gather", "nchw2d_gather"][rank - 1])
-        sizes.append(len(gpu._pipelines))
+        sizes.append(gpu.executor.pipelines.size)
 finally:
-    gpu_module.PIPELINE_CACHE_SIZE = saved
     gpu.device.destroy()
 {{"sizes": sizes, "y": res["y"].ravel().tolist()}}
 """)
@@ -182,7 +178,7 @@ def test_js_calls_awaited_at_once_are_right_and_in_order(page):
         [[{"data": x.ravel().tolist(), "shape": list(x.shape)}, {"data": w.ravel().tolist(), "shape": list(w.shape)},
           attrs] for x, w, attrs in requests])
     for (x, w, attrs), out in zip(requests, outs):
-        want = conv_transpose_reference(prepare(x, w, **attrs)[0], x, w)
+        want = conv_transpose_reference(validate(x, w, **attrs)[0], x, w)
         assert out["shape"] == list(want.shape)
         np.testing.assert_allclose(np.array(out["data"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)
 
@@ -223,15 +219,15 @@ def test_a_call_on_a_lost_device_is_a_clear_error_not_a_hang(page):
     out = run_python(page, """
 import asyncio, numpy as np, app
 from app.gpu import Gpu
-from app.kernel import prepare
+from app.kernel import validate
 from app.planner import plan
 gpu = await Gpu.open()
-geom, arrays = prepare(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
+geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 p = plan(geom, gpu.caps)
 gpu.device.destroy()
 await asyncio.sleep(0.2)
 try:
-    await asyncio.wait_for(gpu.execute(p, arrays, 20), 60)
+    await asyncio.wait_for(gpu.execute(p, geom, arrays), 60)
     text = "ran"
 except app.GpuError as exc:
     text = str(exc)
@@ -245,17 +241,17 @@ text
 def test_a_broken_shader_is_a_gpu_error_naming_the_variant(page):
     out = run_python(page, """
 import numpy as np, app
-from app.kernel import prepare
-from app.plan import Plan
+from app.kernel import validate
+from app.launch import Launch
 from app.render import TEMPLATES
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
-geom, arrays = prepare(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
+geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 good = kernel.plan(geom)
 (TEMPLATES / "_broken-for-test.wgsl.jinja").write_text("@compute @workgroup_size(1) fn main() { let x: f32 = nope; }")
-broken = Plan("broken_test_variant", "test", tuple(d.__class__("_broken-for-test.wgsl.jinja", d.params, d.bindings,
+broken = Launch("broken_test_variant", "test", tuple(d.__class__("_broken-for-test.wgsl.jinja", d.params, d.bindings,
               d.uniforms, d.workgroups) for d in good.dispatches))
 try:
-    await kernel.gpu.execute(broken, arrays, 20)
+    await kernel.gpu.execute(broken, geom, arrays)
     text = "compiled"
 except app.GpuError as exc:
     text = str(exc)
@@ -272,17 +268,17 @@ def test_a_validation_error_is_a_gpu_error_naming_the_variant(page):
     """A plan whose binding count disagrees with its shader: WebGPU validation, surfaced as GpuError."""
     out = run_python(page, """
 import numpy as np, app
-from app.kernel import prepare
-from app.plan import Plan
+from app.kernel import validate
+from app.launch import Launch
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
-geom, arrays = prepare(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
+geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 good = kernel.plan(geom)
 d = good.dispatches[0]
-bad = Plan("misbound_test_variant", "test", (d.__class__(d.template, d.params, ("y", "w", "y"), d.uniforms,
+bad = Launch("misbound_test_variant", "test", (d.__class__(d.template, d.params, ("y", "w", "y"), d.uniforms,
                                                            d.workgroups),))
 before = kernel.gpu.memory()
 try:
-    await kernel.gpu.execute(bad, arrays, 20)
+    await kernel.gpu.execute(bad, geom, arrays)
     text = "ran"
 except app.GpuError as exc:
     text = str(exc)
@@ -318,7 +314,7 @@ b = rng.uniform(-1, 1, {w_shape[1]} * {attrs.get("group", 1)}).astype(np.float32
 flat = x.reshape(-1)
 flat[rng.choice(flat.size, 3, replace=False)] = [np.nan, np.inf, -np.inf]
 w.reshape(-1)[rng.choice(w.size, 2, replace=False)] = [np.inf, -np.inf]
-geom = prepare(x, w, b, **{attrs!r})[0]
+geom = validate(x, w, b, **{attrs!r})[0]
 assert not geom.finite_data
 want = conv_transpose_reference(geom, x, w, b)
 results, refused = {{}}, {{}}
@@ -326,7 +322,7 @@ for name, v in sorted(VARIANTS.items()):
     if v.why_not(geom, kernel.gpu.caps) is None:
         res = await kernel(x=x, w=w, b=b, variant=name, **{attrs!r})
         results[name] = compare(res["y"], want, 1e-4, 1e-4)[0]
-    elif v.why_not(prepare(np.nan_to_num(x), np.nan_to_num(w), b, **{attrs!r})[0], kernel.gpu.caps) is None:
+    elif v.why_not(validate(np.nan_to_num(x), np.nan_to_num(w), b, **{attrs!r})[0], kernel.gpu.caps) is None:
         try:  # covers the same request with finite data: forcing it now is a clear refusal
             await kernel(x=x, w=w, b=b, variant=name, **{attrs!r})
             refused[name] = "ran"

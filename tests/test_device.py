@@ -10,7 +10,7 @@ class FakeGpu:
     def __init__(self, name):
         self.name, self.lost_reason, self.caps, self.runs = name, None, DeviceCaps(), []
 
-    async def execute(self, plan, inputs, y_nbytes):
+    async def execute(self, plan, geom, inputs):
         self.runs.append(plan)
         return self.name, None
 
@@ -26,10 +26,10 @@ def test_a_lost_device_is_replaced_before_the_next_call():
     handle = DeviceHandle(first, opener, {"maxBufferSize": 1000})
 
     async def scenario():
-        out = [await handle.execute("p1", {}, 4)]
+        out = [await handle.execute("p1", None, {})]
         first.lost_reason = "destroyed: test"
-        out.append(await handle.execute("p2", {}, 4))
-        out.append(await handle.execute("p3", {}, 4))
+        out.append(await handle.execute("p2", None, {}))
+        out.append(await handle.execute("p3", None, {}))
         return out
 
     assert [name for name, _ in run_coroutine(scenario())] == ["gpu0", "gpu1", "gpu1"]

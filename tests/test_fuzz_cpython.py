@@ -14,7 +14,7 @@ from app.caps import DeviceCaps
 from app.cases import CaseFileError, compare, parse_case_file
 from app.errors import ConvTransposeError
 from app.fuzz import case_file, random_request, run_fuzz
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 
 from .async_helper import run_coroutine
@@ -24,7 +24,7 @@ def test_generator_covers_every_attribute_path():
     seen = {"rank": set(), "auto_pad": set(), "group": set(), "keys": set(), "bias": set(), "full_output_shape": 0}
     for index in range(600):
         req = random_request(np.random.default_rng([1, index]))
-        geom, _ = prepare(req["x"], req["w"], req["b"], **req["attributes"])  # valid by construction
+        geom, _ = validate(req["x"], req["w"], req["b"], **req["attributes"])  # valid by construction
         seen["rank"].add(geom.rank)
         seen["auto_pad"].add(req["attributes"].get("auto_pad"))
         seen["group"].add("depthwise" if geom.group > 1 and geom.in_per_group == 1 else geom.group > 1)
@@ -53,7 +53,7 @@ class ReferenceKernel:
         self.gpu = type("Gpu", (), {"caps": DeviceCaps()})()
 
     async def __call__(self, x, w, b=None, variant=None, **attributes):
-        geom, _ = prepare(x, w, b, **attributes)
+        geom, _ = validate(x, w, b, **attributes)
         plan = planner.plan(geom, self.gpu.caps, variant)
         y = conv_transpose_reference(geom, x, w, b).astype(np.float32) + np.float32(self.off)
         return {"y": y, "meta": {"variant": plan.variant, "pieces": 1}}
@@ -67,7 +67,7 @@ def test_fuzz_passes_a_right_kernel_and_reports_a_wrong_one_as_reproducible_case
     doc = json.loads(json.dumps(case_file([f["case"] for f in bad["failures"]])))
     cases = parse_case_file(json.dumps(doc))
     for case in cases:
-        geom, arrays = prepare(**case["inputs"], **case["attributes"])
+        geom, arrays = validate(**case["inputs"], **case["attributes"])
         want = np.asarray(case["expected"]["data"], np.float64).reshape(case["expected"]["shape"])
         got = conv_transpose_reference(geom, arrays["x"], arrays["w"], arrays.get("b"))
         assert compare(got, want, **case["tolerance"])[0]  # the file's expected y is the reference's
@@ -112,7 +112,7 @@ def test_hostile_case_files_are_refused_or_run_cleanly(path, value):
         return
     for case in cases:
         try:
-            prepare(**case["inputs"], **case["attributes"])
+            validate(**case["inputs"], **case["attributes"])
         except ConvTransposeError:
             pass
 
@@ -145,4 +145,4 @@ def test_case_runner_refuses_a_malformed_file_before_starting_a_browser(tmp_path
                                   ["1", "2"], [True, 1.0]])
 def test_hostile_data_is_a_clear_refusal(data):
     with pytest.raises(ConvTransposeError, match="'x'"):
-        prepare(x={"data": data, "shape": [1, 1, 2]}, w={"data": [1.0], "shape": [1, 1, 1]})
+        validate(x={"data": data, "shape": [1, 1, 2]}, w={"data": [1.0], "shape": [1, 1, 1]})

@@ -24,7 +24,7 @@ def results(node):
 
 
 def test_node_host_has_a_webgpu_adapter(node):
-    device = node.call("device")
+    device = node.py("report_device")
     assert device["features"] is not None and device["limits"]["maxComputeWorkgroupsPerDimension"] >= 65535
 
 
@@ -32,3 +32,36 @@ def test_node_host_has_a_webgpu_adapter(node):
 def test_case_in_node(results, name):
     result = results[name]
     assert_passed_or_gated(result)
+
+
+def test_node_host_compares_with_both_ort_builds_and_breaks_a_call_down(node):
+    """The GPU machine's path (bench --host node --against ort / --breakdown) on one small case here."""
+    case = {"name": "tiny", "tier": "test", "x": [1, 4, 5, 5], "w": [4, 3, 3, 3], "bias": True,
+            "attributes": {"strides": [2, 2]}, "dtype": "float32",
+            "fill": {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 0}}
+    row = node.call("compare", case, {"runs": 1, "warmup": 0})
+    assert row["ours"]["max_abs_diff_reference"] < 1e-5
+    assert all(row["ort"][ep]["max_abs_diff_ours"] < 1e-5 for ep in ("webgpu", "jsep")), row["ort"]
+    parts = node.call("breakdown", case, {"runs": 2})
+    assert parts["first_call"]["python"]["plan_render_compile_ms"] > 0
+    assert "python" not in parts["repeat_cpu"] and parts["repeat_resident"]["total"] > 0
+
+
+def test_bench_against_ort_and_breakdown_command_lines_on_the_node_host(tmp_path):
+    """The README's two H200 commands, run here on one small case (`--bench` picks the file)."""
+    import subprocess
+    import sys
+
+    bench_file = tmp_path / "bench.json"
+    doc = json.loads((TEST_JSON.parent / "bench.json").read_text())
+    doc["cases"] = [dict(c, tier="full") for c in doc["cases"] if c["name"] == "tiny_k3s2"]
+    bench_file.write_text(json.dumps(doc))
+    base = [sys.executable, "-m", "app", "bench", "--tier", "full", "--host", "node", "--bench", str(bench_file)]
+    ort = subprocess.run(base + ["--against", "ort", "--runs", "2", "--warmup", "1"], capture_output=True, text=True,
+                         timeout=600, cwd=TEST_JSON.parent)
+    assert ort.returncode == 0, ort.stderr[-2000:]
+    assert "tiny_k3s2" in ort.stdout and "e2e: geometric mean ours/faster ORT" in ort.stdout, ort.stdout
+    parts = subprocess.run(base + ["--breakdown", "--runs", "3"], capture_output=True, text=True, timeout=600,
+                           cwd=TEST_JSON.parent)
+    assert parts.returncode == 0, parts.stderr[-2000:]
+    assert "repeat_resident" in parts.stdout and "first call in Python" in parts.stdout, parts.stdout

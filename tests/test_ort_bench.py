@@ -14,7 +14,7 @@ import pytest
 
 from app import bench
 from app.host.server import ORT_DIST, ROOT
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 from tests.browser_session import run_python
 
@@ -35,7 +35,7 @@ process.stdout.write(Buffer.from(bytes).toString("base64"));
 
 def reference(case):
     inputs = bench.make_inputs(case)
-    geom, arrays = prepare(**inputs, **case["attributes"])
+    geom, arrays = validate(**inputs, **case["attributes"])
     return inputs, conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
 
 
@@ -94,16 +94,33 @@ def test_one_small_ort_comparison_end_to_end(page, ep):
     np.testing.assert_allclose(np.array(r["y"]).reshape(want.shape), want, atol=1e-5, rtol=1e-5)
     assert r["source"] in ("timestamp-query", "wall") and 0 < r["min_ms"] <= r["median_ms"]
     assert r["wall_median_ms"] > 0
-    # Ours on the same case, same page, timed the same way; its y agrees with ORT's.
-    ours = run_python(page, f"""
-import json
-from app import bench, get_kernel
-kernel = await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
-row = await bench.run_resident(kernel, json.loads({json.dumps(json.dumps(CASE_2D))}), runs=2, warmup=1)
-import numpy as np
-{{"max_vs_ort": float(np.max(np.abs(np.frombuffer(row["y"], dtype=np.float32) - np.array({r["y"]!r}, dtype=np.float32)))),
-  "source": row["source"], "ref": row["max_abs_diff_reference"]}}""")
-    assert ours["max_vs_ort"] < 1e-5 and ours["ref"] < 1e-5 and ours["source"] == r["source"]
+
+
+COMPARE = """async ({benchCase}) => {
+    const { compareCase } = await import("/web/compare.mjs");
+    return await compareCase(benchCase, { runs: 2, warmup: 1 });
+}"""
+
+
+@pytest.mark.browser
+def test_ours_beside_both_ort_builds_in_alternating_runs(page):
+    """bench --against ort's unit: same data, y checked (ours against the float64 reference, each ORT build
+    against ours), e2e / resident / GPU medians on both sides, our host time."""
+    r = page.evaluate(COMPARE, {"benchCase": CASE_2D})
+    assert r["ours"]["max_abs_diff_reference"] < 1e-5
+    for ep in ("webgpu", "jsep"):
+        assert "error" not in r["ort"][ep], r["ort"][ep]
+        assert r["ort"][ep]["max_abs_diff_ours"] < 1e-5
+        assert r["ort"][ep]["e2e_ms"] > 0 and r["ort"][ep]["resident_ms"] > 0
+    assert r["ours"]["e2e_ms"] > 0 and r["ours"]["resident_ms"] > 0 and 0 < r["ours"]["host_ms"] <= r["ours"]["resident_ms"]
+    assert r["ours"]["gpu_ms"] > 0 and len(r["ours"]["e2e_samples_ms"]) == 2
+
+
+@pytest.mark.browser
+def test_ort_refusing_3d_in_the_comparison_is_recorded(page):
+    r = page.evaluate(COMPARE, {"benchCase": CASE_3D})
+    assert r["ours"]["max_abs_diff_reference"] < 1e-5 and r["ours"]["e2e_ms"] > 0
+    assert all("conv" in r["ort"][ep]["error"].lower() for ep in ("webgpu", "jsep")), r["ort"]
 
 
 @pytest.mark.browser
@@ -116,7 +133,7 @@ def test_ort_refusing_3d_is_an_error_result_not_a_crash(page, ep):
 
 TUNE_SMALL = """
 import json
-from app import get_kernel, tuning
+from app import get_kernel, tuner
 kernel = await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 3}
 cases = [
@@ -129,7 +146,7 @@ cases = [
     {"name": "phase1d", "tier": "t", "x": [2, 10, 37], "w": [10, 6, 5], "bias": True,
      "attributes": {"strides": [3], "pads": [1, 2], "output_padding": [1]}, "fill": fill},
 ]
-table = await tuning.tune(kernel, cases, runs=1)
+table = await tuner.tune(kernel, cases, runs=1)
 json.dumps(table)
 """
 

@@ -3,7 +3,7 @@ import pytest
 
 from app.caps import DeviceCaps
 from app.errors import ConvTransposeError
-from app.plan import grid
+from app.launch import grid
 from app.planner import RULES, plan
 from app.shapes import infer
 from app.variants import VARIANTS

@@ -56,7 +56,7 @@ def requests(draw):
 def test_chosen_variant_covers_and_forcing_follows_coverage(geom, device):
     chosen = plan(geom, device)
     assert VARIANTS[chosen.variant].why_not(geom, device) is None
-    for dispatch in chosen.dispatches + chosen.prepare:
+    for dispatch in chosen.dispatches + chosen.weight_passes:
         limit = device.limit("maxComputeWorkgroupsPerDimension")
         assert all(1 <= n <= limit for n in dispatch.workgroups)
     for name, variant in VARIANTS.items():

@@ -19,7 +19,7 @@ import pytest
 
 from app.cases import parse_case_file
 from app.errors import ConvTransposeError
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 from app.shapes import infer
 from tools.ort_oracle import build_model, run_onnxruntime
@@ -286,7 +286,7 @@ def test_case_file_expected_values_equal_the_reference(case_file):
     for case in cases:
         if case["expected_error"]:
             continue
-        geom, arrays = prepare(**case["inputs"], **case["attributes"])
+        geom, arrays = validate(**case["inputs"], **case["attributes"])
         want = conv_transpose_reference(geom, arrays["x"], arrays["w"], arrays.get("b"))
         # stored as the shortest decimals that round to the float32 values: equal once read as float32
         got = np.asarray(case["expected"]["data"], dtype=np.float32).reshape(case["expected"]["shape"])
@@ -302,4 +302,23 @@ def test_case_file_errors_are_refused(case_file):
     for case in cases:
         if case["expected_error"]:
             with pytest.raises(ConvTransposeError):
-                prepare(**case["inputs"], **case["attributes"])
+                validate(**case["inputs"], **case["attributes"])
+
+
+def test_the_gathered_reference_at_sampled_points_equals_the_scatter_reference():
+    """reference_at (per output element, as a gather) against conv_transpose_reference (a scatter) on
+    requests with groups, dilations, strides, asymmetric pads and output padding, in 1D, 2D and 3D."""
+    from app.reference import reference_at, sample_points
+
+    rng = np.random.default_rng(12)
+    for xs, ws, attrs in [([2, 4, 7], [4, 3, 3], {"strides": [3], "pads": [1, 2], "dilations": [2]}),
+                          ([1, 6, 5, 4], [6, 2, 3, 2], {"group": 3, "strides": [2, 1], "pads": [0, 1, 1, 0],
+                                                         "output_padding": [1, 0]}),
+                          ([1, 2, 3, 3, 2], [2, 2, 2, 3, 2], {"strides": [2, 1, 2], "pads": [1, 1, 0, 0, 1, 1]})]:
+        x, w = rng.standard_normal(xs), rng.standard_normal(ws)
+        b = rng.standard_normal(ws[1] * attrs.get("group", 1))
+        geom, _ = validate(x.astype(np.float32), w.astype(np.float32), b.astype(np.float32), **attrs)
+        want = conv_transpose_reference(geom, x, w, b)
+        points = sample_points(geom, 40, seed=1)
+        got = reference_at(geom, x, w, b, points)
+        np.testing.assert_allclose(got, want[tuple(points.T)], rtol=1e-12, atol=1e-12)

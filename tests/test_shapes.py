@@ -12,7 +12,7 @@ import pytest
 
 from app import contract
 from app.errors import ConvTransposeError
-from app.kernel import prepare
+from app.kernel import validate
 from app.shapes import ConvGeometry, infer
 
 
@@ -181,7 +181,7 @@ def test_dtype_float16_accepted():
 
 
 def test_prepare_reads_dicts_and_returns_arrays():
-    g, arrays = prepare({"data": [1, 2], "shape": [1, 1, 2]}, {"data": [1, 1, 1], "shape": [1, 1, 3]}, strides=[2])
+    g, arrays = validate({"data": [1, 2], "shape": [1, 1, 2]}, {"data": [1, 1, 1], "shape": [1, 1, 3]}, strides=[2])
     assert g.y_shape == (1, 1, 5) and arrays["x"].dtype.name == "float32"
 
 
@@ -292,7 +292,7 @@ DATA_REFUSALS = [
 @pytest.mark.parametrize("inputs, words", [r[1:] for r in DATA_REFUSALS], ids=[r[0] for r in DATA_REFUSALS])
 def test_data_refusal(inputs, words):
     with pytest.raises(ConvTransposeError) as info:
-        prepare(**inputs)
+        validate(**inputs)
     for word in words:
         assert word in str(info.value), f"{word!r} not in {str(info.value)!r}"
 

@@ -36,5 +36,7 @@ def test_missing_render_parameter_is_an_error():
 def test_every_template_is_used_by_a_variant():
     from app.variants import VARIANTS
 
-    used = {t for v in VARIANTS.values() for t in v.templates}
+    from app.render import SHARED_TEMPLATES
+
+    used = {t for v in VARIANTS.values() for t in v.templates} | set(SHARED_TEMPLATES)
     assert {p.name for p in TEMPLATES.glob("*.wgsl.jinja")} == used

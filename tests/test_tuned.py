@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from app import tuned, tuning
+from app import tuner, tuning_tables
 from app.caps import DeviceCaps
 from app.planner import plan
 from app.shapes import infer
@@ -18,15 +18,15 @@ TUNED_TILES = {"tile_m": 32, "tile_n": 16, "thread_m": 4, "thread_n": 4}
 
 
 def table(caps, variant, geom, params):
-    return {"format": tuned.FORMAT, "adapter": tuned.adapter_key(caps),
-            "variants": {variant: {tuned.shape_class(geom): {"params": params}}}}
+    return {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(caps),
+            "variants": {variant: {tuning_tables.shape_class(geom): {"params": params}}}}
 
 
 @pytest.fixture
 def tables(monkeypatch):
     """An isolated list of tables in place of the shipped ones."""
     loaded: list[dict] = []
-    monkeypatch.setattr(tuned, "_tables", loaded)
+    monkeypatch.setattr(tuning_tables, "_tables", loaded)
     return loaded
 
 
@@ -44,33 +44,33 @@ def test_a_matching_table_changes_the_rendered_tiles(tables):
 
 def test_another_adapter_or_shape_class_keeps_the_defaults(tables):
     tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES))
-    no_tables_other = tuned.defaults("nchw2d_phase_gemm_tiled", DCGAN, OTHER_GPU)
+    no_tables_other = tuner.defaults("nchw2d_phase_gemm_tiled", DCGAN, OTHER_GPU)
     assert {k: main_params(DCGAN, OTHER_GPU)[k] for k in TUNED_TILES} == {k: no_tables_other[k] for k in TUNED_TILES}
     bigger = infer((1, 512, 4, 4), (512, 256, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]})
-    assert tuned.shape_class(bigger) != tuned.shape_class(DCGAN)
-    assert tuned.lookup("nchw2d_phase_gemm_tiled", bigger, SWIFTSHADER) is None
+    assert tuning_tables.shape_class(bigger) != tuning_tables.shape_class(DCGAN)
+    assert tuning_tables.lookup("nchw2d_phase_gemm_tiled", bigger, SWIFTSHADER) is None
     # Same vendor and architecture but a different fallback flag is a different adapter.
-    assert tuned.select(DeviceCaps(vendor="google", architecture="swiftshader")) is None
+    assert tuning_tables.select(DeviceCaps(vendor="google", architecture="swiftshader")) is None
 
 
 def test_params_the_variant_refuses_fall_back_to_the_defaults(tables):
     broken = {"tile_m": 16, "tile_n": 16, "thread_m": 8, "thread_n": 8}  # tile_n / thread_n = 2: not a multiple of 4
-    assert tuned.refusal("nchw2d_phase_gemm_tiled", tuned.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
+    assert tuner.refusal("nchw2d_phase_gemm_tiled", tuner.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
                          | broken, DCGAN, SWIFTSHADER)
     tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, broken))
-    default = tuned.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
+    default = tuner.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
     assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in broken} == {k: default[k] for k in broken}
 
 
 def test_a_table_of_another_format_is_ignored(tables):
     tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES) | {"format": 999})
-    assert tuned.select(SWIFTSHADER) is None
+    assert tuning_tables.select(SWIFTSHADER) is None
 
 
 def test_forcing_wins_over_the_table_and_ends_with_the_block(tables):
     tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES))
     forced = {"tile_m": 16, "tile_n": 32, "thread_m": 8, "thread_n": 2}
-    with tuned.forcing("nchw2d_phase_gemm_tiled", forced):
+    with tuning_tables.forcing("nchw2d_phase_gemm_tiled", forced):
         assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in forced} == forced
     assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in TUNED_TILES} == TUNED_TILES
 
@@ -82,8 +82,8 @@ def test_forcing_wins_over_the_table_and_ends_with_the_block(tables):
 def test_other_tunable_variants_follow_their_table(tables, variant, x, w, attributes):
     geom = infer(x, w, None, attributes)
     assert plan(geom, SWIFTSHADER).variant == variant
-    grid = tuning.grids()[variant]
-    options = tuning.candidates(variant, grid, geom, SWIFTSHADER)
+    grid = tuner.grids()[variant]
+    options = tuner.candidates(variant, grid, geom, SWIFTSHADER)
     pick = options[-1]
     assert pick != options[0]
     tables.append(table(SWIFTSHADER, variant, geom, pick))
@@ -92,12 +92,12 @@ def test_other_tunable_variants_follow_their_table(tables, variant, x, w, attrib
 
 
 def test_every_grid_names_a_tunable_variant_and_candidates_respect_refusals():
-    grids = tuning.grids()
-    assert set(grids) <= set(tuned.tunable_variants())
-    options = tuning.candidates("nchw2d_phase_gemm_tiled", grids["nchw2d_phase_gemm_tiled"], DCGAN, SWIFTSHADER)
-    assert options[0] == tuned.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
+    grids = tuner.grids()
+    assert set(grids) <= set(tuner.tunable_variants())
+    options = tuner.candidates("nchw2d_phase_gemm_tiled", grids["nchw2d_phase_gemm_tiled"], DCGAN, SWIFTSHADER)
+    assert options[0] == tuner.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
     assert len({json.dumps(o, sort_keys=True) for o in options}) == len(options) > 4
-    assert all(tuned.refusal("nchw2d_phase_gemm_tiled", o, DCGAN, SWIFTSHADER) is None for o in options)
+    assert all(tuner.refusal("nchw2d_phase_gemm_tiled", o, DCGAN, SWIFTSHADER) is None for o in options)
 
 
 def result(case, cls, medians, variant="v"):
@@ -106,21 +106,21 @@ def result(case, cls, medians, variant="v"):
 
 def test_best_per_class_keeps_only_the_grid_params():
     best = json.dumps({"taps": 2, "phases": 8, "positions": 8})
-    won = tuning.best_per_class([result("c1", "k", {"D": 10.0, best: 4.0}) | {"keys": ["positions"]}])
+    won = tuner.best_per_class([result("c1", "k", {"D": 10.0, best: 4.0}) | {"keys": ["positions"]}])
     assert won["v"]["k"]["params"] == {"positions": 8}
 
 
 def test_best_per_class_needs_a_clear_win_over_the_defaults():
     a = json.dumps({"t": 1})
-    won = tuning.best_per_class([result("c1", "k", {"D": 10.0, a: 5.0}), result("c2", "k", {"D": 4.0, a: 4.0})])
+    won = tuner.best_per_class([result("c1", "k", {"D": 10.0, a: 5.0}), result("c2", "k", {"D": 4.0, a: 4.0})])
     assert won["v"]["k"]["params"] == {"t": 1} and won["v"]["k"]["relative_time"] == pytest.approx(0.5 ** 0.5, abs=1e-4)
-    assert tuning.best_per_class([result("c1", "k", {"D": 10.0, a: 9.8})]) == {}  # within the margin: keep defaults
-    assert tuning.best_per_class([result("c1", "k", {"D": 10.0, a: 12.0})]) == {}
+    assert tuner.best_per_class([result("c1", "k", {"D": 10.0, a: 9.8})]) == {}  # within the margin: keep defaults
+    assert tuner.best_per_class([result("c1", "k", {"D": 10.0, a: 12.0})]) == {}
 
 
 def test_a_table_choice_overrides_the_rules_on_its_adapter_only(tables):
-    cls = tuned.shape_class(DCGAN)
-    tables.append({"format": tuned.FORMAT, "adapter": tuned.adapter_key(OTHER_GPU), "variants": {},
+    cls = tuning_tables.shape_class(DCGAN)
+    tables.append({"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(OTHER_GPU), "variants": {},
                    "choices": {cls: {"nchw2d_phase_gemm_tiled": {"variant": "nchw2d_col2im"}}}})
     chosen = plan(DCGAN, OTHER_GPU)
     assert chosen.variant == "nchw2d_col2im" and "measured faster than nchw2d_phase_gemm_tiled" in chosen.reason
@@ -130,8 +130,8 @@ def test_a_table_choice_overrides_the_rules_on_its_adapter_only(tables):
 
 
 def test_a_choice_that_does_not_cover_the_request_is_ignored(tables):
-    tables.append({"format": tuned.FORMAT, "adapter": tuned.adapter_key(OTHER_GPU), "variants": {},
-                   "choices": {tuned.shape_class(DCGAN): {"nchw2d_phase_gemm_tiled": {"variant": "ncdhw3d_col2im"}}}})
+    tables.append({"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(OTHER_GPU), "variants": {},
+                   "choices": {tuning_tables.shape_class(DCGAN): {"nchw2d_phase_gemm_tiled": {"variant": "ncdhw3d_col2im"}}}})
     assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_phase_gemm_tiled"
 
 
@@ -140,23 +140,23 @@ def chosen(case, cls, times, planned="p"):
 
 
 def test_a_variant_must_win_on_every_case_of_its_class():
-    wins = tuning.best_variant_per_class([chosen("c1", "k", {"p": 1.0, "a": 0.5, "b": 0.8}),
+    wins = tuner.best_variant_per_class([chosen("c1", "k", {"p": 1.0, "a": 0.5, "b": 0.8}),
                                           chosen("c2", "k", {"p": 2.0, "a": 1.0, "b": 1.0})])
     assert wins["k"]["p"]["variant"] == "a"
     assert wins["k"]["p"]["relative_time"] == pytest.approx(0.5)
     mixed = [chosen("c1", "k", {"p": 1.0, "a": 0.5}), chosen("c2", "k", {"p": 1.0, "a": 0.97})]
-    assert tuning.best_variant_per_class(mixed) == {}  # within the margin on one case: the rules stay
+    assert tuner.best_variant_per_class(mixed) == {}  # within the margin on one case: the rules stay
 
 
 def test_choices_are_kept_per_planner_variant_inside_a_class():
     rs = [chosen("c1", "k", {"p": 1.0, "a": 0.1}), chosen("c2", "k", {"q": 1.0, "a": 2.0}, planned="q")]
-    assert tuning.best_variant_per_class(rs) == {"k": {"p": tuning.best_variant_per_class(rs[:1])["k"]["p"]}}
+    assert tuner.best_variant_per_class(rs) == {"k": {"p": tuner.best_variant_per_class(rs[:1])["k"]["p"]}}
 
 
 def test_the_tuner_measures_against_the_rules_not_an_older_table(tables):
-    tables.append({"format": tuned.FORMAT, "adapter": tuned.adapter_key(OTHER_GPU), "variants": {},
-                   "choices": {tuned.shape_class(DCGAN): {"nchw2d_phase_gemm_tiled": {"variant": "nchw2d_col2im"}}}})
+    tables.append({"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(OTHER_GPU), "variants": {},
+                   "choices": {tuning_tables.shape_class(DCGAN): {"nchw2d_phase_gemm_tiled": {"variant": "nchw2d_col2im"}}}})
     assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_col2im"
-    with tuned.ignoring_tables():
+    with tuning_tables.ignoring_tables():
         assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_phase_gemm_tiled"
     assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_col2im"

@@ -64,5 +64,5 @@ def test_tunes_the_cases_run_and_shows_what_it_picked(page):
     assert page.evaluate("""async () => {
         const { bootApp } = await import("/web/boot.mjs");
         const { pyodide } = await bootApp();
-        return pyodide.runPython("from app import tuned; tuned.load_tables().pop(0)['measured'][0]['case']");
+        return pyodide.runPython("from app import tuning_tables; tuning_tables.load_tables().pop(0)['measured'][0]['case']");
     }""") == "dcgan_g3_k4s2p1"

@@ -5,7 +5,7 @@ import io
 import numpy as np
 import pytest
 
-from app.kernel import prepare
+from app.kernel import validate
 from app.reference import conv_transpose_reference
 
 from .browser_session import run_python
@@ -82,7 +82,7 @@ def test_2d_run_shows_result_heatmap_check_and_download(run_view):
 
     x, w, b = seeded(7, [(1, 2, 6, 5), (2, 3, 3, 3), (3,)])
     attrs = {"strides": [2, 2], "pads": [1, 1, 1, 0]}
-    want = conv_transpose_reference(prepare(x, w, b, **attrs)[0], x, w, b)
+    want = conv_transpose_reference(validate(x, w, b, **attrs)[0], x, w, b)
     y = download_y(page)
     assert y.shape == (1, 3, 11, 10) and y.dtype == np.float32
     np.testing.assert_allclose(y, want, atol=1e-5, rtol=1e-4)
@@ -178,7 +178,7 @@ def test_npy_files_are_read_with_numpy(run_view, tmp_path):
     run(page)
     y = download_y(page)
     x32 = x.astype(np.float32)
-    want = conv_transpose_reference(prepare(x32, w, strides=[2, 2, 2])[0], x32, w)
+    want = conv_transpose_reference(validate(x32, w, strides=[2, 2, 2])[0], x32, w)
     np.testing.assert_allclose(y, want, atol=1e-5, rtol=1e-4)
     # 3D: a depth slider picks the slice of the heatmap.
     assert page.is_visible("#plot-d-label") and page.get_attribute("[name=plot_d]", "max") == "5"
@@ -266,7 +266,7 @@ def test_float16_npy_runs_or_is_refused_at_the_data(run_view, tmp_path):
         run(page)
         assert page.text_content("#out-shape") == "[1, 2, 11] float16"
         y = download_y(page)
-        want = conv_transpose_reference(prepare(x.astype(np.float32), w.astype(np.float32))[0], x, w)
+        want = conv_transpose_reference(validate(x.astype(np.float32), w.astype(np.float32))[0], x, w)
         np.testing.assert_allclose(y.astype(np.float64), want, atol=2e-3, rtol=2e-3)
     else:
         page.click("#run")

@@ -18,7 +18,7 @@ still runs onnxruntime and reports what it did, so the reason stays true. The 11
 cases (test_convtranspose*) are included with their own inputs and must also equal the outputs the
 onnx package ships for them.
 
-Every expected_error case must be refused by app.kernel.prepare with ConvTransposeError, and every
+Every expected_error case must be refused by app.kernel.validate with ConvTransposeError, and every
 valid case accepted; the written file must parse with app.cases.parse_case_file.
 
 Not in test.json: NaN / Inf inputs. JSON has no NaN or Infinity; Python's json would write the bare
@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 from app.cases import parse_case_file  # noqa: E402
 from app.errors import ConvTransposeError  # noqa: E402
-from app.kernel import prepare  # noqa: E402
+from app.kernel import validate  # noqa: E402
 from app.reference import conv_transpose_reference  # noqa: E402
 from tools.ort_oracle import run_onnxruntime  # noqa: E402
 
@@ -440,7 +440,7 @@ def build() -> tuple[dict, list[str]]:
         name, inputs, attributes = spec["name"], spec["inputs"], spec["attributes"]
         if spec.get("expected_error"):
             try:
-                prepare(**inputs, **attributes)
+                validate(**inputs, **attributes)
             except ConvTransposeError as exc:
                 report.append(f"  refused   {name}: {exc}")
             else:
@@ -448,7 +448,7 @@ def build() -> tuple[dict, list[str]]:
             out.append({"name": name, "inputs": inputs, "attributes": attributes, "expected_error": True})
             continue
 
-        geom, arrays = prepare(**inputs, **attributes)  # a valid case must be accepted
+        geom, arrays = validate(**inputs, **attributes)  # a valid case must be accepted
         assert geom.y_size <= MAX_OUTPUT_ELEMENTS, f"{name}: output {geom.y_shape} too large for the browser"
         y = conv_transpose_reference(geom, arrays["x"], arrays["w"], arrays.get("b"))
         tol = tolerance(geom.dtype, geom.in_per_group * math.prod(geom.kernel))

@@ -4,14 +4,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian: chromium (headless WebGPU on SwiftShader), the Vulkan loader that Dawn for Node needs, firefox-esr
+# Debian: chromium (headless WebGPU on SwiftShader), the Vulkan loader that Dawn for Node needs, xz
+# (tools/gpu/pack.sh's test), venv with ensurepip (the wheel test's fresh virtual environment), firefox-esr
 # (153+: WebGPU; 140 refuses it) and mesa-vulkan-drivers (lavapipe: Firefox's adapter here, and wgpu-py's for
 # the naga shader check).
-if ! command -v chromium >/dev/null 2>&1 || ! ldconfig -p | grep -q libvulkan.so.1 \
-    || ! command -v firefox-esr >/dev/null 2>&1 || ! ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1; then
-  echo "[setup] installing Debian's chromium, libvulkan1, firefox-esr and mesa-vulkan-drivers"
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+ldconfig -p | grep -q libvulkan.so.1 || missing+=(libvulkan1)
+command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
+python3 -c "import ensurepip, venv" 2>/dev/null || missing+=(python3-venv)
+command -v firefox-esr >/dev/null 2>&1 || missing+=(firefox-esr)
+ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "[setup] installing Debian's ${missing[*]}"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium libvulkan1 firefox-esr mesa-vulkan-drivers >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 firefox_major=$(firefox-esr --version | sed -E 's/[^0-9]*([0-9]+).*/\1/')
 if [ "$firefox_major" -lt 153 ]; then

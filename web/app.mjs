@@ -1,13 +1,13 @@
 // The app: one page, three views (#/run, #/tests, #/bench) sharing one Pyodide and one GPU device, and a
 // device panel on top. Sets window.getKernel and window.appReady (resolves once the kernel is ready).
 import { bootApp, getKernel } from "./boot.mjs";
+import { CONTRACT_VERSION, KERNEL_ID } from "./contract.mjs";
 import { initBench } from "./bench-view.mjs";
 import { adapterLabel, showDevice, showDeviceProblem, webgpuMissingReason } from "./device-panel.mjs";
 import { enableRun, initRunForm } from "./run-view.mjs";
 import { initTests } from "./tests-view.mjs";
 
 const $ = (id) => document.getElementById(id);
-const KERNEL_ID = "webgpu-kernels/ai.onnx.ConvTranspose";
 const VIEWS = ["run", "tests", "bench"];
 
 function route() {
@@ -30,12 +30,12 @@ async function start() {
   if (missing) showDeviceProblem(missing);
   const booting = bootApp({ progress }); // Pyodide starts at once; the manifest loads meanwhile
   const manifest = await (await fetch("manifest.json")).json();
-  const { loadMs, bridge, pyodide } = await booting;
-  initRunForm(manifest, { bridge, pyodide }); // the preview needs Python only, not the GPU
+  const { loadMs } = await booting;
+  initRunForm(manifest); // the preview needs Python only, not the GPU
   progress("Opening the WebGPU device…");
   let kernel;
   try {
-    kernel = await getKernel(KERNEL_ID, { version: 1 });
+    kernel = await getKernel(KERNEL_ID, { version: CONTRACT_VERSION });
   } catch (err) {
     if (!missing) showDeviceProblem(`WebGPU could not start: ${lastLine(err)}`);
     throw new Error(missing ?? lastLine(err));

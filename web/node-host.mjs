@@ -1,12 +1,15 @@
 // The app in Node.js: the same boot module as the pages, Pyodide from the same local assets, and
 // navigator.gpu from Dawn (npm `webgpu`). It answers JSON lines on stdin, one request per line:
-//   {"id": 1, "method": "loadCases", "params": [text]}  ->  {"id": 1, "result": [...names]}
-// Methods: device, loadCases, runCase(index, variant), python(code).
+//   {"id": 1, "method": "call", "params": ["bench_cases", text, "small"]}  ->  {"id": 1, "result": [...]}
+// Methods: call(name, args) (app.bridge.<name>, the one way into Python), loadPyodideMs, compare(case, options)
+// and breakdown(case, options) (web/compare.mjs: ours beside onnxruntime-web, where a call's time goes).
 // Usage: node web/node-host.mjs BUILD_DIR   (BUILD_DIR holds pyodide/ and bundle.zip)
 import { readFile } from "node:fs/promises";
 import { createInterface } from "node:readline";
 import { create, globals } from "webgpu";
-import { bootApp, getKernel } from "./boot.mjs";
+import { bootApp, callPython } from "./boot.mjs";
+import { breakdownCase, compareCase } from "./compare.mjs";
+import { setOrtBase } from "./ort-bench.mjs";
 
 const build = process.argv[2].replace(/\/?$/, "/");
 Object.assign(globalThis, globals);
@@ -28,17 +31,29 @@ const gpu = create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on
   "disable-dawn-features=timestamp_quantization"]);
 if (globalThis.navigator) globalThis.navigator.gpu ??= gpu;
 else Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurable: true });
-const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1 });
+
+// onnxruntime-web (the peer) from node_modules. Dawn's Node binding rejects a SharedArrayBuffer (or a view of
+// one) as a writeBuffer source, and both ORT wasm builds upload from shared memory: such sources are copied
+// into a plain buffer first. Our kernel never writes from shared memory, so the copy is ORT's cost alone.
+setOrtBase(new URL("../node_modules/onnxruntime-web/dist/", import.meta.url).href);
+const writeBuffer = globals.GPUQueue.prototype.writeBuffer;
+globals.GPUQueue.prototype.writeBuffer = function (buffer, offset, data, dataOffset, size) {
+  const view = ArrayBuffer.isView(data) ? data : null;
+  const backing = view ? view.buffer : data;
+  if (typeof SharedArrayBuffer !== "undefined" && backing instanceof SharedArrayBuffer) {
+    const unit = view?.BYTES_PER_ELEMENT ?? 1;
+    const start = (view ? view.byteOffset : 0) + (dataOffset ?? 0) * unit;
+    const bytes = size !== undefined ? size * unit : (view ? view.byteLength : backing.byteLength) - (dataOffset ?? 0) * unit;
+    return writeBuffer.call(this, buffer, offset, new Uint8Array(backing, start, bytes).slice());
+  }
+  return writeBuffer.apply(this, arguments);
+};
 
 const methods = {
-  device: () => kernel.device(),
+  call: (name, args = []) => callPython(name, ...args),
   loadPyodideMs: () => app.loadMs,
-  loadCases: (text) => kernel.loadCases(text),
-  runCase: (index, variant) => kernel.runCase(index, variant ?? null),
-  python: async (code) => {
-    const out = await app.pyodide.runPythonAsync(code);
-    return out && out.toJs ? out.toJs({ dict_converter: Object.fromEntries }) : out;
-  },
+  compare: (benchCase, options) => compareCase(benchCase, options),
+  breakdown: (benchCase, options) => breakdownCase(benchCase, options),
 };
 
 const reply = (message) => process.stdout.write(JSON.stringify(message) + "\n");
@@ -50,7 +65,7 @@ for await (const line of createInterface({ input: process.stdin })) {
     if (!(method in methods)) throw new Error(`unknown method ${method}`);
     reply({ id, result: (await methods[method](...params)) ?? null });
   } catch (err) {
-    reply({ id, error: String(err?.message ?? err) });
+    reply({ id, error: `${err?.name ?? "Error"}: ${String(err?.message ?? err)}` });
   }
 }
 process.exit(0);

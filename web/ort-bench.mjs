@@ -30,36 +30,37 @@ import { convTransposeModel } from "./onnx-convtranspose.mjs";
 
 const BUILDS = { webgpu: "ort.webgpu.min.mjs", jsep: "ort.min.mjs" };
 const loaded = {};
+// Where onnxruntime-web's dist/ is: the app server's /ort/ route; the Node host points it at node_modules.
+let ortBase = new URL("../ort/", import.meta.url).href;
+export function setOrtBase(url) { ortBase = url; }
 // GPUBufferUsage and GPUMapMode bits (WebGPU constants; GPUBufferUsage is absent in some hosts).
 const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, STORAGE = 0x80, QUERY_RESOLVE = 0x200;
 
-function loadOrt(ep) {
+export function loadOrt(ep) {
   if (!(ep in BUILDS)) throw new Error(`unknown ep ${JSON.stringify(ep)}; known: ${Object.keys(BUILDS)}`);
-  loaded[ep] ??= import(new URL(`../ort/${BUILDS[ep]}`, import.meta.url).href).then((ort) => {
+  loaded[ep] ??= import(`${ortBase}${BUILDS[ep]}`).then(async (ort) => {
     ort.env.wasm.numThreads = 1;  // no worker threads: the page timing its own GPU work stays one thread
     ort.env.wasm.proxy = false;
     ort.env.logLevel = "error";
+    if (globalThis.process?.versions?.node) {
+      // Node with Dawn: ORT takes the adapter it is given (it cannot ask a browser for one)
+      ort.env.wasm.wasmPaths = ortBase;
+      ort.env.webgpu.adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
+    }
     return ort;
   });
   return loaded[ep];
 }
 
-async function caseInputs(benchCase) {
-  const { bootApp } = await import("./boot.mjs");
-  const { pyodide } = await bootApp();
-  pyodide.globals.set("bench_case_json", JSON.stringify(benchCase));
-  const out = await pyodide.runPythonAsync(`
-import json
-from app import bench
-_arrays = bench.make_inputs(json.loads(bench_case_json))
-{name: a.astype("float32").tobytes() for name, a in _arrays.items()}`);
-  const bytes = out.toJs({ dict_converter: Object.fromEntries });
-  out.destroy();
+/** The case's seeded data, drawn by the app's own Python (app.bench.make_inputs), as Float32Arrays. */
+export async function caseInputs(benchCase) {
+  const { callPython } = await import("./boot.mjs");
+  const bytes = await callPython("bench_inputs", benchCase);
   return Object.fromEntries(Object.entries(bytes).map(([k, v]) => [k, new Float32Array(v.slice().buffer)]));
 }
 
 /** Wraps beginComputePass (between start() and stop()) to timestamp every compute pass ORT encodes. */
-function passTimer(device, capacity = 4096) {
+export function passTimer(device, capacity = 4096) {
   if (!device.features.has("timestamp-query")) return null;
   const querySet = device.createQuerySet({ type: "timestamp", count: capacity });
   const resolve = device.createBuffer({ size: 8 * capacity, usage: QUERY_RESOLVE | COPY_SRC });

@@ -1,6 +1,7 @@
 // The Run view: a form for one request (every attribute from manifest.json, fields per spatial rank),
 // live output-shape preview, errors next to the field they name, a GPU run with its result plotted,
 // a check against the float64 CPU reference, the output as .npy, and the same call as code.
+import { callPythonNow } from "./boot.mjs";
 import { drawHeatmap, drawLine } from "./plots.mjs";
 import { jsSnippet, pySnippet } from "./snippets.mjs";
 
@@ -317,24 +318,11 @@ function check() {
 }
 
 // ---------------------------------------------------------------------------------------- wiring
-function py(name, ...args) {
-  const pyArgs = args.map((a) => (a !== null && typeof a === "object" && !ArrayBuffer.isView(a) ? py.pyodide.toPy(a) : a));
-  try {
-    const out = py.bridge[name](...pyArgs);
-    if (!out?.toJs) return out;
-    const value = out.toJs({ dict_converter: Object.fromEntries, create_pyproxies: false });
-    out.destroy();
-    return value;
-  } finally {
-    pyArgs.forEach((a) => a?.destroy?.());
-  }
-}
+const py = callPythonNow;
 
 /** Sets the form up as soon as the Python runtime is there (preview works without a GPU). */
-export function initRunForm(loadedManifest, { bridge, pyodide }) {
+export function initRunForm(loadedManifest) {
   manifest = loadedManifest;
-  py.bridge = bridge;
-  py.pyodide = pyodide;
   setRank(2, { resetShapes: false });
   for (const name of py("variant_names")) form.variant.append(new Option(name, name));
   showSources();

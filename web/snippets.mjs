@@ -1,4 +1,5 @@
 // "Copy as code": the JavaScript and Python calls that do what the run form does.
+import { CONTRACT_VERSION, KERNEL_ID } from "./contract.mjs";
 
 const INLINE_MAX = 32; // pasted data up to this many values is written into the snippet; more is loaded from files
 
@@ -13,7 +14,7 @@ export function jsSnippet(spec) {
   const { shapes, attrs, variant, source } = spec;
   const lines = [
     'import { getKernel } from "./web/boot.mjs";',
-    'const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1 });',
+    `const kernel = await getKernel(${JSON.stringify(KERNEL_ID)}, { version: ${CONTRACT_VERSION} });`,
   ];
   const names = ["x", "w", "b"].filter((n) => shapes[n]);
   for (const n of names) {
@@ -35,7 +36,7 @@ export function jsSnippet(spec) {
 export function pySnippet(spec) {
   const { shapes, attrs, variant, source } = spec;
   const lines = ["import numpy as np", "import app", "",
-    'kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)'];
+    `kernel = await app.get_kernel(${JSON.stringify(KERNEL_ID)}, version=${CONTRACT_VERSION})`];
   const names = ["x", "w", "b"].filter((n) => shapes[n]);
   if (source === "random") {
     lines.push(`rng = np.random.default_rng(${spec.seed})  # the page's data: x, w, b drawn in this order`);

@@ -9,12 +9,16 @@ Sources (all from the package registries; nothing from a CDN):
 
 The lock is pruned to the packages shipped, so Pyodide never reaches for a CDN; Chromium enforces the
 lock's sha256 on each wheel it loads. Later runs find the folder complete and reuse it.
+
+Where: build/ in a checkout; for an installed wheel, $XDG_CACHE_HOME/webgpu-convtranspose (default
+~/.cache/webgpu-convtranspose). The environment variable CONVTRANSPOSE_BUILD overrides both.
 """
 from __future__ import annotations
 
 import hashlib
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -23,9 +27,19 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ..contract import ROOT
+from ..contract import CHECKOUT
 
-BUILD = ROOT / "build"
+
+def build_dir() -> Path:
+    if os.environ.get("CONVTRANSPOSE_BUILD"):
+        return Path(os.environ["CONVTRANSPOSE_BUILD"]).resolve()
+    if CHECKOUT is not None:
+        return CHECKOUT / "build"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "webgpu-convtranspose"
+
+
+BUILD = build_dir()
 DOWNLOADS = BUILD / "downloads"
 PYODIDE_DIR = BUILD / "pyodide"
 
@@ -111,6 +125,7 @@ def ensure_pyodide_assets(force: bool = False) -> Path:
     jinja2 = _fetch(JINJA2_WHEEL, _pip_download("jinja2==3.1.6"))
     markupsafe = _pack_markupsafe(_fetch("markupsafe-3.0.3.tar.gz", _pip_download("markupsafe==3.0.3", sdist=True)))
 
+    BUILD.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=BUILD, prefix="pyodide-"))
     with tarfile.open(fileobj=io.BytesIO(tgz)) as tar:
         for name in RUNTIME_FILES + ["pyodide-lock.json"]:

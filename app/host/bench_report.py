@@ -1,38 +1,37 @@
-"""Bench results as a report: ours vs onnxruntime-web per case, like-for-like ratios, the geometric mean,
-the printed table and the chart. Pure Python (CPython tooling; unit-tested without a browser).
+"""Bench results as a report: ours vs onnxruntime-web per case (web/compare.mjs rows), ratios, geometric
+means, the printed table and the chart. Pure Python (CPython tooling; unit-tested without a browser).
 
-Ratios are ours / theirs (below 1: we are faster), always between numbers taken the same way: GPU time
-(timestamp-query) against GPU time where the peer exposes it (onnxruntime-web's JSEP build), else wall time
-against wall time (both with the input already on the GPU and the output left there, to
-queue.onSubmittedWorkDone). A case's headline ratio is against the faster of the peer's EPs: the largest of
-its ratios. A refused case (ORT cannot run it) has no ratio and stays out of the geometric mean.
+Each row holds, for ours and each ORT build, medians of alternating runs measured the same way on both
+sides: `e2e` (CPU x in, y back on the CPU, weights already on the GPU), `resident` (x and y in GPU buffers,
+to queue.onSubmittedWorkDone) and `gpu` (compute passes' timestamps). Ratios are ours / theirs (below 1: we
+are faster), against the faster ORT build per case and metric. A build that refused the case (ORT has no
+3D ConvTranspose) has no ratio and stays out of the geometric means.
 """
 from __future__ import annotations
 
 import math
 
 EPS = ("webgpu", "jsep")
+METRICS = ("e2e", "resident", "gpu")
 
 
-def compare(ours: dict, theirs: dict) -> dict | None:
-    """{ratio, method} for one EP's result against ours, or None when the EP refused the case."""
-    if theirs.get("error") or not theirs.get("median_ms"):
-        return None
-    if theirs.get("source") == "timestamp-query" and ours.get("source") == "timestamp-query":
-        return {"ratio": ours["median_ms"] / theirs["median_ms"], "method": "gpu"}
-    return {"ratio": ours["wall_median_ms"] / theirs["wall_median_ms"], "method": "wall"}
+def faster(row: dict, metric: str) -> float | None:
+    """The faster ORT build's median for a metric, or None when no build ran the case."""
+    values = [r.get(f"{metric}_ms") for r in row["ort"].values() if not r.get("error")]
+    values = [v for v in values if v]
+    return min(values) if values else None
 
 
-def combine(ours: dict, ort: dict[str, dict], diffs: dict[str, float | None]) -> dict:
-    """One JSON row: our row, each EP's result (y dropped), the like-for-like ratios and the headline ratio."""
-    row = {k: v for k, v in ours.items() if k not in ("y", "inputs")}
-    row["ort"] = {ep: {k: v for k, v in r.items() if k != "y"} | {"max_abs_diff": diffs.get(ep)}
-                  for ep, r in ort.items()}
-    ratios = {ep: compare(ours, r) for ep, r in ort.items()}
-    row["ratios"] = ratios
-    valid = [r["ratio"] for r in ratios.values() if r]
-    row["ratio_vs_faster"] = max(valid) if valid else None
-    return row
+def combine(row: dict) -> dict:
+    """A compare row with its ratios: {metric: ours / faster ORT} and per build {ep: {metric: ratio}}."""
+    out = dict(row)
+    ours = row["ours"]
+    out["ratios"] = {m: (ours[f"{m}_ms"] / faster(row, m)) if ours.get(f"{m}_ms") and faster(row, m) else None
+                     for m in METRICS}
+    out["ep_ratios"] = {ep: {m: ours[f"{m}_ms"] / r[f"{m}_ms"] if ours.get(f"{m}_ms") and r.get(f"{m}_ms") else None
+                             for m in METRICS}
+                        for ep, r in row["ort"].items() if not r.get("error")}
+    return out
 
 
 def geometric_mean(values) -> float | None:
@@ -45,58 +44,56 @@ def geometric_mean(values) -> float | None:
 
 
 def _ms(value) -> str:
-    return f"{value:9.2f}" if value is not None else f"{'-':>9s}"
+    return f"{value:8.3f}" if value is not None else f"{'-':>8s}"
 
 
-def _ep_cell(row: dict, ep: str) -> str:
-    r = row["ort"].get(ep)
-    if r is None:
-        return f"{'not run':>23s}"
-    if r.get("error"):
-        return f"{'refused':>23s}"
-    kind = "gpu" if r["source"] == "timestamp-query" else "wall"
-    diff = r.get("max_abs_diff")
-    return f"{r['median_ms']:9.2f} {kind:4s} {diff if diff is not None else float('nan'):8.1e}"
+def _ratio(value) -> str:
+    return f"{value:6.2f}" if value is not None else f"{'-':>6s}"
 
 
-HEADER = (f"{'case':24s} {'variant':30s} {'ours gpu':>9s} {'ours wall':>9s} {'GFLOP/s':>8s} "
-          f"{'ort-webgpu ms      diff':>23s} {'ort-jsep ms        diff':>23s} {'ours/ort':>9s}")
+HEADER = (f"{'case':22s} {'variant':28s} | {'e2e ours':>8s} {'ort':>8s} {'ratio':>6s} | {'res ours':>8s} "
+          f"{'ort':>8s} {'ratio':>6s} {'host':>7s} | {'gpu ours':>8s} {'ort':>8s} {'ratio':>6s} | {'err':>7s}")
 
 
 def format_row(row: dict) -> str:
-    """One table line; a refused EP prints 'refused' (its error is listed under the table)."""
-    ratio = row.get("ratio_vs_faster")
-    ours_gpu = row["median_ms"] if row["source"] != "wall" else None
-    return (f"{row['case']:24s} {row['variant'][:30]:30s} {_ms(ours_gpu)} {_ms(row['wall_median_ms'])} "
-            f"{row['gflops'] or 0:8.3f} {_ep_cell(row, 'webgpu')} {_ep_cell(row, 'jsep')} "
-            + (f"{ratio:9.3f}" if ratio is not None else f"{'-':>9s}"))
+    """One table line (ms; `ort` is the faster build's median; host: ours until kernel() returns, resident)."""
+    o, r = row["ours"], row["ratios"]
+    err = o.get("max_abs_diff_reference")
+    return (f"{row['case'][:22]:22s} {str(o.get('variant'))[:28]:28s} | {_ms(o.get('e2e_ms'))} {_ms(faster(row, 'e2e'))} "
+            f"{_ratio(r['e2e'])} | {_ms(o.get('resident_ms'))} {_ms(faster(row, 'resident'))} {_ratio(r['resident'])} "
+            f"{o.get('host_ms') or 0:7.3f} | {_ms(o.get('gpu_ms'))} {_ms(faster(row, 'gpu'))} {_ratio(r['gpu'])} | "
+            f"{err if err is not None else float('nan'):7.1e}")
 
 
 def summary(rows: list[dict]) -> list[str]:
-    """Lines under the table: refusals with ORT's words, then the geometric means."""
+    """Lines under the table: refusals with ORT's words, then the geometric means per metric and build."""
     lines = []
     for row in rows:
         for ep, r in row["ort"].items():
             if r.get("error"):
                 lines.append(f"  {row['case']}: onnxruntime-web {ep} refused: {r['error']}")
-    gm = geometric_mean(r.get("ratio_vs_faster") for r in rows)
-    counted = sum(1 for r in rows if r.get("ratio_vs_faster") is not None)
-    for ep in EPS:
-        ep_gm = geometric_mean((r["ratios"].get(ep) or {}).get("ratio") for r in rows)
-        if ep_gm is not None:
-            lines.append(f"geometric mean ours/ort-{ep}: {ep_gm:.3f} (speed-up {1 / ep_gm:.2f}x)")
-    if gm is None:
-        lines.append("geometric mean ours/ort (faster EP): - (ORT ran no case)")
-    else:
-        lines.append(f"geometric mean ours/ort (faster EP per case, {counted} of {len(rows)} cases): {gm:.3f} "
-                     f"(speed-up {1 / gm:.2f}x)")
+    for m in METRICS:
+        gm = geometric_mean(row["ratios"][m] for row in rows)
+        counted = [row["ratios"][m] for row in rows if row["ratios"][m] is not None]
+        if gm is None:
+            lines.append(f"{m}: ORT ran no case")
+            continue
+        slower = sum(1 for v in counted if v > 1)
+        per_ep = ", ".join(f"vs {ep} {g:.3f}" for ep in EPS
+                           if (g := geometric_mean(row["ep_ratios"].get(ep, {}).get(m) for row in rows)) is not None)
+        lines.append(f"{m}: geometric mean ours/faster ORT {gm:.3f} over {len(counted)} cases "
+                     f"(max {max(counted):.3f}, slower on {slower}); {per_ep}")
+    hosts = [row["ours"].get("host_ms") for row in rows if row["ours"].get("host_ms") is not None]
+    if hosts:
+        lines.append(f"host time of a repeat call, GPU-resident tensors: median {sorted(hosts)[len(hosts) // 2]:.3f} ms, "
+                     f"max {max(hosts):.3f} ms")
     return lines
 
 
 def chart_svg(rows: list[dict], title: str) -> str:
-    """A horizontal bar chart (log scale) of ours vs each EP per case (each one's median_ms: GPU time where
-    its source is timestamp-query), as standalone SVG; the bench runner screenshots it to a PNG."""
-    series = [("ours", "#1f77b4", lambda r: r["median_ms"]),
+    """A horizontal bar chart (log scale) of ours vs each ORT build per case (end-to-end medians), as
+    standalone SVG; the bench runner screenshots it to a PNG."""
+    series = [("ours", "#1f77b4", lambda r: r["ours"].get("e2e_ms")),
               ("onnxruntime-web webgpu EP", "#ff7f0e", lambda r: _ep_value(r, "webgpu")),
               ("onnxruntime-web jsep", "#2ca02c", lambda r: _ep_value(r, "jsep"))]
     values = [f(r) for r in rows for _, _, f in series if f(r)]
@@ -137,4 +134,4 @@ def chart_svg(rows: list[dict], title: str) -> str:
 
 def _ep_value(row: dict, ep: str):
     r = row["ort"].get(ep)
-    return None if not r or r.get("error") else r["median_ms"]
+    return None if not r or r.get("error") else r.get("e2e_ms")

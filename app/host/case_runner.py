@@ -6,41 +6,36 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-KERNEL_ID = "webgpu-kernels/ai.onnx.ConvTranspose"
 CASE_TIMEOUT_MS = 120_000
 
-OPEN_CASES = """async ([id, text]) => {
-  window.__caseKernel = await window.getKernel(id, {version: 1});
-  return window.__caseKernel.loadCases(text);
-}"""
-RUN_CASE = "([i, variant]) => window.__caseKernel.runCase(i, variant)"
+CALL_PYTHON = """async ([name, args]) => (await import("/web/boot.mjs")).callPython(name, ...args)"""
 
 
-class PageCases:
-    """The case API of a booted app page (Playwright)."""
-
-    def __init__(self, page):
-        self.page = page
-        page.set_default_timeout(CASE_TIMEOUT_MS)
-
-    def load(self, text: str) -> list[str]:
-        return self.page.evaluate(OPEN_CASES, [KERNEL_ID, text])
-
-    def run(self, index: int, variant: str | None):
-        return self.page.evaluate(RUN_CASE, [index, variant])
+def page_python(page):
+    """call(name, *args): app.bridge.<name> in the page's Pyodide (web/boot.mjs callPython), JSON in and out."""
+    return lambda name, *args: page.evaluate(CALL_PYTHON, [name, list(args)])
 
 
-class NodeCases:
-    """The same API over the Node host."""
+class Cases:
+    """The case API over any host's bridge call (the page's or the Node host's)."""
 
-    def __init__(self, host):
-        self.host = host
+    def __init__(self, call):
+        self.call = call
 
     def load(self, text: str) -> list[str]:
-        return self.host.call("loadCases", text)
+        return self.call("load_cases", text)
 
     def run(self, index: int, variant: str | None):
-        return self.host.call("runCase", index, variant)
+        return self.call("run_case_at", index, variant)
+
+
+def PageCases(page):  # noqa: N802 (reads as the class it makes)
+    page.set_default_timeout(CASE_TIMEOUT_MS)
+    return Cases(page_python(page))
+
+
+def NodeCases(host):  # noqa: N802
+    return Cases(host.py)
 
 
 def run_cases(cases, text: str, variant: str | None = None):

@@ -3,17 +3,11 @@ from __future__ import annotations
 
 import json
 
-from .bench_runner import python_runner
-
-DEVICE = """
-import json
-from app import bridge, get_kernel
-json.dumps(bridge.device_info(await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)))
-"""
+from .bench_runner import open_host
 
 
 def main(host: str = "browser") -> int:
-    with python_runner(host) as run:
-        info = json.loads(run(DEVICE))
+    with open_host(host) as app:
+        info = app.py("report_device")
     print(json.dumps(info, indent=1))
     return 0

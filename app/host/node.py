@@ -29,7 +29,7 @@ def node_env() -> dict:
 
 
 class NodeHost:
-    """`with NodeHost() as host: host.call("runCase", 0, None)`: same methods as the page's kernel."""
+    """`with NodeHost() as host: host.py("bench_cases", text, "small")`: methods of web/node-host.mjs."""
 
     def __init__(self):
         ensure_pyodide_assets()
@@ -66,6 +66,10 @@ class NodeHost:
         if "error" in reply:
             raise RuntimeError(f"Node host: {reply['error']}")
         return reply["result"]
+
+    def py(self, name: str, *args):
+        """app.bridge.<name>(*args) in the host's Pyodide (the one way into Python), JSON in and out."""
+        return self.call("call", name, list(args))
 
     def close(self) -> None:
         if self.proc.poll() is None:

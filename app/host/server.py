@@ -17,12 +17,17 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from ..contract import ROOT
+from ..contract import CHECKOUT, PACKAGE, ROOT
 from .assets import PYODIDE_DIR, ensure_pyodide_assets
 
-ORT_DIST = ROOT / "node_modules" / "onnxruntime-web" / "dist"
+# Checkout only (an installed wheel has neither): the benchmark peer from npm and the docs' images.
+ORT_DIST = (CHECKOUT or ROOT) / "node_modules" / "onnxruntime-web" / "dist"
+DOCS = (CHECKOUT or ROOT) / "docs"
 
 CONTRACT_FILES = ("manifest.json", "metadata.json", "test.json", "bench.json")
+# What Python in the page reads (bench.json: the tuning grids); test.json (5 MB zipped) is fetched by the
+# Tests view only when it runs, never unpacked into Pyodide.
+BUNDLE_FILES = ("manifest.json", "metadata.json", "bench.json")
 MIME = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
         ".json": "application/json", ".html": "text/html; charset=utf-8", ".css": "text/css",
         ".zip": "application/zip", ".whl": "application/zip", ".png": "image/png"}
@@ -42,15 +47,17 @@ HEADERS = {
 
 def bundle_bytes() -> bytes:
     """The Python side of the app as Pyodide unpacks it: app/ (minus host tooling), templates/, contracts,
-    and the per-adapter tuning tables (tuning/*.json)."""
+    and the per-adapter tuning tables (tuning/*.json), in the checkout's layout (from a checkout or from an
+    installed wheel alike)."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted((ROOT / "app").rglob("*.py")):
-            if "host" not in path.relative_to(ROOT / "app").parts:
-                zf.write(path, path.relative_to(ROOT).as_posix())
+        for path in sorted(PACKAGE.rglob("*.py")):
+            parts = path.relative_to(PACKAGE).parts
+            if parts[0] not in ("host", "_data"):
+                zf.write(path, "/".join(("app",) + parts))
         for path in sorted((ROOT / "templates").glob("*.wgsl.jinja")):
             zf.write(path, path.relative_to(ROOT).as_posix())
-        for name in CONTRACT_FILES:
+        for name in BUNDLE_FILES:
             if (ROOT / name).exists():
                 zf.write(ROOT / name, name)
         for path in sorted((ROOT / "tuning").glob("*.json")):
@@ -65,7 +72,7 @@ def resolve(url_path: str) -> Path | None:
         return ROOT / "web" / "index.html"
     if path.lstrip("/") in CONTRACT_FILES:
         return ROOT / path.lstrip("/")
-    for prefix, folder in (("/web/", ROOT / "web"), ("/pyodide/", PYODIDE_DIR), ("/docs/", ROOT / "docs"),
+    for prefix, folder in (("/web/", ROOT / "web"), ("/pyodide/", PYODIDE_DIR), ("/docs/", DOCS),
                            ("/ort/", ORT_DIST)):
         if path.startswith(prefix):
             try:

@@ -1,34 +1,19 @@
 """`python -m app tune`: measures the tuning table for the adapter of headless Chromium (or Node with Dawn)
-on bench.json's tuning cases and writes it under tuning/, named after the adapter (app/tuned.py reads it)."""
+on bench.json's tuning cases and writes it under tuning/, named after the adapter (app/tuning_tables.py reads it)."""
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 from ..contract import ROOT
-from .bench_runner import _fill, python_runner
-
-TUNE = """
-import json
-from app import bench, get_kernel, tuned, tuning
-kernel = await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
-cases = bench.load(BENCH_TEXT, TIER)
-if NAMES:
-    cases = [c for c in cases if c["name"] in NAMES]
-lines = []
-table = await tuning.tune(kernel, cases, progress=lines.append, runs=RUNS, grid_for=tuning.grids(BENCH_TEXT),
-                          repeats=REPEATS, choose_variants=CHOOSE)
-json.dumps({"table": table, "file": tuned.file_name(kernel.gpu.caps), "lines": lines})
-"""
-
+from .bench_runner import open_host
 
 def main(tier: str = "small", host: str = "browser", runs: int = 3, out: str | None = None,
          bench_path: str | None = None, cases: str | None = None, repeats: int = 1, choose: bool = False) -> int:
     text = Path(bench_path or ROOT / "bench.json").read_text()
     names = cases.split(",") if cases else None
-    with python_runner(host) as run:
-        got = json.loads(run(_fill(TUNE, BENCH_TEXT=text, TIER=tier, RUNS=runs, NAMES=names, REPEATS=repeats,
-                                   CHOOSE=choose)))
+    with open_host(host) as app:
+        got = app.py("tune", text, tier, names, runs, repeats, choose)
     for line in got["lines"]:
         print(line)
     table = got["table"]

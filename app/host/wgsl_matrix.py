@@ -5,7 +5,7 @@ VARIANTS plans every request of GEOMETRIES (ranks 1-3, float32 and float16, with
 grouped and depthwise, strides, dilations, pads, 1x1, empty input, channel counts past every threshold,
 and bench.json's cases of both tiers) on every device of DEVICES that it covers; every tunable variant
 also plans with every candidate of its bench.json tuning grid (as the tuner would) and with every entry
-of the shipped tuning tables. Each plan's dispatches (weight-side passes included) give (template,
+of the shipped tuning tables. Each launch's dispatches (weight passes included) give (template,
 params); the rendered sources are deduplicated. A new variant, template or tuning grid is covered
 without editing this file; `coverage_gaps` says when the geometries miss a structural choice.
 
@@ -20,11 +20,14 @@ import itertools
 import json
 from dataclasses import dataclass, field
 
-from .. import tuned, tuning
+import ast
+
+from .. import tuner, tuning_tables
 from ..caps import DEFAULT_LIMITS, DeviceCaps
 from ..contract import ROOT
 from ..errors import ConvTransposeError
-from ..render import TEMPLATES, render
+from ..launch import Refusal, bindings_params
+from ..render import NONFINITE_CHECK, TEMPLATES, render
 from ..shapes import infer
 from ..variants import VARIANTS
 
@@ -189,8 +192,8 @@ class Matrix:
     covered: dict = field(default_factory=dict)  # variant -> {(dtype, has_bias, rank)}
     params_seen: dict = field(default_factory=dict)  # variant -> {param: {values}}
 
-    def add(self, variant: str, device: str, geom, plan) -> None:
-        for dispatch in (*plan.prepare, *plan.dispatches):
+    def add(self, variant: str, device: str, geom, launch) -> None:
+        for dispatch in (*launch.weight_passes, *launch.dispatches):
             source = render(dispatch.template, dispatch.params)
             shader = self.shaders.get(source)
             if shader is None:
@@ -202,6 +205,13 @@ class Matrix:
                 seen.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
         self.covered.setdefault(variant, set()).add((geom.dtype, geom.has_bias, geom.rank))
 
+    def add_shared(self, template: str, params: dict, dtype: str) -> None:
+        """A pass every launch may add besides its variant's own (app/render.py SHARED_TEMPLATES)."""
+        source = render(template, params)
+        shader = self.shaders.setdefault(source, Shader(template, dict(params), source, _needs(source)))
+        shader.uses.add(("(every finite-data variant)", "swiftshader" if dtype == "float32" else "software-f16",
+                         dtype))
+
     @property
     def templates(self) -> set[str]:
         return {s.template for s in self.shaders.values()} | {
@@ -211,6 +221,15 @@ class Matrix:
 def _includes(template: str) -> set[str]:
     text = (TEMPLATES / template).read_text()
     return {name for name in (p.name for p in TEMPLATES.glob("*.wgsl.jinja")) if f'"{name}"' in text}
+
+
+def _check_workgroup() -> int:
+    """app/gpu.py's CHECK_WORKGROUP, read from its source (that module imports Pyodide's `js`)."""
+    tree = ast.parse((ROOT / "app" / "gpu.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CHECK_WORKGROUP" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError("app/gpu.py no longer defines CHECK_WORKGROUP")
 
 
 def _label(geom) -> str:
@@ -225,29 +244,35 @@ def _tables() -> list[dict]:
 def build() -> Matrix:
     """Plans every variant over GEOMETRIES x DEVICES (and the tuning grids and tables); renders each plan."""
     matrix = Matrix()
-    grids = tuning.grids()
+    grids = tuner.grids()
     table_params: dict[str, list[dict]] = {}
     for table in _tables():
         for name, classes in table.get("variants", {}).items():
             table_params.setdefault(name, []).extend(entry["params"] for entry in classes.values())
-    with tuned.ignoring_tables():  # tables are applied explicitly below, on every device
+    with tuning_tables.ignoring_tables():  # tables are applied explicitly below, on every device
         for (device_name, caps), geom in itertools.product(devices().items(), geometries()):
             for name, variant in VARIANTS.items():
-                if variant.why_not(geom, caps) is not None:
+                launch = variant.configured(geom, caps)
+                if isinstance(launch, Refusal):
                     continue
-                matrix.add(name, device_name, geom, variant.plan(geom, caps, ""))
-                if name not in tuned.tunable_variants():
+                matrix.add(name, device_name, geom, launch)
+                if name not in tuner.tunable_variants():
                     continue
-                options = tuning.candidates(name, grids.get(name, {}), geom, caps)[1:]
+                options = tuner.candidates(name, grids.get(name, {}), geom, caps)[1:]
                 options += [p for p in table_params.get(name, [])
-                            if tuned.refusal(name, tuned.defaults(name, geom, caps) | p, geom, caps) is None]
+                            if tuner.refusal(name, tuner.defaults(name, geom, caps) | p, geom, caps) is None]
                 for params in options:
-                    with tuned.forcing(name, params):
+                    with tuning_tables.forcing(name, params):
                         try:
-                            if variant.why_not(geom, caps) is None:
-                                matrix.add(name, device_name, geom, variant.plan(geom, caps, ""))
+                            launch = variant.configured(geom, caps)
                         except ConvTransposeError:
-                            pass
+                            continue
+                        if not isinstance(launch, Refusal):
+                            matrix.add(name, device_name, geom, launch)
+    for dtype in DTYPES:  # the launch-wide NaN/Inf check (app/gpu.py declares its pass the same way)
+        params = {"dtype": dtype, "workgroup_size": _check_workgroup()} | bindings_params(("data",), ("flag",),
+                                                                                          ("words",))
+        matrix.add_shared(NONFINITE_CHECK, params, dtype)
     return matrix
 
 
@@ -264,7 +289,7 @@ def coverage_gaps(matrix: Matrix) -> list[str]:
         missing = wanted - matrix.covered.get(name, set())
         if missing:
             gaps.append(f"variant {name} never planned for (dtype, bias, rank) in {sorted(missing)}")
-    grids = tuning.grids()
+    grids = tuner.grids()
     for name, grid in grids.items():
         seen = matrix.params_seen.get(name, {})
         for param, values in grid.items():

@@ -1,14 +1,17 @@
-"""What a variant is: a name, its templates, what it needs, the shapes it covers (as data), and how it
-lays out its launch. Coverage is checked by one evaluator over the CONDITIONS vocabulary below, so the
-same data decides selection and is published in metadata.json."""
+"""What a variant is: a declaration (name, templates, features, dtypes, the shapes it covers as data,
+its tunable tile shape) and one function, `configure(geometry, caps) -> Launch | Refusal`, called once
+per candidate. Coverage is checked by one evaluator over the CONDITIONS vocabulary below, so the same data
+decides selection and is published in metadata.json; what only the launch can tell (tiles, workgroup
+memory, intermediate buffers, subgroup-matrix shapes) is resolved once, inside configure. The per-axis
+stride arithmetic every stride-phase kernel shares (gcd steps, modular inverses) is `axis_phase` here."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Callable, NamedTuple
 
 from ..caps import DeviceCaps
-from ..plan import Dispatch, Plan
+from ..launch import Launch, Refusal
 from ..shapes import ConvGeometry
 
 DTYPE_BYTES = {"float32": 4, "float16": 2}
@@ -43,6 +46,10 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
                     lambda g, v: not v or g.finite_data),
 }
 
+# What configure checks beyond the conditions, in words (published in metadata.json's requirements).
+WORKGROUP_MEMORY = {"workgroup_memory": "fits maxComputeWorkgroupStorageSize"}
+BUFFERS = {"buffers": "intermediate buffers fit maxStorageBufferBindingSize and maxBufferSize"}
+
 
 def describe(conditions: dict) -> list[str]:
     return [CONDITIONS[name][0].format(value) for name, value in conditions.items()]
@@ -58,59 +65,89 @@ def unmet(conditions: dict, geom: ConvGeometry) -> str | None:
 
 
 @dataclass(frozen=True)
+class Tunable:
+    """A variant's tile shape as render params: its built-in choice and what it refuses. configure reads
+    the adapter's tuning table through app/tuning_tables.choose(name, geom, caps, tunable); the tuner
+    (app/tuner.py) enumerates candidates with the same two functions."""
+
+    defaults: Callable[[ConvGeometry, DeviceCaps], dict]
+    refusal: Callable[[dict, ConvGeometry, DeviceCaps], str | None]
+
+
+@dataclass(frozen=True)
 class Variant:
     name: str
     templates: tuple[str, ...]
     summary: str
     conditions: dict  # CONDITIONS name -> value: the shapes it covers
-    plan_passes: Callable[[ConvGeometry, DeviceCaps], Plan]  # returns the plan (variant/reason filled later)
+    configure: Callable[[ConvGeometry, DeviceCaps], Launch | Refusal]  # the launch, variant/reason filled later
     features: tuple[str, ...] = ()  # WebGPU features it needs
     dtypes: tuple[str, ...] = ("float32", "float16")
-    # Workgroup memory the launch needs for a request; checked against the device limit when given.
-    workgroup_bytes: Callable[[ConvGeometry, DeviceCaps], int] | None = None
-    # Other request-dependent resources (intermediate buffers vs binding limits): a refusal in words, or None.
-    fits: Callable[[ConvGeometry, DeviceCaps], str | None] | None = None
+    tunable: Tunable | None = None
+    requires: dict = field(default_factory=dict)  # what configure checks, in words (WORKGROUP_MEMORY, ...)
+
+    def configured(self, geom: ConvGeometry, caps: DeviceCaps, reason: str = "") -> Launch | Refusal:
+        """The declaration's checks (features, dtype, conditions), then configure: once per candidate."""
+        missing = [f for f in self.features if not caps.has(f)]
+        if missing:
+            return Refusal(f"needs device feature(s) {missing}")
+        if geom.dtype not in self.dtypes:
+            return Refusal(f"does not support dtype {geom.dtype}")
+        failed = unmet(self.conditions, geom)
+        if failed:
+            return Refusal("covers only requests where " + failed)
+        launch = self.configure(geom, caps)
+        return launch if isinstance(launch, Refusal) else replace(launch, variant=self.name, reason=reason)
 
     def why_not(self, geom: ConvGeometry, caps: DeviceCaps) -> str | None:
         """None when the variant covers the request on this device, else the reason in words."""
-        missing = [f for f in self.features if not caps.has(f)]
-        if missing:
-            return f"needs device feature(s) {missing}"
-        if geom.dtype not in self.dtypes:
-            return f"does not support dtype {geom.dtype}"
-        failed = unmet(self.conditions, geom)
-        if failed:
-            return "covers only requests where " + failed
-        if self.workgroup_bytes is not None:
-            need, limit = self.workgroup_bytes(geom, caps), caps.limit(WORKGROUP_STORAGE)
-            if need > limit:
-                return f"needs {need} bytes of workgroup memory, the device allows {limit}"
-        if self.fits is not None:
-            return self.fits(geom, caps)
-        return None
-
-    def plan(self, geom: ConvGeometry, caps: DeviceCaps, reason: str) -> Plan:
-        plan = self.plan_passes(geom, caps)
-        return Plan(self.name, reason, plan.dispatches, plan.scratch, plan.prepare, plan.prepared, plan.prepare_key)
+        out = self.configured(geom, caps)
+        return out.reason if isinstance(out, Refusal) else None
 
     def requirements(self) -> dict:
         return {"features": list(self.features), "dtypes": list(self.dtypes), "shapes": dict(self.conditions),
-                "shapes_in_words": describe(self.conditions),
-                "workgroup_memory": "fits maxComputeWorkgroupStorageSize" if self.workgroup_bytes else None,
-                "buffers": "intermediate buffers fit maxStorageBufferBindingSize and maxBufferSize" if self.fits else None}
+                "shapes_in_words": describe(self.conditions), "workgroup_memory": None, "buffers": None} | self.requires
 
 
-def io_bindings(geom: ConvGeometry) -> tuple[str, ...]:
-    return ("x", "w", "b", "y") if geom.has_bias else ("x", "w", "y")
+def workgroup_refusal(need: int, caps: DeviceCaps) -> Refusal | None:
+    """A Refusal when a launch's workgroup memory is past the device's limit."""
+    limit = caps.limit(WORKGROUP_STORAGE)
+    return Refusal(f"needs {need} bytes of workgroup memory, the device allows {limit}") if need > limit else None
 
 
-def axis_uniforms(geom: ConvGeometry) -> list[tuple[str, int]]:
-    """Per-axis sizes as i32 uniform fields: in0, out0, k0, s0, d0, pad0, step0, in1, ..."""
+def io(geom: ConvGeometry) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(reads, writes) of a pass that computes y from x, w and the bias."""
+    return ("x", "w", "b") if geom.has_bias else ("x", "w"), ("y",)
+
+
+class AxisPhase(NamedTuple):
+    """One axis's stride-phase arithmetic: g = gcd(s, d); the taps reaching an output are k = first,
+    first + step, ... with step = s/g; di = d/g; inv = di^-1 mod step (0 when step is 1) finds `first`
+    in closed form."""
+
+    g: int
+    step: int
+    di: int
+    inv: int
+
+
+def axis_phase(s: int, d: int) -> AxisPhase:
+    g = math.gcd(s, d)
+    step, di = s // g, d // g
+    return AxisPhase(g, step, di, pow(di, -1, step) if step > 1 else 0)
+
+
+def axis_uniforms(geom: ConvGeometry, closed_form: bool = False) -> list[tuple[str, int]]:
+    """Per-axis sizes as i32 uniform fields: in0, out0, k0, s0, d0, pad0, step0 (and gcd0, inv0 with
+    `closed_form`), in1, ..."""
     fields = []
     for a, (i, o, k, s, d, pb) in enumerate(zip(geom.in_spatial, geom.out_spatial, geom.kernel, geom.strides,
                                                  geom.dilations, geom.pads_begin)):
+        phase = axis_phase(s, d)
         fields += [(f"in{a}", i), (f"out{a}", o), (f"k{a}", k), (f"s{a}", s), (f"d{a}", d),
-                   (f"pad{a}", pb), (f"step{a}", s // math.gcd(s, d))]
+                   (f"pad{a}", pb), (f"step{a}", phase.step)]
+        if closed_form:
+            fields += [(f"gcd{a}", phase.g), (f"inv{a}", phase.inv)]
     return fields
 
 
@@ -118,10 +155,3 @@ def channel_uniforms(geom: ConvGeometry) -> list[tuple[str, int]]:
     return [("batch", geom.batch), ("y_size", geom.y_size), ("in_channels", geom.in_channels),
             ("out_channels", geom.out_channels), ("in_per_group", geom.in_per_group),
             ("out_per_group", geom.out_per_group)]
-
-
-def dispatch(template: str, params: dict, bindings, uniforms: list[tuple[str, int]],
-             workgroups: tuple[int, int, int]) -> Dispatch:
-    """A Dispatch whose template receives `uniform_fields` (the Params struct's field names, in order)."""
-    return Dispatch(template, params | {"uniform_fields": [n for n, _ in uniforms]}, tuple(bindings),
-                    tuple(uniforms), workgroups)

@@ -3,23 +3,23 @@ from __future__ import annotations
 
 import math
 
-from ..plan import Plan, grid
-from .base import Variant, dispatch
+from ..launch import Launch, dispatch, grid
+from .base import Variant
 
 TEMPLATE = "conv-transpose-empty-input.wgsl.jinja"
 WORKGROUP = 256
 
 
-def _plan(geom, caps) -> Plan:
+def configure(geom, caps) -> Launch:
     uniforms = [("y_size", geom.y_size), ("out_channels", geom.out_channels),
                 ("out_spatial", math.prod(geom.out_spatial))]
     params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": WORKGROUP}
     workgroups = grid(-(-geom.y_size // WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension"))
-    bindings = ("b", "y") if geom.has_bias else ("y",)
-    return Plan("", "", (dispatch(TEMPLATE, params, bindings, uniforms, workgroups),))
+    reads = ("b",) if geom.has_bias else ()
+    return Launch("", "", (dispatch(TEMPLATE, params, reads, ("y",), uniforms, workgroups),))
 
 
 VARIANTS = (Variant(
     name="empty_input_fill", templates=(TEMPLATE,),
     summary="zero-size input: y is the bias broadcast (or zeros), x and w are never read",
-    conditions={"input": "empty"}, plan_passes=_plan),)
+    conditions={"input": "empty"}, configure=configure),)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 
-from .. import tuned
-from ..plan import Plan, grid
-from .base import DTYPE_BYTES, Variant, dispatch, io_bindings
+from .. import tuning_tables
+from ..launch import Launch, Refusal, dispatch, grid
+from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, axis_uniforms, io, workgroup_refusal
 
 TILED = "conv-1x1-gemm-tiled.wgsl.jinja"
 REG = "conv-1x1-gemm-tiled-reg.wgsl.jinja"
@@ -64,17 +64,22 @@ def _gemm_uniforms(geom, rows: int, tile_rows: int, tile_cols: int, panel_stride
 
 
 def _tiled(name: str, tile: int) -> Variant:
-    def plan_passes(geom, caps) -> Plan:
+    def configure(geom, caps) -> Launch | Refusal:
+        need = 2 * tile * tile * 4
+        refusal = workgroup_refusal(need, caps)
+        if refusal:
+            return refusal
         uniforms, tiles = _gemm_uniforms(geom, geom.out_per_group, tile, tile)
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "tile": tile}
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Plan("", "", (dispatch(TILED, params, io_bindings(geom), uniforms, workgroups),))
+        return Launch("", "", (dispatch(TILED, params, *io(geom), uniforms, workgroups),), tiles={"tile": tile},
+                      workgroup_bytes=need)
 
     return Variant(
         name=name, templates=(TILED,),
         summary=f"1x1 kernel, stride 1, no padding: a batched GEMM y = W^T x + b with {tile}x{tile} "
                 "workgroup-memory tiles, one output per invocation",
-        conditions=dict(ONE_BY_ONE), plan_passes=plan_passes, workgroup_bytes=lambda geom, caps: 2 * tile * tile * 4)
+        conditions=dict(ONE_BY_ONE), configure=configure, requires=WORKGROUP_MEMORY)
 
 
 def reg_refusal(shape: dict, geom, caps) -> str | None:
@@ -93,40 +98,32 @@ def reg_refusal(shape: dict, geom, caps) -> str | None:
 
 
 def _tiled_reg(name: str, default_shape: dict) -> Variant:
-    def shape_for(geom, caps) -> dict:
-        """The tile shape: tuned for this adapter and shape class when a tuning table says so (app/tuned.py)."""
-        return tuned.choose(name, geom, caps, dict(default_shape))
+    tunable = Tunable(lambda geom, caps: dict(default_shape), reg_refusal)
 
-    def plan_passes(geom, caps) -> Plan:
-        shape = shape_for(geom, caps)
+    def configure(geom, caps) -> Launch | Refusal:
+        shape = tuning_tables.choose(name, geom, caps, tunable)
+        need = _reg_bytes(shape)
+        refusal = workgroup_refusal(need, caps)
+        if refusal:
+            return refusal
         uniforms, tiles = _gemm_uniforms(geom, geom.out_per_group, _tile_rows(shape), _tile_cols(shape))
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "weights": "w", "output": "y"} | shape
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Plan("", "", (dispatch(REG, params, io_bindings(geom), uniforms, workgroups),))
+        return Launch("", "", (dispatch(REG, params, *io(geom), uniforms, workgroups),), tiles=shape,
+                      workgroup_bytes=need)
 
-    tuned.tunable(name, reg_refusal, lambda geom, caps: dict(default_shape))
     shape = default_shape
     return Variant(
         name=name, templates=(REG,),
         summary=f"1x1 kernel, stride 1, no padding: a batched GEMM y = W^T x + b with {_tile_rows(shape)}x"
                 f"{_tile_cols(shape)} workgroup-memory tiles (by default; tunable per adapter), {shape['rm']}x"
                 f"{shape['rn']} outputs per invocation",
-        conditions=dict(ONE_BY_ONE), plan_passes=plan_passes,
-        workgroup_bytes=lambda geom, caps: _reg_bytes(shape_for(geom, caps)))
-
-
-def _modular_inverse(a: int, m: int) -> int:
-    return pow(a, -1, m) if m > 1 else 0
+        conditions=dict(ONE_BY_ONE), configure=configure, tunable=tunable, requires=WORKGROUP_MEMORY)
 
 
 def _col2im_uniforms(geom, taps: int, in_size: int) -> list[tuple[str, int]]:
-    fields = [("y_size", geom.y_size), ("out_channels", geom.out_channels), ("taps", taps), ("in_size", in_size)]
-    for a, (i, o, k, s, d, pb) in enumerate(zip(geom.in_spatial, geom.out_spatial, geom.kernel, geom.strides,
-                                                 geom.dilations, geom.pads_begin)):
-        g = math.gcd(s, d)
-        fields += [(f"in{a}", i), (f"out{a}", o), (f"k{a}", k), (f"s{a}", s), (f"d{a}", d), (f"pad{a}", pb),
-                   (f"step{a}", s // g), (f"gcd{a}", g), (f"inv{a}", _modular_inverse(d // g, s // g))]
-    return fields
+    return ([("y_size", geom.y_size), ("out_channels", geom.out_channels), ("taps", taps), ("in_size", in_size)]
+            + axis_uniforms(geom, closed_form=True))
 
 
 def _sizes(geom, shape: dict) -> dict:
@@ -141,9 +138,8 @@ def _sizes(geom, shape: dict) -> dict:
 
 
 def buffers_refusal(geom, caps, shape: dict) -> str | None:
-    """Why this device cannot hold GEMM + col2im's intermediate buffers for the request (None when it can).
-
-    Checked during selection through Variant.fits, so the planner falls through to the next rule."""
+    """Why this device cannot hold GEMM + col2im's intermediate buffers for the request (None when it can):
+    a refusal during selection, so the planner falls through to the next rule."""
     sizes = _sizes(geom, shape)
     limit = min(caps.limit("maxStorageBufferBindingSize"), caps.limit("maxBufferSize"))
     for name, elements, nbytes in (("column", sizes["cols"], sizes["cols"] * COLS_BYTES),
@@ -157,46 +153,47 @@ def buffers_refusal(geom, caps, shape: dict) -> str | None:
 
 
 def _col2im(rank: int, name: str, shape: dict) -> Variant:
-    def fits(geom, caps) -> str | None:
-        return buffers_refusal(geom, caps, shape)
-
-    def plan_passes(geom, caps) -> Plan:
+    def configure(geom, caps) -> Launch | Refusal:
+        need = _reg_bytes(shape)
+        refusal = workgroup_refusal(need, caps)
+        if refusal:
+            return refusal
+        too_big = buffers_refusal(geom, caps, shape)
+        if too_big:
+            return Refusal(too_big)
         sizes = _sizes(geom, shape)
         taps, in_size, rows, tile_rows = sizes["taps"], sizes["in_size"], sizes["rows"], sizes["tile_rows"]
         row_tiles, depth_padded, packed_size, cols_size = (sizes["row_tiles"], sizes["depth_padded"],
                                                            sizes["packed"], sizes["cols"])
-        tk = shape["tk"]
         max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
 
         reorder_uniforms = [("packed_size", packed_size), ("depth", geom.in_per_group), ("rows", rows),
                             ("depth_padded", depth_padded), ("row_tiles", row_tiles), ("tile_rows", tile_rows)]
         reorder = dispatch(REORDER[rank], {"dtype": geom.dtype, "workgroup_size": ELEMENTWISE_WORKGROUP},
-                           ("w", "w_packed"), reorder_uniforms,
+                           ("w",), ("w_packed",), reorder_uniforms,
                            grid(_ceil(packed_size, ELEMENTWISE_WORKGROUP), max_dim))
 
         gemm_uniforms, tiles = _gemm_uniforms(geom, rows, tile_rows, _tile_cols(shape),
                                               panel_stride=depth_padded * tile_rows)
         gemm = dispatch(REG, {"dtype": geom.dtype, "has_bias": False, "weights": "w_packed", "output": "cols"}
-                        | shape, ("x", "w_packed", "cols"), gemm_uniforms, grid(tiles, max_dim))
+                        | shape, ("x", "w_packed"), ("cols",), gemm_uniforms, grid(tiles, max_dim))
 
         fold = dispatch(COL2IM[rank], {"dtype": geom.dtype, "has_bias": geom.has_bias,
                                        "workgroup_size": ELEMENTWISE_WORKGROUP},
-                        ("cols", "b", "y") if geom.has_bias else ("cols", "y"),
+                        ("cols", "b") if geom.has_bias else ("cols",), ("y",),
                         _col2im_uniforms(geom, taps, in_size),
                         grid(_ceil(geom.y_size, ELEMENTWISE_WORKGROUP), max_dim))
 
-        # The packed layout depends on the panel shape, the dtype and how W splits into groups and rows.
-        key = (f"{REORDER[rank]}|tile_rows={tile_rows}|tk={tk}|dtype={geom.dtype}|group={geom.group}"
-               f"|w={list(geom.w_shape)}")
-        return Plan("", "", (gemm, fold), scratch={"cols": cols_size * COLS_BYTES}, prepare=(reorder,),
-                    prepared={"w_packed": packed_size * DTYPE_BYTES[geom.dtype]}, prepare_key=key)
+        return Launch("", "", (gemm, fold), scratch={"cols": cols_size * COLS_BYTES}, weight_passes=(reorder,),
+                      prepared={"w_packed": packed_size * DTYPE_BYTES[geom.dtype]},
+                      tiles=dict(shape), workgroup_bytes=need)
 
     return Variant(
         name=name, templates=(REORDER[rank], REG, COL2IM[rank]),
         summary=f"rank-{rank} GEMM + col2im: weights packed once (cached), a register-blocked GEMM into an f32 "
                 "column buffer of every tap's contribution, then a fold that sums only the taps reaching each output",
         conditions={"rank": [rank], "group": ["dense", "grouped"], "input": "nonempty"},
-        plan_passes=plan_passes, workgroup_bytes=lambda geom, caps: _reg_bytes(shape), fits=fits)
+        configure=configure, requires=WORKGROUP_MEMORY | BUFFERS)
 
 
 VARIANTS = (
@@ -205,4 +202,3 @@ VARIANTS = (
     _col2im(2, COL2IM_NAMES[2], REG_SHAPE),
     _col2im(3, COL2IM_NAMES[3], REG_SHAPE),
 )
-

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-from ..plan import Plan, grid
-from .base import WORKGROUP_STORAGE, Variant, channel_uniforms, dispatch, io_bindings
+from ..launch import Launch, Refusal, dispatch, grid
+from .base import (WORKGROUP_MEMORY, WORKGROUP_STORAGE, Variant, axis_phase, channel_uniforms, io,
+                   workgroup_refusal)
 
 TEMPLATE = "conv-transpose2d-grouped-stride-phase.wgsl.jinja"
 BLOCKED_TEMPLATE = "conv-transpose2d-grouped-stride-phase-blocked.wgsl.jinja"
@@ -27,12 +28,7 @@ CONDITIONS = {"rank": [2], "group": ["grouped"], "min_stride": 2, "input": "none
 def phase_axes(geom) -> list[list[int]]:
     """Per axis [s, d, g, step, di, inv]: g = gcd(s, d), step = s/g, di = d/g, inv = di^-1 mod step (0 when
     step is 1). Baked into the shaders so the phase arithmetic divides by constants only."""
-    axes = []
-    for s, d in zip(geom.strides, geom.dilations):
-        g = math.gcd(s, d)
-        step, di = s // g, d // g
-        axes.append([s, d, g, step, di, pow(di, -1, step) if step > 1 else 0])
-    return axes
+    return [[s, d, *axis_phase(s, d)] for s, d in zip(geom.strides, geom.dilations)]
 
 
 def cell_uniforms(geom) -> list[tuple[str, int]]:
@@ -57,13 +53,13 @@ def _window(geom) -> bool:
     return all(d == 1 for d in geom.dilations) and math.prod(geom.strides) <= MAX_WINDOW_PHASES
 
 
-def _plan(geom, caps) -> Plan:
+def configure(geom, caps) -> Launch:
     items = geom.batch * geom.out_channels * _cells(geom)
     uniforms = channel_uniforms(geom) + cell_uniforms(geom) + [("items", items)]
     params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": WORKGROUP, "axes": phase_axes(geom),
               "depthwise": geom.in_per_group == 1, "window": _window(geom)}
     workgroups = grid(-(-items // WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Plan("", "", (dispatch(TEMPLATE, params, io_bindings(geom), uniforms, workgroups),))
+    return Launch("", "", (dispatch(TEMPLATE, params, *io(geom), uniforms, workgroups),))
 
 
 def _slab_bytes(geom, block: int) -> int:
@@ -81,12 +77,12 @@ def choose_block(geom, caps) -> int:
     return 1
 
 
-def _blocked_bytes(geom, caps) -> int:
-    return _slab_bytes(geom, choose_block(geom, caps))
-
-
-def _blocked_plan(geom, caps) -> Plan:
+def configure_blocked(geom, caps) -> Launch | Refusal:
     block = choose_block(geom, caps)
+    need = _slab_bytes(geom, block)
+    refusal = workgroup_refusal(need, caps)
+    if refusal:
+        return refusal
     width = min(block, 4)
     items = geom.batch * _cells(geom)
     tiles = -(-items // BLOCKED_WORKGROUP)
@@ -98,7 +94,8 @@ def _blocked_plan(geom, caps) -> Plan:
               "block": block,
               "slab": geom.in_per_group * math.prod(geom.kernel) * (block // width)}
     workgroups = grid(tiles * geom.group * blocks, caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Plan("", "", (dispatch(BLOCKED_TEMPLATE, params, io_bindings(geom), uniforms, workgroups),))
+    return Launch("", "", (dispatch(BLOCKED_TEMPLATE, params, *io(geom), uniforms, workgroups),),
+                  tiles={"block": block}, workgroup_bytes=need)
 
 
 def _blocked(bias: bool) -> Variant:
@@ -108,7 +105,7 @@ def _blocked(bias: bool) -> Variant:
                 "stride phase, taps in closed form) and a block of up to 8 of its group's output channels, the "
                 "block's weights staged in workgroup memory; any dilation, pads, output_padding"
                 + ("; with bias" if bias else "; without bias"),
-        conditions=CONDITIONS | {"bias": bias}, plan_passes=_blocked_plan, workgroup_bytes=_blocked_bytes)
+        conditions=CONDITIONS | {"bias": bias}, configure=configure_blocked, requires=WORKGROUP_MEMORY)
 
 
 VARIANTS = (
@@ -118,7 +115,7 @@ VARIANTS = (
                 "pixels (one per stride phase), each visiting only its phase's taps (first tap and step in closed "
                 "form per axis; with unit dilation the phases share one input window); any dilation, pads, "
                 "output_padding",
-        conditions=dict(CONDITIONS), plan_passes=_plan),
+        conditions=dict(CONDITIONS), configure=configure),
     _blocked(False),
     _blocked(True),
 )

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import math
 
-from .. import tuned
+from .. import tuning_tables
 from ..caps import usable_subgroup_sizes
-from ..plan import Plan, grid
-from .base import Variant, io_bindings
-from .base import dispatch as make_dispatch
+from ..launch import Launch, Refusal, dispatch, grid
+from .base import WORKGROUP_MEMORY, Tunable, Variant, io, workgroup_refusal
 
 STRIDE1_NAME = "stride1_implicit_gemm"
 PORTABLE = "conv-transpose-stride1-implicit-gemm.wgsl.jinja"
@@ -34,12 +33,8 @@ _CPU_SHAPES = {64: (16, 4, 4, 8), 32: (16, 4, 4, 8), 16: (32, 4, 4, 4), 8: (64, 
 _TILE_BYTES = 16384  # WebGPU's guaranteed workgroup storage: every tile fits any device
 
 
-def _software(caps) -> bool:
-    return caps.is_fallback or caps.architecture in ("swiftshader", "llvmpipe", "lavapipe")
-
-
 def _default_portable_tiles(geom, caps) -> dict:
-    software = _software(caps)
+    software = caps.is_software
     shapes = _CPU_SHAPES if software else _GPU_SHAPES
     width = next((w for w in sorted(shapes) if w >= geom.out_per_group), 64)
     tx, ty, rm, rn = shapes[width]
@@ -70,16 +65,6 @@ def portable_refusal(t: dict, geom, caps) -> str | None:
     return None
 
 
-def _portable_tiles(geom, caps) -> dict:
-    """The tile shape: tuned for this adapter and shape class when a tuning table says so (app/tuned.py)."""
-    return tuned.choose(STRIDE1_NAME, geom, caps, _default_portable_tiles(geom, caps))
-
-
-def _portable_bytes(geom, caps) -> int:
-    t = _portable_tiles(geom, caps)
-    return 4 * t["tk"] * (t["tx"] * t["rm"] + t["ty"] * t["rn"])
-
-
 def _gemm_uniforms(geom, tm: int, tn: int) -> list[tuple[str, int]]:
     out_size, in_size = math.prod(geom.out_spatial), math.prod(geom.in_spatial)
     pixels = geom.batch * out_size
@@ -95,16 +80,22 @@ def _gemm_uniforms(geom, tm: int, tn: int) -> list[tuple[str, int]]:
     return fields
 
 
-def _portable_plan(geom, caps) -> Plan:
-    t = _portable_tiles(geom, caps)
-    uniforms = _gemm_uniforms(geom, t["tx"] * t["rm"], t["ty"] * t["rn"])
-    tiles = dict(uniforms)["tiles"]
+PORTABLE_TUNABLE = Tunable(_default_portable_tiles, portable_refusal)
+
+
+def _configure_portable(geom, caps) -> Launch | Refusal:
+    t = tuning_tables.choose(STRIDE1_NAME, geom, caps, PORTABLE_TUNABLE)
+    tm, tn = t["tx"] * t["rm"], t["ty"] * t["rn"]
+    need = 4 * t["tk"] * (tm + tn)
+    refusal = workgroup_refusal(need, caps)
+    if refusal:
+        return refusal
+    uniforms = _gemm_uniforms(geom, tm, tn)
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t
-    workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Plan("", "", (make_dispatch(PORTABLE, params, io_bindings(geom), uniforms, workgroups),))
+    workgroups = grid(dict(uniforms)["tiles"], caps.limit("maxComputeWorkgroupsPerDimension"))
+    return Launch("", "", (dispatch(PORTABLE, params, *io(geom), uniforms, workgroups),), tiles=t,
+                  workgroup_bytes=need)
 
-
-tuned.tunable(STRIDE1_NAME, portable_refusal, _default_portable_tiles)
 
 STRIDE1_IMPLICIT_GEMM = Variant(
     name=STRIDE1_NAME, templates=(PORTABLE,),
@@ -112,7 +103,7 @@ STRIDE1_IMPLICIT_GEMM = Variant(
             "register-blocked, reduction over in-channels x taps), any rank, dilation, pads and groups",
     conditions={"stride": 1, "min_in_per_group": MIN_CHANNELS, "min_out_per_group": MIN_CHANNELS,
                 "input": "nonempty", "finite_data": True},
-    plan_passes=_portable_plan, workgroup_bytes=_portable_bytes)
+    configure=_configure_portable, tunable=PORTABLE_TUNABLE, requires=WORKGROUP_MEMORY)
 
 
 # --- subgroup matrices -------------------------------------------------------------------------------
@@ -163,58 +154,48 @@ def _sgmat_tiles(geom, caps) -> dict | str:
             "cm": cm, "cn": cn, "kt": kt, "subgroup_size": subgroup}
 
 
-def _sgmat_bytes(geom, caps) -> int:
-    t = _sgmat_tiles(geom, caps)
-    if isinstance(t, str):
-        return 0  # refused earlier, by why_not's own check
-    tm, tn, tk = t["sg_m"] * t["cm"] * t["sm"], t["sg_n"] * t["cn"] * t["sn"], t["kt"] * t["sk"]
-    return (tk * tm + tk * tn) * (2 if t["comp"] == "f16" else 4) + 4 * tm * tn
-
-
-def _sgmat_plan(template: str):
-    def plan_passes(geom, caps) -> Plan:
+def _sgmat_configure(template: str):
+    def configure(geom, caps) -> Launch | Refusal:
         t = _sgmat_tiles(geom, caps)
-        uniforms = _gemm_uniforms(geom, t["sg_m"] * t["cm"] * t["sm"], t["sg_n"] * t["cn"] * t["sn"])
-        params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
-        workgroups = grid(dict(uniforms)["tiles"], caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Plan("", "", (make_dispatch(template, params, io_bindings(geom), uniforms, workgroups),))
-
-    return plan_passes
-
-
-class SubgroupMatrixVariant(Variant):
-    """A Variant that also needs a usable subgroup-matrix configuration, which features alone cannot say."""
-
-    def why_not(self, geom, caps) -> str | None:
-        refusal = super().why_not(geom, caps)
+        if isinstance(t, str):
+            return Refusal(t)
+        tm, tn, tk = t["sg_m"] * t["cm"] * t["sm"], t["sg_n"] * t["cn"] * t["sn"], t["kt"] * t["sk"]
+        need = (tk * tm + tk * tn) * (2 if t["comp"] == "f16" else 4) + 4 * tm * tn
+        refusal = workgroup_refusal(need, caps)
         if refusal:
             return refusal
-        t = _sgmat_tiles(geom, caps)
-        return t if isinstance(t, str) else None
+        uniforms = _gemm_uniforms(geom, tm, tn)
+        params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
+        workgroups = grid(dict(uniforms)["tiles"], caps.limit("maxComputeWorkgroupsPerDimension"))
+        return Launch("", "", (dispatch(template, params, *io(geom), uniforms, workgroups),), tiles=t,
+                      workgroup_bytes=need)
 
-    def requirements(self) -> dict:
-        return super().requirements() | {
-            "subgroup_matrix": "a configuration with f32 results and components that hold the dtype exactly "
-                               "(f32 for float32; f16 or f32 for float16)"}
+    return configure
+
+
+# A usable subgroup-matrix configuration is checked by configure (features alone cannot say).
+SUBGROUP_MATRIX = WORKGROUP_MEMORY | {
+    "subgroup_matrix": "a configuration with f32 results and components that hold the dtype exactly "
+                       "(f32 for float32; f16 or f32 for float16)"}
 
 
 def _sgmat_3d(name: str, bias: bool) -> Variant:
-    return SubgroupMatrixVariant(
+    return Variant(
         name=name, templates=(SGMAT_3D,),
         summary="3D, every stride 1: implicit-gather GEMM on subgroup matrices (x windows and w staged in "
                 "workgroup memory, matrix shape and component type from the device's configurations)"
                 + (", bias fused" if bias else ""),
         conditions={"rank": [3], "stride": 1, "min_in_per_group": MIN_CHANNELS, "min_out_per_group": MIN_CHANNELS,
                     "bias": bias, "input": "nonempty", "finite_data": True},
-        plan_passes=_sgmat_plan(SGMAT_3D), features=SGMAT_FEATURES, workgroup_bytes=_sgmat_bytes)
+        configure=_sgmat_configure(SGMAT_3D), features=SGMAT_FEATURES, requires=SUBGROUP_MATRIX)
 
 
-CONV1X1_SGMAT = SubgroupMatrixVariant(
+CONV1X1_SGMAT = Variant(
     name="conv1x1_sgmat", templates=(SGMAT_1X1, SGMAT_3D),
     summary="1x1 kernel, stride 1, no padding, any rank: a GEMM per (batch, group) on subgroup matrices",
     conditions={"kernel": 1, "stride": 1, "no_padding": True, "min_in_per_group": MIN_CHANNELS,
                 "min_out_per_group": MIN_CHANNELS, "input": "nonempty"},
-    plan_passes=_sgmat_plan(SGMAT_1X1), features=SGMAT_FEATURES, workgroup_bytes=_sgmat_bytes)
+    configure=_sgmat_configure(SGMAT_1X1), features=SGMAT_FEATURES, requires=SUBGROUP_MATRIX)
 
 VARIANTS = (STRIDE1_IMPLICIT_GEMM, _sgmat_3d("ncdhw3d_implicit_sgmat", False),
             _sgmat_3d("ncdhw3d_implicit_sgmat_bias", True), CONV1X1_SGMAT)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import tuned
-from ..plan import Plan, grid
-from .base import WORKGROUP_STORAGE, Variant, dispatch, io_bindings
+from .. import tuning_tables
+from ..launch import Launch, Refusal, dispatch, grid
+from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, io, workgroup_refusal
 
 NAME = "ncl1d_phase_tiled"
 TEMPLATE = "conv-transpose1d-phase-tiled.wgsl.jinja"
@@ -105,20 +105,14 @@ def params_refusal(t: dict, geom, caps) -> str | None:
     return None
 
 
-def _tiles(geom, caps) -> Tiles:
-    """The tile shape: tuned for this adapter and shape class when a tuning table says so (app/tuned.py)."""
-    return Tiles(**tuned.choose(NAME, geom, caps, default_params(geom, caps)))
+TUNABLE = Tunable(default_params, params_refusal)
 
 
-tuned.tunable(NAME, params_refusal, default_params)
-
-
-def _workgroup_bytes(geom, caps) -> int:
-    return _tiles(geom, caps).workgroup_bytes
-
-
-def _plan(geom, caps) -> Plan:
-    tiles = _tiles(geom, caps)
+def configure(geom, caps) -> Launch | Refusal:
+    tiles = Tiles(**tuning_tables.choose(NAME, geom, caps, TUNABLE))
+    refusal = workgroup_refusal(tiles.workgroup_bytes, caps)
+    if refusal:
+        return refusal
     q_lo, q_hi = _q_range(geom)
     q_tiles = -(-(q_hi - q_lo + 1) // tiles.q_tile)
     phase_blocks = -(-geom.strides[0] // tiles.phases)
@@ -132,7 +126,8 @@ def _plan(geom, caps) -> Plan:
                 ("workgroups", workgroups)]
     params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | tiles.params()
     launch = grid(workgroups, caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Plan("", "", (dispatch(TEMPLATE, params, io_bindings(geom), uniforms, launch),))
+    return Launch("", "", (dispatch(TEMPLATE, params, *io(geom), uniforms, launch),), tiles=tiles.params(),
+                  workgroup_bytes=tiles.workgroup_bytes)
 
 
 VARIANTS = (Variant(
@@ -140,4 +135,4 @@ VARIANTS = (Variant(
     summary="rank-1 stride-phase tiles: input window and phase taps staged in workgroup memory per "
             "in-channel chunk, a positions x out-channels block of outputs per invocation (dilation 1)",
     conditions={"rank": [1], "dilation": 1, "input": "nonempty", "finite_data": True},
-    plan_passes=_plan, workgroup_bytes=_workgroup_bytes),)
+    configure=configure, tunable=TUNABLE, requires=WORKGROUP_MEMORY),)

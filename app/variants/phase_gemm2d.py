@@ -14,12 +14,9 @@ invocations per workgroup apply (not measured here).
 """
 from __future__ import annotations
 
-import math
-
-from .. import tuned
-from ..plan import Plan, grid
-from .base import WORKGROUP_STORAGE, Variant, dispatch, io_bindings
-
+from .. import tuning_tables
+from ..launch import Launch, Refusal, dispatch, grid
+from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, io, workgroup_refusal
 TEMPLATE = "conv-transpose2d-phase-gemm-tiled.wgsl.jinja"
 NAME = "nchw2d_phase_gemm_tiled"
 TILE_K = 16  # reduction steps staged per barrier pair
@@ -42,7 +39,7 @@ def default_tiles(geom, caps) -> dict:
     thread_n | tile_n, tile_n / thread_n a multiple of 4 (a subgroup of 4 shares A rows and reads 4
     consecutive B columns), and the invocation count divides or is a multiple of each tile edge."""
     rows, m = _phase_rows(geom), geom.out_channels
-    if caps.is_fallback:
+    if caps.is_software:
         # Few out-channels get narrow tiles (down to 4 columns, one per invocation of a subgroup): for M = 3
         # that measured 1.6x faster than a 16-wide tile.
         tile_n = _fit(m, (4, 8, 16, 32, 64))
@@ -71,34 +68,24 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     return None
 
 
-def tiles(geom, caps) -> dict:
-    """The tile shape: tuned for this adapter and shape class when a tuning table says so (app/tuned.py)."""
-    return tuned.choose(NAME, geom, caps, default_tiles(geom, caps))
+TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 
-tuned.tunable(NAME, tiles_refusal, default_tiles)
-
-
-def _workgroup_bytes(geom, caps) -> int:
-    t = tiles(geom, caps)
-    return F32_BYTES * t["tile_k"] * (t["tile_m"] + t["tile_n"])
-
-
-def _plan(geom, caps) -> Plan:
-    t = tiles(geom, caps)
-    assert tiles_refusal(t, geom, caps) is None, tiles_refusal(t, geom, caps)
+def configure(geom, caps) -> Launch | Refusal:
+    t = tuning_tables.choose(NAME, geom, caps, TUNABLE)
+    need = F32_BYTES * t["tile_k"] * (t["tile_m"] + t["tile_n"])
+    refusal = workgroup_refusal(need, caps)
+    if refusal:
+        return refusal
     row_tiles = -(-_phase_rows(geom) // t["tile_m"])
     col_tiles = -(-geom.out_channels // t["tile_n"])
     total = geom.strides[0] * geom.strides[1] * row_tiles * col_tiles
-    uniforms = [("batch", geom.batch), ("in_channels", geom.in_channels), ("out_channels", geom.out_channels)]
-    for a in range(2):
-        s, d = geom.strides[a], geom.dilations[a]
-        uniforms += [(f"in{a}", geom.in_spatial[a]), (f"out{a}", geom.out_spatial[a]), (f"k{a}", geom.kernel[a]),
-                     (f"s{a}", s), (f"d{a}", d), (f"pad{a}", geom.pads_begin[a]), (f"step{a}", s // math.gcd(s, d))]
-    uniforms += [("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", total)]
+    uniforms = ([("batch", geom.batch), ("in_channels", geom.in_channels), ("out_channels", geom.out_channels)]
+                + axis_uniforms(geom) + [("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", total)])
     params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
     workgroups = grid(total, caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Plan("", "", (dispatch(TEMPLATE, params, io_bindings(geom), uniforms, workgroups),))
+    return Launch("", "", (dispatch(TEMPLATE, params, *io(geom), uniforms, workgroups),), tiles=t,
+                  workgroup_bytes=need)
 
 
 VARIANTS = (Variant(
@@ -108,4 +95,4 @@ VARIANTS = (Variant(
             "dispatch, A/B tiles in workgroup memory, a register block of outputs per invocation; any pads, "
             "output_padding, dilation; phases that no tap reaches get the bias",
     conditions={"rank": [2], "group": ["dense"], "min_stride": 2, "input": "nonempty", "finite_data": True},
-    plan_passes=_plan, workgroup_bytes=_workgroup_bytes),)
+    configure=configure, tunable=TUNABLE, requires=WORKGROUP_MEMORY),)

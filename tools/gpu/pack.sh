@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Packs what the GPU machine needs and cannot fetch, under .gpu/ and .gl/ (both git-ignored; the device
 # call carries them next to the working tree, which travels anyway): Node.js itself, Dawn's linux-x64
-# build from npm `webgpu`, the verified Pyodide assets, and Debian's Vulkan loader .debs.
+# build from npm `webgpu`, the verified Pyodide assets, onnxruntime-web's two WebGPU builds (the peer that
+# `bench --against ort` times), and Debian's Vulkan loader .debs.
 # Usage (repo root, this machine): bash tools/gpu/pack.sh   -> prints what one run will carry.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LIMIT=$((64 * 1024 * 1024))
 
-[ -d node_modules/webgpu ] || npm ci --silent --no-audit --no-fund
+{ [ -d node_modules/webgpu ] && [ -d node_modules/onnxruntime-web ]; } || npm ci --silent --no-audit --no-fund
 python3 -m app setup >/dev/null
 mkdir -p .gpu/webgpu .gl
 
@@ -18,6 +19,11 @@ pack "$(readlink -f "$(command -v node)")" .gpu/node.xz
 pack node_modules/webgpu/dist/linux-x64/dawn.node .gpu/dawn.node.xz
 cp node_modules/webgpu/package.json node_modules/webgpu/index.js .gpu/webgpu/
 tar -C build -cJf .gpu/pyodide.tar.xz pyodide
+# Both ORT builds: the JSEP one (ort.min.mjs) and the native WebGPU EP (ort.webgpu.min.mjs), with their wasm.
+ort=node_modules/onnxruntime-web
+tar -C "$ort" -cf - package.json dist/ort.min.mjs dist/ort.webgpu.min.mjs dist/ort-wasm-simd-threaded.jsep.mjs \
+  dist/ort-wasm-simd-threaded.jsep.wasm dist/ort-wasm-simd-threaded.asyncify.mjs dist/ort-wasm-simd-threaded.asyncify.wasm \
+  | xz -T0 -9 >.gpu/ort.tar.xz
 
 # Vulkan loader and GL dispatch libraries: the GPU machine's image has the NVIDIA driver but not these.
 if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
@@ -27,8 +33,11 @@ if ! ls .gl/libvulkan1_*.deb >/dev/null 2>&1; then
   (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
 fi
 
-tracked=$(git ls-files -z | xargs -0 cat 2>/dev/null | wc -c)
-carried=$(cat .gpu/* .gpu/webgpu/* .gl/* 2>/dev/null | wc -c)
+# Bytes of the files NUL-separated on stdin (files that no longer exist count 0).
+sum_bytes() { { xargs -0 -r stat -L -c %s -- 2>/dev/null || true; } | awk '{ s += $1 } END { print s + 0 }'; }
+# What the device call copies: the working tree (tracked and untracked files git does not ignore) + .gpu, .gl.
+tracked=$(git ls-files -z --cached --others --exclude-standard | sum_bytes)
+carried=$(find .gpu .gl -type f -print0 | sum_bytes)
 total=$((tracked + carried))
 printf 'working tree %d MiB + carried %d MiB = %d MiB of %d MiB\n' $((tracked >> 20)) $((carried >> 20)) \
   $((total >> 20)) $((LIMIT >> 20))

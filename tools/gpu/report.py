@@ -2,7 +2,7 @@
 case, our chosen variant and the best forced one against cuDNN, fp32 and fp16, as ms, GFLOP/s and ratio,
 plus the time moving the case's bytes takes at the H200's memory bandwidth (the floor for memory-bound cases).
 
-    python3 tools/gpu/report.py OUT_DIR
+    python3 tools/gpu/report.py OUT_DIR [TIER]    (TIER: the bench.json tier of the run, default full)
 """
 from __future__ import annotations
 
@@ -28,16 +28,16 @@ def _gflops(flop: int, ms: float | None) -> float | None:
     return flop / (ms * 1e6) if ms else None
 
 
-def main(out: str) -> int:
+def main(out: str, tier: str = "full") -> int:
     out_dir = Path(out)
-    chosen = {r["case"]: r for r in _load(out_dir / "bench-full.json")}
+    chosen = {r["case"]: r for r in _load(out_dir / f"bench-{tier}.json")}
     forced: dict[str, list] = {}
-    for r in _load(out_dir / "bench-full-all.json"):
+    for r in _load(out_dir / f"bench-{tier}-all.json"):
         forced.setdefault(r["case"], []).append(r)
-    f16 = {r["case"]: r for r in _load(out_dir / "bench-full-f16.json")}
-    for r in _load(out_dir / "bench-full-f16-all.json"):
+    f16 = {r["case"]: r for r in _load(out_dir / f"bench-{tier}-f16.json")}
+    for r in _load(out_dir / f"bench-{tier}-f16-all.json"):
         forced.setdefault(("f16", r["case"]), []).append(r)
-    torch_rows = {r["case"]: r for r in _load(out_dir / "torch.json")}
+    torch_rows = {r["case"]: r for r in _load(out_dir / f"torch-{tier}.json")}
     print("| case | GFLOP | ours: chosen variant | ms | GFLOP/s | best forced (ms) | cuDNN fp32 ms | GFLOP/s | "
           "ours/cuDNN fp32 | ours f16: chosen ms | GFLOP/s | best forced (ms) | cuDNN f16 ms | GFLOP/s | ours/cuDNN f16 | "
           "HBM floor f32 ms |")
@@ -67,4 +67,4 @@ def main(out: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:3]))

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
-#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench torch report (default: all)
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench torch report ort breakdown
+#                                        (default: device cases variants tune bench torch report)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
 STAGES=${*:-device cases variants tune bench torch report}
 REPEATS=${REPEATS:-20}  # back-to-back submissions per timed run: keeps the GPU at its working clocks
+TIER=${TIER:-full}      # the bench.json tier the bench, torch and report stages run (large: against cuDNN)
+ALL=${ALL:-1}           # bench stage: also every covering variant forced (0: the planner's choice only)
 
 # Vulkan loader (unpacked over /, as the machine's notes say) and the NVIDIA driver's ICD.
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
@@ -17,6 +20,7 @@ export NODE=/tmp/gpu/node
 cp .gpu/webgpu/* node_modules/webgpu/
 xz -dc .gpu/dawn.node.xz >node_modules/webgpu/dist/linux-x64/dawn.node
 tar -C build -xJf .gpu/pyodide.tar.xz
+mkdir -p node_modules/onnxruntime-web && tar -C node_modules/onnxruntime-web -xJf .gpu/ort.tar.xz
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/nvidia-smi.txt"
 
 status=0
@@ -32,15 +36,20 @@ for stage in $STAGES; do
     tune) python3 -m app tune --tier full --host node --runs 5 --repeats "$REPEATS" --choose-variants || status=1
           cp tuning/nvidia*.json "$OUT/" ;;
     bench) python3 tools/gpu/as_dtype.py float16 >/tmp/gpu/bench-f16.json
-           for run in "bench-full" "bench-full-all --variants all" "bench-full-f16 --bench /tmp/gpu/bench-f16.json" \
-                      "bench-full-f16-all --variants all --bench /tmp/gpu/bench-f16.json"; do
+           runs=("bench-$TIER" "bench-$TIER-f16 --bench /tmp/gpu/bench-f16.json")
+           [ "$ALL" = 1 ] && runs+=("bench-$TIER-all --variants all" "bench-$TIER-f16-all --variants all --bench /tmp/gpu/bench-f16.json")
+           for run in "${runs[@]}"; do
              set -- $run
              name=$1; shift
-             python3 -m app bench --tier full --host node --runs 10 --repeats "$REPEATS" --out "$OUT/$name.json" "$@" \
+             python3 -m app bench --tier "$TIER" --host node --runs 10 --repeats "$REPEATS" --out "$OUT/$name.json" "$@" \
                || status=1
            done ;;
-    torch) python3 tools/gpu/torch_bench.py --repeats "$REPEATS" --out "$OUT/torch.json" || status=1 ;;
-    report) python3 tools/gpu/report.py "$OUT" | tee "$OUT/report.md" ;;
+    torch) python3 tools/gpu/torch_bench.py --tier "$TIER" --repeats "$REPEATS" --out "$OUT/torch-$TIER.json" || status=1 ;;
+    report) python3 tools/gpu/report.py "$OUT" "$TIER" | tee "$OUT/report-$TIER.md" ;;
+    ort) python3 -m app bench --tier full --host node --against ort --runs "${RUNS:-20}" --warmup 3 \
+           --out "$OUT/ort-full.json" | tee "$OUT/ort-full.txt" || status=1 ;;
+    breakdown) python3 -m app bench --tier full --host node --breakdown --runs "${RUNS:-20}" \
+                 --out "$OUT/breakdown.json" | tee "$OUT/breakdown.txt" || status=1 ;;
     *) echo "unknown stage $stage" >&2; status=2 ;;
   esac
 done

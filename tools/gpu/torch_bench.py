@@ -20,7 +20,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from app import bench  # noqa: E402
-from app.kernel import prepare  # noqa: E402
+from app.kernel import validate  # noqa: E402
 from app.reference import conv_transpose_reference  # noqa: E402
 
 CONV = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
@@ -73,7 +73,7 @@ def main() -> int:
     rows = []
     for case in bench.load((ROOT / "bench.json").read_text(), args.tier):
         inputs = bench.make_inputs(case)
-        geom, arrays = prepare(**inputs, **case["attributes"])
+        geom, arrays = validate(**inputs, **case["attributes"])
         row = {"case": case["name"], "flop": 2 * geom.multiply_adds(), "device": torch.cuda.get_device_name(),
                "bytes_f32": 4 * (sum(a.size for a in arrays.values()) + geom.y_size)}
         for dtype, torch_dtype in (("float32", torch.float32), ("float16", torch.float16)):

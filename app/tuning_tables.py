@@ -1,5 +1,5 @@
 """Per-device tuned render parameters: which tile/workgroup shape a variant uses on this adapter for this
-shape class, read from tuning tables measured by `python -m app tune` (app/tuning.py). Pure Python.
+shape class, read from tuning tables measured by `python -m app tune` (app/tuner.py). Pure Python.
 
 A table (tuning/<vendor>-<architecture>[-<device>].json, shipped in the bundle) is keyed by the adapter's
 vendor, architecture and device: it applies only when all three match the current adapter (is_fallback
@@ -8,44 +8,24 @@ shape class (`shape_class`: rank and bucketed channel and output sizes), so a sh
 this adapter also keeps the defaults. A table's `choices` may also name, per shape class, the variant that
 measured faster there than the rules' choice: the planner then takes it instead (`preferred_variant`).
 
-A tunable variant asks `choose(name, geom, caps, defaults)` for its params and registers `tunable(name,
-refusal, defaults)`: a candidate its invariants or the device's limits reject is never used (defaults instead), so a
-table cannot make a variant produce an invalid launch. The tuner tests every candidate against the float64
+A tunable variant's configure asks `choose(name, geom, caps, tunable)` for its params, `tunable` being the
+variant's declared defaults and refusal (app/variants/base.py Tunable): a candidate its invariants or the
+device's limits reject is never used (defaults instead), so a table cannot make a variant produce an invalid
+launch. The tuner tests every candidate against the float64
 reference before it can enter a table.
 """
 from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from typing import Callable
 
 from .contract import ROOT
 
 FORMAT = 1
 TABLES = ROOT / "tuning"
-_refusals: dict[str, Callable] = {}  # variant -> refusal(params, geom, caps) -> str | None
-_defaults: dict[str, Callable] = {}  # variant -> defaults(geom, caps) -> dict
 _tables: list[dict] | None = None  # every table found under tuning/, loaded once
 _forced: dict[str, dict] = {}  # variant -> params, while the tuner times a candidate
-
-
-def tunable(name: str, refusal: Callable, defaults: Callable) -> None:
-    _refusals[name] = refusal
-    _defaults[name] = defaults
-
-
-def defaults(name: str, geom, caps) -> dict:
-    """The variant's built-in params for this request (what it uses without a table)."""
-    return dict(_defaults[name](geom, caps))
-
-
-def tunable_variants() -> list[str]:
-    return sorted(_refusals)
-
-
-def refusal(name: str, params: dict, geom, caps) -> str | None:
-    """Why the variant cannot run these params for this request on this device (None when it can)."""
-    return _refusals[name](params, geom, caps)
+_generation = 0  # bumped whenever the tables in use change: cached launches of another generation are stale
 
 
 def _bucket(n: int, edges: tuple[int, ...]) -> str:
@@ -80,7 +60,15 @@ def load_tables() -> list[dict]:
 
 def use_table(table: dict) -> None:
     """Puts a table (for example one that tune() just measured) in front of the shipped ones."""
+    global _generation
     load_tables().insert(0, table)
+    _generation += 1
+
+
+def planning_state() -> str:
+    """What of this module's state a plan depends on (tables in use, forced params): part of a call's
+    signature, so a launch cached under other tables or params is never reused."""
+    return f"{_generation}:{sorted(_forced.items())!r}" if _forced else str(_generation)
 
 
 def select(caps, tables: list[dict] | None = None) -> dict | None:
@@ -108,28 +96,31 @@ def preferred_variant(geom, caps, planned: str, tables: list[dict] | None = None
     return entry["variant"] if entry else None
 
 
-def choose(name: str, geom, caps, defaults: dict) -> dict:
-    """The variant's render params for this request: forced (tuner) > the adapter's table > defaults.
+def choose(name: str, geom, caps, tunable) -> dict:
+    """The variant's render params for this request: forced (tuner) > the adapter's table > its defaults.
     Params the variant refuses for this request fall back to the defaults."""
+    defaults = dict(tunable.defaults(geom, caps))
     override = _forced.get(name)
     if override is None:
         override = lookup(name, geom, caps)
     if not override:
         return defaults
     params = defaults | override
-    return params if refusal(name, params, geom, caps) is None else defaults
+    return params if tunable.refusal(params, geom, caps) is None else defaults
 
 
 @contextmanager
 def ignoring_tables():
     """While the tuner measures: every variant and the planner behave as with no table (defaults, rules), so
     that a new table is measured against them, not against an older table of the same adapter."""
-    global _tables
+    global _tables, _generation
     saved, _tables = load_tables(), []
+    _generation += 1
     try:
         yield
     finally:
         _tables = saved
+        _generation += 1
 
 
 @contextmanager

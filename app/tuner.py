@@ -1,8 +1,8 @@
 """Measures the best render params per tunable variant and shape class on the current adapter.
 
-    table = await tuning.tune(kernel, cases, progress=print)      # cases: bench.json cases (with "fill")
-    tuned.use_table(table)                                        # use it in this session; or save it as
-                                                                  # tuning/<tuned.file_name(caps)> and ship it
+    table = await tuner.tune(kernel, cases, progress=print)       # cases: bench.json cases (with "fill")
+    tuning_tables.use_table(table)                                # use it in this session; or save it as
+                                                                  # tuning/<tuning_tables.file_name(caps)>
 
 For each case, the planner's variant (or the case's "variant"), if bench.json's tuning grids list it, runs
 every candidate of its grid (the cartesian product, minus what the variant refuses, plus its built-in
@@ -20,7 +20,7 @@ planner then takes that variant instead, on this adapter (app/planner.py). Rule 
 (SwiftShader) are not the best order on another (a real GPU): this is how the package learns that.
 
 `repeats` > 1 times each candidate as `repeats` back-to-back submissions on resident buffers
-(Gpu.time_resident), which a real GPU needs: between separate calls it idles and drops its clocks, and
+(Gpu.time_launch), which a real GPU needs: between separate calls it idles and drops its clocks, and
 single sub-millisecond kernels then time 2-5x slower at random. Pure Python: runs in Pyodide (the page or
 `python -m app tune`).
 """
@@ -33,11 +33,13 @@ import statistics
 import time
 from contextlib import nullcontext
 
-from . import tuned
+from . import tuning_tables
+from .bench import time_plan
 from .cases import compare
 from .contract import ROOT
-from .kernel import prepare
+from .kernel import validate
 from .reference import conv_transpose_reference
+from .variants import VARIANTS
 
 MARGIN = 0.05  # a tuned choice must be at least 5% faster than the defaults (geometric mean over its cases)
 TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}  # as test.json's float32 cases: inputs in [-1, 1], f32 accumulation
@@ -49,14 +51,29 @@ def grids(bench_text: str | None = None) -> dict:
     return doc["tuning"]["grids"]
 
 
+def tunable_variants() -> list[str]:
+    """The variants that declare a tunable tile shape (app/variants/base.py Tunable)."""
+    return sorted(name for name, v in VARIANTS.items() if v.tunable is not None)
+
+
+def defaults(name: str, geom, caps) -> dict:
+    """The variant's built-in params for this request (what it uses without a table)."""
+    return dict(VARIANTS[name].tunable.defaults(geom, caps))
+
+
+def refusal(name: str, params: dict, geom, caps) -> str | None:
+    """Why the variant cannot run these params for this request on this device (None when it can)."""
+    return VARIANTS[name].tunable.refusal(params, geom, caps)
+
+
 def candidates(variant: str, grid: dict, geom, caps) -> list[dict]:
     """The defaults first, then every grid combination (over the defaults) the variant accepts, no repeats."""
-    base = tuned.defaults(variant, geom, caps)
+    base = defaults(variant, geom, caps)
     out, seen = [base], {_key(base)}
     names = sorted(grid)
     for values in itertools.product(*(grid[n] for n in names)):
         params = base | dict(zip(names, values))
-        if _key(params) not in seen and tuned.refusal(variant, params, geom, caps) is None:
+        if _key(params) not in seen and refusal(variant, params, geom, caps) is None:
             seen.add(_key(params))
             out.append(params)
     return out
@@ -66,50 +83,47 @@ def _key(params: dict) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-async def _timed_call(kernel, variant: str, params: dict | None, inputs: dict, attributes: dict,
-                      geom=None, arrays=None, repeats: int = 1):
-    """(result of one ordinary call or None, ms): params None = the variant's own (defaults or table)."""
-    with tuned.forcing(variant, params) if params is not None else nullcontext():
+async def _timed_call(kernel, variant: str, params: dict | None, geom, arrays: dict, attributes: dict,
+                      repeats: int = 1, pieces=None):
+    """(result of one ordinary call or None, ms) on the case's validated request: params None = the
+    variant's own (defaults or table); `pieces`: the caller's plan of it."""
+    with tuning_tables.forcing(variant, params) if params is not None else nullcontext():
         if repeats > 1:
-            plan = kernel.plan(geom, variant)
-            samples = await kernel.gpu.time_resident(plan, arrays, geom.y_size * arrays["x"].itemsize,
-                                                     warmup=0, runs=1, repeats=repeats)
+            _, samples = await time_plan(kernel, geom, arrays, variant, warmup=0, runs=1, repeats=repeats)
             wall, gpu = samples[0]
             return None, gpu if gpu is not None else wall
         start = time.perf_counter()
-        out = await kernel(**inputs, variant=variant, **attributes)
+        out = await kernel.call(geom, arrays, attributes, variant, pieces=pieces)
     wall = (time.perf_counter() - start) * 1000
     return out, (out["meta"]["gpu_ms"] if out["meta"]["gpu_ms"] is not None else wall)
 
 
-async def _checked(kernel, variant, params, inputs, attributes, want) -> tuple[bool, float]:
-    out, _ = await _timed_call(kernel, variant, params, inputs, attributes)
+async def _checked(kernel, variant, params, geom, arrays, attributes, want, pieces=None) -> tuple[bool, float]:
+    out, _ = await _timed_call(kernel, variant, params, geom, arrays, attributes, pieces=pieces)
     return compare(out["y"], want, **TOLERANCE)
 
 
-async def _medians(kernel, entries: list[tuple[str, dict | None]], inputs, attributes, geom, arrays, runs,
+async def _medians(kernel, entries: list[tuple[str, dict | None]], geom, arrays, attributes, runs,
                    repeats) -> list[float]:
     """Median ms per (variant, params) entry, timed in interleaved rounds: machine noise spreads alike."""
     samples = [[] for _ in entries]
     for _ in range(runs):
         for i, (variant, params) in enumerate(entries):
-            samples[i].append((await _timed_call(kernel, variant, params, inputs, attributes, geom, arrays,
-                                                 repeats))[1])
+            samples[i].append((await _timed_call(kernel, variant, params, geom, arrays, attributes, repeats))[1])
     return [statistics.median(s) for s in samples]
 
 
 async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=None, repeats: int = 1,
                     choose_variants: bool = False) -> dict | None:
-    """One case: every candidate checked against the reference, then timed. None when nothing to tune."""
+    """One case: every candidate checked against the reference, then timed. None when nothing to tune.
+    The case is validated once; each (variant, params) is planned once (its first call)."""
     from .bench import make_inputs
     from .errors import ConvTransposeError
-    from .variants import VARIANTS
 
-    inputs = make_inputs(case)
     attributes = case["attributes"]
-    geom, arrays = prepare(**inputs, **attributes)
+    geom, arrays = validate(**make_inputs(case), **attributes)
     variant = case.get("variant") or kernel.plan(geom).variant
-    tunable = variant in grid_for and variant in tuned.tunable_variants()
+    tunable = variant in grid_for and variant in tunable_variants()
     if not tunable and not choose_variants:
         return None
     caps = kernel.gpu.caps
@@ -117,30 +131,31 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
     passing, rejected = [], []
     grid = grid_for[variant] if tunable else {}
     for params in candidates(variant, grid, geom, caps) if tunable else [None]:
-        ok, err = await _checked(kernel, variant, params, inputs, attributes, want)
+        ok, err = await _checked(kernel, variant, params, geom, arrays, attributes, want)
         (passing if ok else rejected).append(params if ok else {"params": params, "max_error": err})
-    times = await _medians(kernel, [(variant, p) for p in passing], inputs, attributes, geom, arrays, runs, repeats)
+    times = await _medians(kernel, [(variant, p) for p in passing], geom, arrays, attributes, runs, repeats)
     medians = {_key(p): t for p, t in zip(passing, times)}
     default_key = _key(passing[0]) if passing else None
-    result = {"case": case["name"], "variant": variant, "class": tuned.shape_class(geom),
+    result = {"case": case["name"], "variant": variant, "class": tuning_tables.shape_class(geom),
               "defaults": default_key if tunable else None, "medians": medians if tunable else {},
               "rejected": rejected, "keys": sorted(grid)}
     if choose_variants and passing:
         others = []
         for name in VARIANTS:
+            if name == variant:
+                continue
             try:
-                covered = name != variant and kernel.plan(geom, name) is not None
+                pieces = kernel.pieces(geom, name)
             except ConvTransposeError:
-                covered = False
-            if covered:
-                ok, err = await _checked(kernel, name, None, inputs, attributes, want)
-                if ok:
-                    others.append(name)
-                else:
-                    rejected.append({"variant": name, "max_error": err})
+                continue
+            ok, err = await _checked(kernel, name, None, geom, arrays, attributes, want, pieces)
+            if ok:
+                others.append(name)
+            else:
+                rejected.append({"variant": name, "max_error": err})
         best_own = min(passing, key=lambda p: medians[_key(p)])
-        timed = await _medians(kernel, [(variant, best_own)] + [(n, None) for n in others], inputs, attributes,
-                               geom, arrays, runs, repeats)
+        timed = await _medians(kernel, [(variant, best_own)] + [(n, None) for n in others], geom, arrays, attributes,
+                               runs, repeats)
         result["variant_ms"] = dict(zip([variant] + others, timed))
     if progress is not None:
         line = f"{case['name']}: {variant}, {len(passing)} candidates passed, {len(rejected)} rejected"
@@ -206,11 +221,11 @@ async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for
                repeats: int = 1, choose_variants: bool = False) -> dict:
     """The tuning table for the current adapter (see the module docstring); `progress(text)` gets a line per case."""
     grid_for = grids() if grid_for is None else grid_for
-    with tuned.ignoring_tables():
+    with tuning_tables.ignoring_tables():
         results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]
     caps = kernel.gpu.caps
-    return {"format": tuned.FORMAT, "adapter": tuned.adapter_key(caps), "description": caps.description,
-            "made_by": "python -m app tune (app/tuning.py)", "runs": runs, "repeats": repeats, "margin": MARGIN,
+    return {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(caps), "description": caps.description,
+            "made_by": "python -m app tune (app/tuner.py)", "runs": runs, "repeats": repeats, "margin": MARGIN,
             "variants": best_per_class(results), "choices": best_variant_per_class(results),
             "rejected": [{"case": r["case"], "variant": r["variant"], "candidates": r["rejected"]}
                          for r in results if r and r["rejected"]],

@@ -1,0 +1,120 @@
+"""`python -m app export DIR`: the kernel as a static folder any web app can host and import.
+
+    DIR/convtranspose.mjs   the entry: `import { getKernel } from "<where DIR is served>/convtranspose.mjs"`
+    DIR/web/boot.mjs        boots Pyodide and exposes getKernel (plus the modules it imports)
+    DIR/bundle.zip          the Python package, WGSL templates, contract and tuning tables (what Pyodide unpacks)
+    DIR/pyodide/            the verified Pyodide runtime, numpy, jinja2, markupsafe and the pruned lock
+    DIR/README.txt          how to host it
+
+Every URL is relative to the entry's own (import.meta.url), so the folder works under any path.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from ..contract import ROOT, kernel_id
+from .assets import PYODIDE_DIR, RUNTIME_FILES, ensure_pyodide_assets
+from .server import bundle_bytes
+
+ENTRY = "convtranspose.mjs"
+MARK = "webgpu-convtranspose export"  # README.txt's first line: how a later export knows DIR is one of ours
+# pyodide.js is the classic-script loader; the ES module entry only needs pyodide.mjs.
+PYODIDE_FILES = [name for name in RUNTIME_FILES if name != "pyodide.js"] + ["pyodide-lock.json"]
+RELATIVE_IMPORT = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*)["'](\.\.?/[^"']+\.m?js)["']""")
+COMMENT = re.compile(r"/\*.*?\*/|^\s*//.*?$", re.S | re.M)
+
+README = """{mark}
+
+The ONNX ConvTranspose kernel ({kernel}, contract version 1) on WebGPU, computed by Python
+(Pyodide) in the page. Static files only: copy this folder anywhere under your site and import the entry.
+
+    import {{ getKernel }} from "./kernels/convtranspose/{entry}";   // wherever this folder is served
+    const device = await (await navigator.gpu.requestAdapter()).requestDevice();   // optional: your device
+    const kernel = await getKernel("{kernel}", {{ version: 1, device }});
+    const {{ y, meta }} = await kernel({{ x: {{ data: x, shape: [1, 2, 3, 3] }},
+                                     w: {{ data: w, shape: [2, 3, 3, 3] }}, strides: [2, 2] }});
+    // y = {{ data: Float32Array, shape: [1, 3, 7, 7], dtype: "float32" }}
+
+Every URL the module fetches is relative to the entry, so the folder works under any path.
+The first getKernel call downloads every file below (about {mib:.0f} MiB) and boots Pyodide; later calls
+reuse it (and the browser's HTTP cache keeps the files).
+
+Hosting
+- Any static file server works; no special headers are required (no COOP/COEP: nothing needs
+  SharedArrayBuffer). Tested with `python3 -m http.server` under a sub-path.
+- Serve .mjs and .js as text/javascript (browsers refuse modules of other types) and .wasm as
+  application/wasm (streaming compilation); .zip, .whl and .json as anything.
+- The page must be a secure context (https:// or http://localhost) to have navigator.gpu.
+- If your page sends a Content-Security-Policy, it needs: script-src 'wasm-unsafe-eval' 'unsafe-eval'
+  and this folder's origin; connect-src this folder's origin.
+- Served from another origin than the page: send Access-Control-Allow-Origin for these files (the entry
+  is a module, the rest is fetched). A cross-origin-isolated page (COEP require-corp) also needs CORS or
+  Cross-Origin-Resource-Policy: cross-origin on them.
+- Files may be cached for ever if you rename the folder per version; the pyodide/ files never change
+  for a given Pyodide release.
+
+Files
+{listing}
+"""
+
+
+def _module_closure(entry: Path) -> list[Path]:
+    """entry and every module it imports by a relative path (./x.mjs), transitively."""
+    seen, todo = [], [entry]
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.append(path)
+        for name in RELATIVE_IMPORT.findall(COMMENT.sub("", path.read_text())):
+            todo.append((path.parent / name).resolve())
+    return seen
+
+
+def export(dest: Path) -> dict:
+    """Writes the static folder; returns {"files": {relative path: bytes}, "total": bytes}."""
+    dest = Path(dest)
+    if dest.exists() and any(dest.iterdir()):
+        readme = dest / "README.txt"
+        if not (readme.is_file() and readme.read_text().startswith(MARK)):
+            raise FileExistsError(f"{dest} is not empty and not an earlier export; choose a new folder")
+        for child in dest.iterdir():  # an earlier export of ours: replace it whole
+            shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+    pyodide = ensure_pyodide_assets()
+    (dest / "pyodide").mkdir(parents=True, exist_ok=True)
+    (dest / "README.txt").write_text(MARK + " (incomplete)\n")  # a failed export can be redone in place
+    lock = json.loads((pyodide / "pyodide-lock.json").read_text())
+    for name in PYODIDE_FILES + sorted(p["file_name"] for p in lock["packages"].values()):
+        shutil.copyfile(PYODIDE_DIR / name, dest / "pyodide" / name)
+    web = ROOT / "web"
+    for module in _module_closure(web / "boot.mjs"):
+        target = dest / "web" / module.relative_to(web.resolve())
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(module, target)
+    (dest / "bundle.zip").write_bytes(bundle_bytes())
+    (dest / ENTRY).write_text(
+        "// The ConvTranspose kernel on WebGPU: getKernel(id, {version, device?, limits?}). See README.txt.\n"
+        'export * from "./web/boot.mjs";\n')
+    files = {p.relative_to(dest).as_posix(): p.stat().st_size for p in sorted(dest.rglob("*"))
+             if p.is_file() and p.name != "README.txt"}
+    listing = "\n".join(f"  {name:<56} {size:>11,} bytes" for name, size in files.items())
+    first_visit = sum(files.values())  # the first getKernel fetches every file but this README
+    (dest / "README.txt").write_text(README.format(
+        mark=MARK, kernel=kernel_id(), entry=ENTRY, mib=first_visit / 2**20,
+        listing=listing))
+    files["README.txt"] = (dest / "README.txt").stat().st_size
+    return {"files": files, "total": sum(files.values()), "first_visit": first_visit}
+
+
+def main(dest: str) -> int:
+    try:
+        report = export(Path(dest))
+    except FileExistsError as exc:
+        print(f"export: {exc}")
+        return 2
+    print(f"exported to {Path(dest).resolve()}: {len(report['files'])} files, {report['total']:,} bytes "
+          f"(first visit downloads at most {report['first_visit']:,}); entry {ENTRY}, see README.txt")
+    return 0

@@ -1,0 +1,83 @@
+"""A configured launch: everything one call runs on the GPU, resolved before any GPU work.
+
+A variant's `configure(geometry, caps)` returns a `Launch` (its tiles, workgroup bytes, intermediate
+buffers and dispatches) or a `Refusal`. Each `Dispatch` is declared once, by `dispatch()`: the buffers it
+reads and writes (binding order) and its i32 uniforms. The same declaration becomes the render parameters
+of the shared template prelude (templates/_bindings.wgsl.jinja: the Params struct and every @binding) and
+the names the executor binds by (`Dispatch.bindings`), so a shader and its bindings cannot disagree.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import ConvTransposeError
+
+# Binding types that are not an array of the storage dtype T (declared once, for every template).
+BUFFER_TYPES = {
+    "cols": "array<f32>",  # GEMM + col2im's column buffer: f32 whatever the storage dtype
+    "data": "array<u32>",  # the non-finite check reads any input as raw words
+    "flag": "atomic<u32>",  # ... and sets one flag
+}
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """One compute pass: a template rendered with `params`, its buffers in binding order, its grid."""
+
+    template: str
+    params: dict  # render parameters, the prelude's `bindings` and `uniform_fields` included
+    bindings: tuple[str, ...]  # buffer names in binding order; the uniform buffer comes after them
+    uniforms: tuple[tuple[str, int], ...]  # i32 fields of the Params struct, in declaration order
+    workgroups: tuple[int, int, int]
+
+
+def bindings_params(reads, writes, uniform_fields) -> dict:
+    """The prelude's render parameters for a pass that reads `reads` and writes `writes` (binding order:
+    reads, then writes, then the uniforms)."""
+    return {"bindings": [[n, "read", BUFFER_TYPES.get(n, "array<T>")] for n in reads]
+                        + [[n, "read_write", BUFFER_TYPES.get(n, "array<T>")] for n in writes],
+            "uniform_fields": list(uniform_fields)}
+
+
+def dispatch(template: str, params: dict, reads, writes, uniforms: list[tuple[str, int]],
+             workgroups: tuple[int, int, int]) -> Dispatch:
+    """A pass declared once: the template's bindings and Params come from the same lists the executor binds."""
+    reads, writes = tuple(reads), tuple(writes)
+    return Dispatch(template, params | bindings_params(reads, writes, [n for n, _ in uniforms]), reads + writes,
+                    tuple(uniforms), workgroups)
+
+
+@dataclass(frozen=True)
+class Launch:
+    variant: str
+    reason: str
+    dispatches: tuple[Dispatch, ...]
+    # Intermediate buffers (name -> bytes) that live only for this call.
+    scratch: dict = field(default_factory=dict)
+    # Weight-side passes (reorders) that fill `prepared` buffers from w. The executor keeps their results
+    # in the launch while the same constant weights come back, so they run once per weight content.
+    weight_passes: tuple[Dispatch, ...] = ()
+    prepared: dict = field(default_factory=dict)
+    tiles: dict = field(default_factory=dict)  # the resolved shape params (tuned or built-in)
+    workgroup_bytes: int = 0  # workgroup memory the largest pass declares
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a variant does not cover a request on this device, in words (completes "it ...")."""
+
+    reason: str
+
+
+class DispatchTooLarge(ConvTransposeError):
+    """A dispatch past maxComputeWorkgroupsPerDimension even folded into 2D: app/split.py cuts the request."""
+
+
+def grid(workgroups: int, max_per_dim: int) -> tuple[int, int, int]:
+    """Fold a 1D count of workgroups into x*y <= max_per_dim each; kernels guard the tail."""
+    if workgroups <= max_per_dim:
+        return (max(workgroups, 1), 1, 1)
+    rows = -(-workgroups // max_per_dim)
+    if rows > max_per_dim:
+        raise DispatchTooLarge(f"{workgroups} workgroups do not fit the device's {max_per_dim}^2 dispatch grid")
+    return (-(-workgroups // rows), rows, 1)

@@ -1,0 +1,235 @@
+"""The call path from JavaScript: cached launches (no Python on a repeat call), GPU-resident tensors and
+output, the caller's GPUDevice, refusals of unusable buffers before any GPU work, errors with names and
+fields, constant weights, and non-finite data on a cached signature."""
+import numpy as np
+import pytest
+
+from app.kernel import validate
+from app.reference import conv_transpose_reference
+
+from .browser_session import run_python
+
+pytestmark = pytest.mark.browser
+
+SETUP = """
+const ID = "webgpu-kernels/ai.onnx.ConvTranspose";
+const rand = (n, seed) => { let s = seed; return Float32Array.from({length: n}, () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1); };
+const err = async (fn) => { try { await fn(); return null; } catch (e) { return {name: e.name, message: e.message, field: e.field ?? null, traceback: !!e.pythonTraceback}; } };
+"""
+
+
+def js(page, body: str, arg=None):
+    return page.evaluate(f"async (arg) => {{ {SETUP} {body} }}", arg)
+
+
+def reference(x, w, b=None, **attrs):
+    return conv_transpose_reference(validate(x, w, b, **attrs)[0], x, w, b)
+
+
+def test_a_chain_of_two_calls_kept_on_the_gpu_matches_the_reference(page):
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const x = rand(1 * 4 * 5 * 5, 1), w1 = rand(4 * 6 * 3 * 3, 2), w2 = rand(6 * 2 * 2 * 2, 3), b = rand(2, 4);
+        const first = await kernel({x: {data: x, shape: [1, 4, 5, 5]}, w: kernel.upload({data: w1, shape: [4, 6, 3, 3]}),
+                                    strides: [2, 2], pads: [1, 1, 1, 1]}, {output: "gpu"});
+        const isBuffer = typeof first.y.buffer.size === "number" && !("data" in first.y);
+        const second = await kernel({x: first.y, w: {data: w2, shape: [6, 2, 2, 2]}, b: {data: b, shape: [2]}, strides: [2, 2]});
+        first.y.buffer.destroy();
+        return {x: Array.from(x), w1: Array.from(w1), w2: Array.from(w2), b: Array.from(b), isBuffer,
+                mid: first.y.shape, y: Array.from(second.y.data), shape: second.y.shape, variants: [first.meta.variant, second.meta.variant]};
+    """)
+    x = np.array(out["x"], np.float32).reshape(1, 4, 5, 5)
+    w1 = np.array(out["w1"], np.float32).reshape(4, 6, 3, 3)
+    w2 = np.array(out["w2"], np.float32).reshape(6, 2, 2, 2)
+    b = np.array(out["b"], np.float32)
+    mid = reference(x, w1, strides=[2, 2], pads=[1, 1, 1, 1]).astype(np.float32)
+    want = reference(mid, w2, b, strides=[2, 2])
+    assert out["isBuffer"] and out["mid"] == list(mid.shape) and out["shape"] == list(want.shape)
+    np.testing.assert_allclose(np.array(out["y"]).reshape(want.shape), want, atol=1e-4, rtol=1e-4)
+
+
+def test_the_callers_own_device_is_used_and_its_buffers_bind(page):
+    out = js(page, """
+        const adapter = await navigator.gpu.requestAdapter();
+        const device = await adapter.requestDevice();
+        const kernel = await window.getKernel(ID, {version: 1, device});
+        const x = rand(2 * 3 * 7, 5), w = rand(3 * 2 * 3, 6);
+        const xBuffer = device.createBuffer({size: x.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST});
+        device.queue.writeBuffer(xBuffer, 0, x);
+        const { y } = await kernel({x: {buffer: xBuffer, shape: [2, 3, 7]}, w: {data: w, shape: [3, 2, 3]}, strides: [2]});
+        const info = kernel.device();
+        const same = kernel.gpuDevice() === device;
+        device.destroy();
+        return {x: Array.from(x), w: Array.from(w), y: Array.from(y.data), shape: y.shape, same, limits: info.limits};
+    """)
+    x = np.array(out["x"], np.float32).reshape(2, 3, 7)
+    w = np.array(out["w"], np.float32).reshape(3, 2, 3)
+    want = reference(x, w, strides=[2])
+    assert out["same"]
+    np.testing.assert_allclose(np.array(out["y"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)
+    # a plain requestDevice() has the spec's default limits, and the kernel plans with what the device has
+    assert out["limits"]["maxStorageBufferBindingSize"] == 134217728
+
+
+def test_unusable_buffers_are_refused_before_any_gpu_work(page):
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const device = kernel.gpuDevice();
+        const w = {data: rand(2 * 2 * 3, 7), shape: [2, 2, 3]};
+        const x = {data: rand(1 * 2 * 6, 8), shape: [1, 2, 6]};
+        await kernel({x, w});  // the signature's launch exists: refusals below come from the cached path
+        const small = device.createBuffer({size: 16, usage: GPUBufferUsage.STORAGE});
+        const noStorage = device.createBuffer({size: 64, usage: GPUBufferUsage.COPY_DST});
+        const otherDevice = await (await navigator.gpu.requestAdapter()).requestDevice();
+        const foreign = otherDevice.createBuffer({size: 64, usage: GPUBufferUsage.STORAGE});
+        const before = kernel.memory().executions;
+        const results = {
+            small: await err(() => kernel({x: {buffer: small, shape: [1, 2, 6]}, w})),
+            noStorage: await err(() => kernel({x: {buffer: noStorage, shape: [1, 2, 6]}, w})),
+            foreign: await err(() => kernel({x: {buffer: foreign, shape: [1, 2, 6]}, w})),
+            shortData: await err(() => kernel({x: {data: new Float32Array(11), shape: [1, 2, 6]}, w})),
+        };
+        results.executions = kernel.memory().executions - before;
+        results.wrongType = await err(() => kernel({x: {data: new Float64Array(12), shape: [1, 2, 6]}, w}));
+        otherDevice.destroy(); small.destroy(); noStorage.destroy();
+        return results;
+    """)
+    assert out["executions"] == 0, out
+    assert out["small"]["name"] == "ConvTransposeError" and out["small"]["field"] == "x"
+    assert "holds 16 bytes" in out["small"]["message"] and "needs 48" in out["small"]["message"]
+    assert out["noStorage"]["field"] == "x" and "STORAGE" in out["noStorage"]["message"]
+    assert out["foreign"]["field"] == "x" and "another device" in out["foreign"]["message"], out["foreign"]
+    assert out["shortData"]["field"] == "x" and "has 11 values" in out["shortData"]["message"]
+    # a Float64Array is numbers: converted to float32, so it runs (12 values match the shape)
+    assert out["wrongType"] is None
+
+
+def test_errors_reach_javascript_with_a_name_a_field_and_one_line(page):
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const x = {data: rand(8, 1), shape: [1, 2, 4]}, w = {data: rand(12, 2), shape: [2, 2, 3]};
+        return {
+            strides: await err(() => kernel({x, w, strides: [0]})),
+            group: await err(() => kernel({x, w, group: 3})),
+            output: await err(() => kernel({x, w}, {output: "disk"})),
+            missing: await err(() => kernel({w})),
+            unknown: await err(() => window.getKernel("webgpu-kernels/ai.onnx.Conv", {version: 1})),
+            variant: await err(() => kernel({x, w, variant: "nope"})),
+        };
+    """)
+    for name, field in (("strides", "strides"), ("group", "group"), ("output", "output"), ("missing", "x")):
+        e = out[name]
+        assert e["name"] == "ConvTransposeError" and e["field"] == field, (name, e)
+        assert "\n" not in e["message"] and "Traceback" not in e["message"], e
+    assert out["strides"]["traceback"]  # Python's traceback travels apart from the message
+    assert out["unknown"]["name"] == "KernelNotFoundError" and "unknown kernel" in out["unknown"]["message"]
+    assert out["variant"]["name"] == "ConvTransposeError" and "unknown variant" in out["variant"]["message"]
+
+
+def test_a_repeat_call_does_not_enter_python_and_constant_weights_follow_the_documented_rules(page):
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const x = {data: rand(1 * 8 * 5 * 5, 3), shape: [1, 8, 5, 5]};
+        const wData = rand(8 * 4 * 3 * 3, 4);
+        const attrs = {strides: [2, 2], pads: [1, 1, 1, 1], variant: "nchw2d_col2im"};  // has a weight-side pass
+        const first = {}, second = {};
+        await kernel({x, w: {data: wData, shape: [8, 4, 3, 3], constant: true}, ...attrs}, {profile: first});
+        const a = await kernel({x, w: {data: wData, shape: [8, 4, 3, 3], constant: true}, ...attrs}, {profile: second});
+        wData[0] += 1;  // changed in place: a constant array stays as it was on the GPU until forgotten
+        const stale = await kernel({x, w: {data: wData, shape: [8, 4, 3, 3], constant: true}, ...attrs});
+        kernel.forget(wData);
+        const fresh = await kernel({x, w: {data: wData, shape: [8, 4, 3, 3], constant: true}, ...attrs});
+        wData[1] += 1;  // not constant: every call writes it, a change in place is always seen
+        const plain = await kernel({x, w: {data: wData, shape: [8, 4, 3, 3]}, ...attrs});
+        return {firstPython: !!first.python, secondPython: !!second.python, x: Array.from(x.data), w: Array.from(wData),
+                a: Array.from(a.y.data), stale: Array.from(stale.y.data), fresh: Array.from(fresh.y.data),
+                plain: Array.from(plain.y.data), shape: a.y.shape};
+    """)
+    assert out["firstPython"] and not out["secondPython"]
+    x = np.array(out["x"], np.float32).reshape(1, 8, 5, 5)
+    w_now = np.array(out["w"], np.float32).reshape(8, 4, 3, 3)
+    w_mid = w_now.copy()
+    w_mid.flat[1] -= 1
+    w_orig = w_mid.copy()
+    w_orig.flat[0] -= 1
+    attrs = {"strides": [2, 2], "pads": [1, 1, 1, 1]}
+    check = lambda got, w: np.testing.assert_allclose(  # noqa: E731
+        np.array(got).reshape(out["shape"]), reference(x, w, **attrs), atol=1e-4, rtol=1e-4)
+    check(out["a"], w_orig)
+    check(out["stale"], w_orig)
+    check(out["fresh"], w_mid)
+    check(out["plain"], w_now)
+
+
+def test_nonfinite_data_on_a_cached_signature_takes_an_exact_variant(page):
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const shape = [1, 16, 4, 4], wShape = [16, 8, 3, 3], attrs = {strides: [2, 2], pads: [1, 1, 1, 1]};
+        const x = rand(256, 9), w = rand(16 * 8 * 9, 10);
+        const finite = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs});
+        const wInf = w.slice(); wInf[5] = Infinity;
+        const inf = await kernel({x: {data: x, shape}, w: {data: wInf, shape: wShape}, ...attrs});
+        return {x: Array.from(x), w: Array.from(wInf).map((v) => (v === Infinity ? "inf" : v)),
+                variants: [finite.meta.variant, inf.meta.variant],
+                y: Array.from(inf.y.data).map((v) => (Number.isNaN(v) ? "nan" : v === Infinity ? "inf" : v === -Infinity ? "-inf" : v)),
+                shape: inf.y.shape};
+    """)
+    x = np.array(out["x"], np.float32).reshape(1, 16, 4, 4)
+    w = np.array([np.inf if v == "inf" else v for v in out["w"]], np.float32).reshape(16, 8, 3, 3)
+    want = reference(x, w, strides=[2, 2], pads=[1, 1, 1, 1])
+    got = np.array([{"nan": np.nan, "inf": np.inf, "-inf": -np.inf}.get(v, v) for v in out["y"]], np.float64)
+    got = got.reshape(out["shape"])
+    assert out["variants"][0] == "nchw2d_phase_gemm_tiled" and out["variants"][1] != out["variants"][0], out["variants"]
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
+    finite = np.isfinite(want)
+    np.testing.assert_allclose(got[finite], want[finite], atol=1e-4, rtol=1e-4)
+
+
+def test_python_api_keeps_tensors_on_the_gpu(page):
+    out = run_python(page, """
+import numpy as np, app
+from app.tensors import GpuTensor
+from app.kernel import validate
+from app.reference import conv_transpose_reference
+kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
+rng = np.random.default_rng(5)
+x = rng.standard_normal((1, 3, 6, 6)).astype(np.float32)
+w1 = rng.standard_normal((3, 4, 2, 2)).astype(np.float32)
+w2 = rng.standard_normal((4, 2, 3, 3)).astype(np.float32)
+mid = await kernel(x=await kernel.upload(x), w=w1, strides=[2, 2], output="gpu")
+end = await kernel(x=mid["y"], w=w2, pads=[1, 1, 1, 1], timing=True)
+m = conv_transpose_reference(validate(x, w1, strides=[2, 2])[0], x, w1).astype(np.float32)
+want = conv_transpose_reference(validate(m, w2, pads=[1, 1, 1, 1])[0], m, w2)
+mid["y"].buffer.destroy()
+try:
+    await kernel(x=GpuTensor(mid["y"].buffer, (1, 3, 6, 6)), w=w1, output="cpu")
+    refused = "ran"
+except app.GpuError as exc:
+    refused = str(exc)
+{"is_gpu": isinstance(mid["y"], GpuTensor), "shape": list(mid["y"].shape), "err": float(np.abs(end["y"] - want).max()),
+ "gpu_ms": end["meta"]["gpu_ms"], "refused": refused}
+""")
+    assert out["is_gpu"] and out["shape"] == [1, 4, 12, 12]
+    assert out["err"] < 1e-4
+    # mid's buffer was destroyed: WebGPU refuses the submission, and the call says so (no garbage y)
+    assert "destroyed" in out["refused"], out
+
+
+def test_a_disposed_output_buffer_is_reused_and_gpu_output_scans_cpu_data(page):
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const shape = [1, 16, 4, 4], wShape = [16, 8, 3, 3], attrs = {strides: [2, 2], pads: [1, 1, 1, 1]};
+        const x = rand(256, 11), w = rand(16 * 8 * 9, 12);
+        const a = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs}, {output: "gpu"});
+        const first = a.y.buffer;
+        a.y.dispose();
+        const b = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs}, {output: "gpu"});
+        const reused = b.y.buffer === first;
+        b.y.buffer.destroy();
+        const xNan = x.slice(); xNan[3] = NaN;
+        const c = await kernel({x: {data: xNan, shape}, w: {data: w, shape: wShape}, ...attrs}, {output: "gpu"});
+        c.y.buffer.destroy();
+        return {reused, variants: [a.meta.variant, c.meta.variant]};
+    """)
+    assert out["reused"]
+    assert out["variants"][0] == "nchw2d_phase_gemm_tiled" and out["variants"][1] != out["variants"][0], out

@@ -1,0 +1,95 @@
+"""The README stays short and true: under 200 lines, every command in it run by a test or by CI, every
+relative link and image in it and in docs/ pointing at a file that exists."""
+import json
+import re
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+SHELL_BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
+# Inline code that reads as a command line: these must be in a ```sh block (and so covered) or not at all.
+INLINE_COMMAND = re.compile(r"`((?:python3?|pip|bash|npm|node)\s[^`\n]*)`")
+FENCE = re.compile(r"```.*?```", re.S)
+
+# Every command in the README (```sh blocks and inline code) -> where it runs ("path::function", a test or
+# the fixture that runs it, or ".ci/run"). FILE and DIR are placeholders the tests fill with a small case
+# file and a scratch folder. An inline mention may also be the start of a listed command.
+COVERED = {
+    "python3 serve.py": "tests/test_readme.py::test_serve_py_serves_the_app",
+    "bash tools/test.sh": ".ci/run",
+    "pip install '.[browser]'": "tests/test_wheel.py::test_pip_install_from_a_checkout",
+    "python -m app serve": "tests/test_wheel.py::test_installed_package_serves_the_app_and_exports",
+    "python -m app export DIR": "tests/test_export.py::test_export_command_line",
+    "python -m app cases FILE": "tests/test_wheel.py::test_installed_package_runs_a_case_file_in_chromium",
+    "python -m app cases FILE --variant all": "tests/test_readme.py::test_cases_with_every_variant",
+    "python -m app bench --tier full --host node --against ort":
+        "tests/test_node_host.py::test_bench_against_ort_and_breakdown_command_lines_on_the_node_host",
+}
+
+
+def readme_commands(text: str) -> list[str]:
+    return [line.strip() for block in SHELL_BLOCK.findall(text) for line in block.splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+def test_readme_is_short():
+    assert len(README.read_text().splitlines()) < 200
+
+
+def test_every_readme_command_is_run_by_a_test_or_ci():
+    text = README.read_text()
+    commands = readme_commands(text) + INLINE_COMMAND.findall(FENCE.sub("", text))
+    uncovered = [c for c in commands if not any(known.startswith(c) for known in COVERED)]
+    assert not uncovered, f"add them to COVERED, with the test that runs them: {uncovered}"
+    assert not [c for c in COVERED if c not in text], "COVERED names a command the README no longer has"
+    for command, where in COVERED.items():
+        if where == ".ci/run":
+            assert command in (ROOT / ".ci" / "run").read_text()
+            continue
+        path, test = where.split("::")
+        assert re.search(rf"^def {test}\(", (ROOT / path).read_text(), re.M), where
+
+
+MARKDOWN = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("doc", MARKDOWN, ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_and_images_exist(doc):
+    text = FENCE.sub("", doc.read_text())
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    missing = []
+    for target in targets:
+        if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            continue
+        path = (doc.parent / target.split("#")[0]).resolve()
+        if not path.exists():
+            missing.append(target)
+    assert not missing, missing
+
+
+def test_serve_py_serves_the_app():
+    proc = subprocess.Popen([sys.executable, "serve.py", "--port", "0"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+    try:
+        url = re.search(r"http://\S+/", proc.stdout.readline()).group(0)
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.status == 200 and b'type="module"' in response.read()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.browser
+def test_cases_with_every_variant(tmp_path):
+    doc = json.loads((ROOT / "test.json").read_text())
+    picked = [c for c in doc["cases"] if c["name"] in ("r1_basic", "r2_basic")]
+    (tmp_path / "few.json").write_text(json.dumps({**doc, "cases": picked}))
+    done = subprocess.run([sys.executable, "-m", "app", "cases", str(tmp_path / "few.json"), "--variant", "all"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.count("variant ") >= 3, done.stdout

@@ -1,0 +1,204 @@
+// Our kernel and onnxruntime-web side by side on one bench case, in one page (or Node process), on the
+// same GPU, with the same data, in alternating runs (`python -m app bench --against ort`).
+//
+// Each implementation is timed three ways per round, rounds alternating between implementations:
+//   e2e:      a CPU Float32Array x in, y back in a CPU typed array (w and b constant, already on the GPU,
+//             as ORT holds a model's initializers: ours as {data, constant: true}, written once);
+//   resident: x already in a GPUBuffer, y left in a GPUBuffer, wall time to queue.onSubmittedWorkDone;
+//             for ours also `host_ms`, the time until kernel() returns (the caller's thread is free then);
+//   gpu:      the sum of the compute passes' timestamps (timestamp-query) of a resident run.
+// Medians of `runs` rounds after `warmup`. Our y is checked against the float64 reference (Python), each
+// ORT build's y against ours.
+import { callPython, getKernel } from "./boot.mjs";
+import { KERNEL_ID } from "./contract.mjs";
+import { convTransposeModel } from "./onnx-convtranspose.mjs";
+import { caseInputs, loadOrt, passTimer } from "./ort-bench.mjs";
+
+const STORAGE = 0x80, COPY_SRC = 0x4, COPY_DST = 0x8;
+const now = () => performance.now();
+const median = (xs) => { const s = xs.filter((v) => v != null).sort((a, b) => a - b); const m = s.length >> 1;
+  return s.length === 0 ? null : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+
+async function ours(benchCase, data) {
+  const kernel = await getKernel(KERNEL_ID, { version: 1 });
+  const attrs = benchCase.attributes ?? {};
+  const bShape = data.b ? [data.b.length] : null;
+  const cpu = { x: { data: data.x, shape: benchCase.x }, w: { data: data.w, shape: benchCase.w, constant: true },
+                ...(data.b ? { b: { data: data.b, shape: bShape, constant: true } } : {}), ...attrs };
+  const gpu = { x: kernel.upload({ data: data.x, shape: benchCase.x }), w: kernel.upload({ data: data.w, shape: benchCase.w }),
+                ...(data.b ? { b: kernel.upload({ data: data.b, shape: bShape }) } : {}), ...attrs };
+  const device = kernel.gpuDevice();
+  let host = null, meta = null, profile = null;
+  return {
+    name: "ours",
+    async e2e() { profile = {}; const out = await kernel(cpu, { profile }); meta = out.meta; return out.y.data; },
+    lastProfile: () => profile,
+    async resident() {
+      const start = now();
+      const { y } = await kernel(gpu, { output: "gpu" });
+      host = now() - start;
+      await device.queue.onSubmittedWorkDone();
+      y.dispose();  // back to the kernel's pool, as ORT's tensor.dispose() returns its buffer to ORT's
+    },
+    lastHost: () => host,
+    async gpu() { const { y, meta: m } = await kernel(gpu, { output: "gpu", timing: true }); y.dispose(); return m.gpu_ms; },
+    meta: () => meta,
+    kernel, cpuInputs: cpu, gpuInputs: gpu,
+    close() { for (const n of ["x", "w", "b"]) gpu[n]?.buffer.destroy(); },
+  };
+}
+
+async function onnxruntime(ep, benchCase, data) {
+  const ort = await loadOrt(ep);
+  const model = convTransposeModel({ x: benchCase.x, w: benchCase.w, bias: !!benchCase.bias,
+                                     attributes: benchCase.attributes ?? {}, w_data: data.w, b_data: data.b ?? null });
+  const session = await ort.InferenceSession.create(model, {
+    executionProviders: ["webgpu"], preferredOutputLocation: "gpu-buffer",
+    extra: { session: { disable_cpu_ep_fallback: "1" } },
+  });
+  const device = await ort.env.webgpu.device;
+  const xBuffer = device.createBuffer({ size: Math.max(4, data.x.byteLength), usage: STORAGE | COPY_SRC | COPY_DST });
+  device.queue.writeBuffer(xBuffer, 0, data.x);
+  const xGpu = ort.Tensor.fromGpuBuffer(xBuffer, { dataType: "float32", dims: benchCase.x });
+  const timer = passTimer(device);
+  return {
+    name: `ort-${ep}`,
+    async e2e() {
+      const out = await session.run({ x: new ort.Tensor("float32", data.x, benchCase.x) });
+      const y = await out.y.getData();
+      out.y.dispose();
+      return y;
+    },
+    async resident() {
+      const out = await session.run({ x: xGpu });
+      await device.queue.onSubmittedWorkDone();
+      out.y.dispose();
+    },
+    async gpu() {
+      if (!timer) return null;
+      timer.start();
+      let out;
+      try {
+        out = await session.run({ x: xGpu });
+        await device.queue.onSubmittedWorkDone();
+      } finally {
+        timer.stop();
+      }
+      out.y.dispose();
+      return (await timer.read()).ms;
+    },
+    async close() { timer?.destroy(); xBuffer.destroy(); await session.release().catch(() => {}); },
+  };
+}
+
+function maxDiff(a, b) {
+  if (!a || !b || a.length !== b.length) return null;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i] - b[i]));
+  return Number.isNaN(d) ? null : d;
+}
+
+/** One bench case: {case, ours: {...}, ort: {webgpu: {...} | {error}, jsep: ...}}, times in ms (medians). */
+export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["webgpu", "jsep"] } = {}) {
+  const data = await caseInputs(benchCase);
+  const impls = [await ours(benchCase, data)];
+  const result = { case: benchCase.name, tier: benchCase.tier, ort: {} };
+  for (const ep of eps) {
+    try {
+      impls.push(await onnxruntime(ep, benchCase, data));
+    } catch (err) {
+      result.ort[ep] = { error: String(err?.message ?? err).split("\n")[0].slice(0, 300) };
+    }
+  }
+  const samples = new Map(impls.map((impl) => [impl, { e2e: [], resident: [], gpu: [], host: [], stages: [] }]));
+  let ourY = null;
+  try {
+    for (const impl of [...impls]) {  // first calls (planning, compiling, session warm-up), and the checks
+      if (impl.name === "ours") {
+        const y = ourY = await impl.e2e();
+        result.ours = { max_abs_diff_reference: await callPython("bench_error", benchCase, new Uint8Array(y.buffer, y.byteOffset, y.byteLength)) };
+        continue;
+      }
+      try {
+        result.ort[impl.name.slice(4)] = { max_abs_diff_ours: maxDiff(await impl.e2e(), ourY) };
+      } catch (err) {  // ORT refuses some cases only when it runs them (3D ConvTranspose)
+        result.ort[impl.name.slice(4)] = { error: String(err?.message ?? err).split("\n")[0].slice(0, 300) };
+        impls.splice(impls.indexOf(impl), 1);
+        await impl.close();
+      }
+    }
+    for (let round = 0; round < warmup + runs; round++) {
+      for (const impl of impls) {
+        const s = samples.get(impl);
+        let start = now();
+        await impl.e2e();
+        const e2e = now() - start;
+        start = now();
+        await impl.resident();
+        const resident = now() - start;
+        const gpu = await impl.gpu();
+        if (round >= warmup) {
+          s.e2e.push(e2e); s.resident.push(resident); s.gpu.push(gpu);
+          if (impl.lastHost) s.host.push(impl.lastHost());
+          if (impl.lastProfile) s.stages.push(stages(impl.lastProfile()));
+        }
+      }
+    }
+  } finally {
+    for (const impl of impls) await impl.close();
+  }
+  for (const impl of impls) {
+    const s = samples.get(impl);
+    const row = { e2e_ms: median(s.e2e), resident_ms: median(s.resident), gpu_ms: median(s.gpu) };
+    if (impl.name === "ours") {
+      Object.assign(result.ours, row, { host_ms: median(s.host), variant: impl.meta()?.variant, e2e_samples_ms: s.e2e,
+        e2e_stages_ms: Object.fromEntries(Object.keys(s.stages[0] ?? {}).filter((k) => k !== "python")
+          .map((k) => [k, median(s.stages.map((r) => r[k]))])) });
+    }
+    else Object.assign(result.ort[impl.name.slice(4)], row);
+  }
+  return result;
+}
+
+const STAGES = [["checked", "validate inputs + signature"], ["planned", "launch lookup (or Python: plan, render, compile)"],
+  ["upload", "upload (writeBuffer)"], ["submit", "bind, encode, submit"], ["mapped", "GPU + wait for readback"],
+  ["done", "copy y out"]];
+
+function stages(profile) {
+  const out = {};
+  let last = profile.start;
+  for (const [mark, name] of STAGES) {
+    if (profile[mark] === undefined) continue;
+    out[name] = profile[mark] - last;
+    last = profile[mark];
+  }
+  out.total = last - profile.start;
+  if (profile.python) out.python = profile.python;
+  return out;
+}
+
+/** Where a call's time goes: a first call (new signature) and the medians of repeat calls, with CPU data
+ * in and out, and with GPU-resident tensors (host stages only: the GPU runs on after kernel() returns). */
+export async function breakdownCase(benchCase, { runs = 20 } = {}) {
+  const data = await caseInputs(benchCase);
+  const impl = await ours(benchCase, data);
+  try {
+    const first = {};
+    await impl.kernel(impl.cpuInputs, { profile: first });
+    const modes = { repeat_cpu: [impl.cpuInputs, "cpu"], repeat_resident: [impl.gpuInputs, "gpu"] };
+    const out = { case: benchCase.name, first_call: stages(first) };
+    for (const [mode, [inputs, output]] of Object.entries(modes)) {
+      const rows = [];
+      for (let i = 0; i < runs + 2; i++) {
+        const profile = {};
+        const { y } = await impl.kernel(inputs, { output, profile });
+        if (output === "gpu") { await impl.kernel.gpuDevice().queue.onSubmittedWorkDone(); y.dispose(); }
+        if (i >= 2) rows.push(stages(profile));
+      }
+      out[mode] = Object.fromEntries(Object.keys(rows[0]).filter((k) => k !== "python").map((k) => [k, median(rows.map((r) => r[k]))]));
+    }
+    return out;
+  } finally {
+    impl.close();
+  }
+}
