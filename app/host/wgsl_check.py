@@ -5,8 +5,9 @@ app/host/wgsl_tint.mjs) and naga (Firefox's, through wgpu-py: app/host/wgsl_naga
 
 The shaders come from app/host/wgsl_matrix.py (the variants' own planning over many geometries and devices).
 A compiler runs in a child process that announces each shader before compiling it, so a native crash or a
-hang (Dawn for Node has both, rarely and not reproducibly, in its asynchronous calls) costs only a restart:
-the shader is tried again in a fresh process, and reported as a failure only when it fails every try.
+hang (Dawn for Node crashed at random while its GPU object could be garbage-collected, and with two Dawn
+instances in one process; both are avoided now) costs only a restart: the shader is tried again in a fresh
+process, and reported as a failure only when it fails every try.
 
 What each compiler checks:
 - Tint, Dawn's null backend (every feature offered): parsing, resolution, validation, uniformity analysis and

@@ -57,8 +57,8 @@ async function compile({ name, device, subgroupMax }, { id, code, limits }) {
   } else if (!error) {
     device.pushErrorScope("validation");
     device.pushErrorScope("internal");
-    // The synchronous call: createComputePipelineAsync aborts the process in this Dawn for Node build
-    // when it is called from a script with nothing else on its event loop.
+    // The synchronous call: the asynchronous one aborted this Dawn for Node build's process (seen before the
+    // GPU object was kept alive, which may have been the cause; the synchronous one is simply enough here).
     device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
     for (const scope of ["internal", "validation"]) {
       const e = await device.popErrorScope();
