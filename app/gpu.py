@@ -76,10 +76,9 @@ def _caps(features, adapter_features, limits, info, is_fallback: bool = False) -
 class Gpu:
     """One WebGPU device and the executor that holds its pipelines and launches."""
 
-    def __init__(self, device, caps: DeviceCaps, owned: bool = True):
+    def __init__(self, device, caps: DeviceCaps):
         self.device = device
         self.caps = caps
-        self.owned = owned  # False: the caller's device (never reopened after a loss)
         self.executor = _executor_module().Executor.new(device)
 
     @classmethod
@@ -102,7 +101,7 @@ class Gpu:
         features = [f for f in OPTIONAL_FEATURES if device.features.has(f)]
         limits = {name: getattr(device.limits, name) for name in RAISED_LIMITS}
         info = getattr(device, "adapterInfo", None)
-        return cls(device, _caps(features, [str(f) for f in device.features], limits, info), owned=False)
+        return cls(device, _caps(features, [str(f) for f in device.features], limits, info))
 
     async def current(self) -> "Gpu":
         """This Gpu (a DeviceHandle reopens lost devices; a bare Gpu reports the loss)."""

@@ -8,18 +8,14 @@ set_checked, set_input_files, text_content).
 """
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import subprocess
-import sys
-import tempfile
 from contextlib import contextmanager
 
 from ..contract import ROOT
+from .child import JsonLinesChild
 
 FIREFOX = os.environ.get("FIREFOX", "/usr/bin/firefox-esr")
-NODE = os.environ.get("NODE", "node")
 DRIVER = ROOT / "app" / "host" / "firefox_driver.mjs"
 
 
@@ -27,38 +23,15 @@ class FirefoxPage:
     """A booted app page in Firefox; methods named and shaped like Playwright's Page."""
 
     def __init__(self, url: str):
-        self._ids = itertools.count(1)
-        self._stderr = tempfile.TemporaryFile(mode="w+")
         self.timeout_ms = 120_000
-        self.proc = subprocess.Popen([NODE, str(DRIVER), url, FIREFOX], cwd=ROOT, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._stderr, text=True)
-        hello = self._read()
-        if not hello.get("ready"):
+        self.child = JsonLinesChild([str(DRIVER), url, FIREFOX], "Firefox driver", cwd=ROOT)
+        if not self.child.hello.get("ready"):
             self.close()
-            raise RuntimeError(f"the app did not start in Firefox: {hello.get('error', hello)}")
-        self.version = hello.get("version", "")
-
-    def _read(self) -> dict:
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                self._stderr.seek(0)
-                tail = self._stderr.read()[-2000:]
-                raise RuntimeError(f"the Firefox driver exited (status {self.proc.wait()}): {tail}")
-            if line.startswith("{"):
-                return json.loads(line)
-            print(f"[firefox] {line.rstrip()}", file=sys.stderr, flush=True)
+            raise RuntimeError(f"the app did not start in Firefox: {self.child.hello.get('error', self.child.hello)}")
+        self.version = self.child.hello.get("version", "")
 
     def _call(self, method: str, *params):
-        request_id = next(self._ids)
-        self.proc.stdin.write(json.dumps({"id": request_id, "method": method, "params": list(params)}) + "\n")
-        self.proc.stdin.flush()
-        reply = self._read()
-        if reply.get("id") != request_id:
-            raise RuntimeError(f"the Firefox driver answered out of order: {reply}")
-        if "error" in reply:
-            raise RuntimeError(f"Firefox: {reply['error']}")
-        return reply["result"]
+        return self.child.call(method, *params)
 
     # --- the Playwright-shaped subset ---------------------------------------------------------------------
     def set_default_timeout(self, ms: int) -> None:
@@ -99,13 +72,7 @@ class FirefoxPage:
         return self.evaluate("(s) => document.querySelector(s)?.textContent ?? null", selector)
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        self.child.close(timeout=30)
 
 
 @contextmanager

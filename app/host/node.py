@@ -5,20 +5,15 @@ GPU machine the caller's Vulkan environment (VK_DRIVER_FILES) is left as it is.
 """
 from __future__ import annotations
 
-import itertools
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
 from ..contract import ROOT
 from .assets import BUILD, ensure_pyodide_assets
+from .child import JsonLinesChild
 from .server import bundle_bytes
 
 SWIFTSHADER_ICD = Path("/usr/lib/chromium/vk_swiftshader_icd.json")
-NODE = os.environ.get("NODE", "node")
 
 
 def node_env() -> dict:
@@ -34,50 +29,21 @@ class NodeHost:
     def __init__(self):
         ensure_pyodide_assets()
         (BUILD / "bundle.zip").write_bytes(bundle_bytes())
-        self._ids = itertools.count(1)
-        self._stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([NODE, str(ROOT / "web" / "node-host.mjs"), str(BUILD)], cwd=ROOT,
-                                     env=node_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self._stderr, text=True)
-        hello = self._read()
-        if not hello.get("ready"):
-            raise RuntimeError(f"the Node host did not start: {hello}")
-        self.load_ms = hello["loadMs"]
-
-    def _read(self) -> dict:
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                self._stderr.seek(0)
-                tail = self._stderr.read()[-2000:]
-                raise RuntimeError(f"the Node host exited (status {self.proc.wait()}): {tail}")
-            if line.startswith("{"):
-                return json.loads(line)
-            # Dawn and the driver print their own warnings on stdout: pass them on, they are not replies.
-            print(f"[node] {line.rstrip()}", file=sys.stderr, flush=True)
+        self.child = JsonLinesChild([str(ROOT / "web" / "node-host.mjs"), str(BUILD)], "Node host", cwd=ROOT,
+                                    env=node_env())
+        if not self.child.hello.get("ready"):
+            raise RuntimeError(f"the Node host did not start: {self.child.hello}")
+        self.load_ms = self.child.hello["loadMs"]
 
     def call(self, method: str, *params):
-        request_id = next(self._ids)
-        self.proc.stdin.write(json.dumps({"id": request_id, "method": method, "params": list(params)}) + "\n")
-        self.proc.stdin.flush()
-        reply = self._read()
-        if reply.get("id") != request_id:
-            raise RuntimeError(f"the Node host answered out of order: {reply}")
-        if "error" in reply:
-            raise RuntimeError(f"Node host: {reply['error']}")
-        return reply["result"]
+        return self.child.call(method, *params)
 
     def py(self, name: str, *args):
         """app.bridge.<name>(*args) in the host's Pyodide (the one way into Python), JSON in and out."""
-        return self.call("call", name, list(args))
+        return self.child.call("call", name, list(args))
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        self.child.close()
 
     def __enter__(self):
         return self

@@ -33,7 +33,8 @@ import threading
 from dataclasses import dataclass
 
 from ..contract import ROOT
-from .node import NODE, node_env
+from .child import NODE
+from .node import node_env
 
 SHADER_TIMEOUT_S = 120  # one shader's compile on a software driver takes well under a second
 TRIES = 3
