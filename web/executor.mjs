@@ -18,6 +18,7 @@ export const LAUNCH_CACHE_SIZE = 32;  // launches kept (per executor), least rec
 export const PIPELINE_CACHE_SIZE = 64;  // compiled pipelines kept, by template + structural parameters
 export const DTYPE_BYTES = { float32: 4, float16: 2 };
 const SPARE_OUTPUTS = 2;  // disposed output buffers kept per size
+const MAX_QUERIES = 4096;  // WebGPU caps a timestamp query set at 4096 queries
 
 /** An Error a JavaScript caller can branch on: name ConvTransposeError | GpuError | KernelNotFoundError. */
 export function kernelError(name, message, field = null, traceback = null) {
@@ -549,6 +550,8 @@ class Launch {
       device.queue.submit([encoder.finish()]);
       this.weightsFrom = weights;
     }
+    // A timestamp query set holds at most MAX_QUERIES queries: fewer repetitions rather than a refusal.
+    repeats = Math.max(1, Math.min(repeats, Math.floor(MAX_QUERIES / (2 * this.passes.length))));
     const count = 2 * this.passes.length * repeats;
     const querySet = exec.timed ? device.createQuerySet({ type: "timestamp", count }) : null;
     const resolved = querySet ? device.createBuffer({ size: 8 * count, usage: USAGE.QUERY_RESOLVE | USAGE.COPY_SRC }) : null;
