@@ -53,6 +53,14 @@ def to_typed(arr: np.ndarray):
     return getattr(js, TYPED[str(arr.dtype)]).new(u8.buffer)
 
 
+def _js_tensors(tensors: dict, constant: bool = False):
+    """name -> numpy array or GpuTensor, as the executor takes them: {buffer, shape} or {data[, constant]}
+    (constant: written once while the same array comes back, as timing runs reuse theirs)."""
+    return _js({name: {"buffer": t.buffer, "shape": list(t.shape)} if isinstance(t, GpuTensor)
+                else {"data": to_typed(t)} | ({"constant": True} if constant else {})
+                for name, t in tensors.items()})
+
+
 def from_typed(data, dtype: str, shape) -> np.ndarray:
     return np.frombuffer(data.to_bytes(), dtype=dtype).reshape(shape).copy()
 
@@ -179,11 +187,8 @@ class Gpu:
     async def run(self, launch, tensors: dict, output: str = "cpu", timing: bool = False):
         """One call of a launch. tensors: name -> numpy array or GpuTensor. Returns (y, gpu_ms): y a numpy
         array, or a GpuTensor the caller owns with output="gpu"."""
-        args = {}
-        for name, t in tensors.items():
-            args[name] = {"buffer": t.buffer, "shape": list(t.shape)} if isinstance(t, GpuTensor) else {"data": to_typed(t)}
         try:
-            out = await launch.run(_js(args), _js({"output": output, "timing": timing}))
+            out = await launch.run(_js_tensors(tensors), _js({"output": output, "timing": timing}))
         except JsException as exc:
             raise python_error(exc) from None
         y, meta = out.y, out.meta
@@ -214,10 +219,9 @@ class Gpu:
 
     async def time_launch(self, launch, tensors: dict, warmup: int = 1, runs: int = 5, repeats: int = 1):
         """Benchmarks: [(wall ms, GPU ms or None)] per run, per repetition (web/executor.mjs Launch.time)."""
-        args = {name: {"buffer": t.buffer} if isinstance(t, GpuTensor) else {"data": to_typed(t), "constant": True}
-                for name, t in tensors.items()}
         try:
-            samples = await launch.time(_js(args), _js({"warmup": warmup, "runs": runs, "repeats": repeats}))
+            samples = await launch.time(_js_tensors(tensors, constant=True),
+                                        _js({"warmup": warmup, "runs": runs, "repeats": repeats}))
         except JsException as exc:
             raise python_error(exc) from None
         return [(float(wall), None if gpu is None else float(gpu)) for wall, gpu in samples.to_py()]

@@ -80,10 +80,9 @@ class ConvTransposeKernel:
 
     async def call(self, geom: ConvGeometry, arrays: dict, attributes: dict, variant: str | None = None,
                    output: str = "cpu", timing: bool = False, pieces=None) -> dict:
-        """A validated request (`validate`'s geometry and arrays, the attributes as given); `pieces`: the
-        caller's own `self.pieces(geom, variant)`, so that it is not planned twice."""
-        if output not in OUTPUTS:
-            raise ConvTransposeError(f"output must be one of {list(OUTPUTS)}, got {output!r}", "output")
+        """A validated request (`validate`'s geometry and arrays, the attributes as given; `output` one of
+        OUTPUTS, as __call__ checks); `pieces`: the caller's own `self.pieces(geom, variant)`, so that it is not
+        planned twice."""
         resident = [n for n, a in arrays.items() if isinstance(a, GpuTensor)]
         key = f"py{id(self)}:" + signature(arrays, attributes, variant, geom.finite_data)
         launch, pieces = await self.launch(geom, variant, key, pieces)
