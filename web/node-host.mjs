@@ -5,9 +5,9 @@
 // and breakdown(case, options) (web/compare.mjs: ours beside onnxruntime-web, where a call's time goes).
 // Usage: node web/node-host.mjs BUILD_DIR   (BUILD_DIR holds pyodide/ and bundle.zip)
 import { readFile } from "node:fs/promises";
-import { createInterface } from "node:readline";
 import { create, globals } from "webgpu";
 import { bootApp, callPython } from "./boot.mjs";
+import { reply, serve } from "./json-lines.mjs";
 import { breakdownCase, compareCase } from "./compare.mjs";
 import { setOrtBase } from "./ort-bench.mjs";
 
@@ -56,16 +56,6 @@ const methods = {
   breakdown: (benchCase, options) => breakdownCase(benchCase, options),
 };
 
-const reply = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 reply({ ready: true, loadMs: app.loadMs });
-for await (const line of createInterface({ input: process.stdin })) {
-  if (!line.trim()) continue;
-  const { id, method, params = [] } = JSON.parse(line);
-  try {
-    if (!(method in methods)) throw new Error(`unknown method ${method}`);
-    reply({ id, result: (await methods[method](...params)) ?? null });
-  } catch (err) {
-    reply({ id, error: `${err?.name ?? "Error"}: ${String(err?.message ?? err)}` });
-  }
-}
+await serve(methods, (err) => `${err?.name ?? "Error"}: ${String(err?.message ?? err)}`);
 process.exit(0);

@@ -4,15 +4,14 @@
 // Methods: evaluate(source, arg) (source: a JS expression, or a function called with arg, as Playwright's
 // page.evaluate), waitForFunction(source, timeoutMs), click(selector), uploadFile(selector, path).
 // Usage: node app/host/firefox_driver.mjs URL [FIREFOX]   (prints {"ready": true, ...} once the app booted)
-import { createInterface } from "node:readline";
 import puppeteer from "puppeteer-core";
+import { reply, serve } from "../../web/json-lines.mjs";
 
 const [url, executablePath = "/usr/bin/firefox-esr"] = process.argv.slice(2);
 const BOOT_TIMEOUT_MS = 180_000;
 // WebGPU is off in release builds unless asked for; CPU adapters (lavapipe) are blocklisted otherwise.
 const PREFS = { "dom.webgpu.enabled": true, "gfx.webgpu.ignore-blocklist": true };
 
-const reply = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 // Firefox's `e.stack` omits the message: String(e) keeps it.
 const describe = (err) => String(err?.message ?? err);
 
@@ -62,15 +61,6 @@ const methods = {
   },
 };
 
-for await (const line of createInterface({ input: process.stdin })) {
-  if (!line.trim()) continue;
-  const { id, method, params = [] } = JSON.parse(line);
-  try {
-    if (!(method in methods)) throw new Error(`unknown method ${method}`);
-    reply({ id, result: (await methods[method](...params)) ?? null });
-  } catch (err) {
-    reply({ id, error: describe(err) });
-  }
-}
+await serve(methods, describe);
 await browser.close();
 process.exit(0);
