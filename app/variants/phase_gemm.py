@@ -1,0 +1,147 @@
+"""Every dense or grouped ConvTranspose of rank 1-3 as implicit GEMMs, one per (group, stride phase), in one
+dispatch (templates/conv-transpose-phase-gemm.wgsl.jinja), after a cached pass that packs the weights.
+
+Per stride phase the outputs form a dense sub-grid that exactly the phase's taps reach, so the GEMM has no
+zero multiplies and no per-output tap search: rows = batch x the phase's sub-grid, cols = out-channels of
+the group, reduction = in-channels x the phase's taps. Stride 1 is one phase with every tap and a 1x1
+kernel one tap, so this one kernel serves what a phase GEMM, an implicit stride-1 GEMM and a 1x1 GEMM do,
+in every rank.
+
+The tile shape is the GPU's business: big tiles (128 x 128, 8 x 8 per invocation) where the GEMM has
+rows and columns to fill a GPU several times, smaller ones where it does not, and a reduction split among
+slices of the workgroup (ks) where even small tiles leave the GPU idle but the reduction is long.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import tuning_tables
+from ..launch import Launch, Refusal, dispatch, grid
+from .base import (DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_phase,
+                   axis_uniforms, workgroup_refusal)
+
+NAME = "phase_gemm"
+TEMPLATE = "conv-transpose-phase-gemm.wgsl.jinja"
+PACK = "conv-transpose-weight-pack.wgsl.jinja"
+PACK_WORKGROUP = 256
+INVOCATIONS = "maxComputeInvocationsPerWorkgroup"
+PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks")
+
+# Tile shapes from large to small (tm, tn, rm, rn, tk, ks). A request takes the first that still gives the
+# GPU enough workgroups (FILL); past the last, a reduction split (ks) adds parallelism where the reduction
+# is long enough to split. Software adapters run few, small invocations best (SwiftShader compiles each
+# unrolled multiply, and runs a workgroup's invocations as fibers on a few cores).
+_GPU_SHAPES = ((128, 128, 8, 8, 8, 1), (128, 64, 8, 8, 8, 1), (64, 64, 4, 8, 8, 1), (64, 32, 4, 4, 8, 1),
+               (32, 32, 4, 4, 8, 1))
+_GPU_SPLIT = ((16, 32, 4, 4, 8, 8), (16, 64, 4, 4, 8, 4))
+_CPU_SHAPE = (32, 32, 4, 4, 8, 1)
+FILL = 264  # workgroups: two per multiprocessor of a large GPU (an H200 has 132)
+SPLIT_DEPTH = 1024  # reduction length from which splitting it among slices pays
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _phase_rows(geom) -> int:
+    """Rows of the largest phase's GEMM: batch x its output sub-grid."""
+    return geom.batch * math.prod(_ceil(o, s) for o, s in zip(geom.out_spatial, geom.strides))
+
+
+def _phase_taps(geom) -> int:
+    """Taps of the phase with the most (each axis: ceil(k / step))."""
+    return math.prod(_ceil(k, axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations))
+
+
+def _workgroups(geom, t: dict) -> int:
+    return (geom.group * math.prod(geom.strides) * _ceil(_phase_rows(geom), t["tm"])
+            * _ceil(geom.out_per_group, t["tn"]))
+
+
+def default_tiles(geom, caps) -> dict:
+    if caps.is_software:
+        return dict(zip(PARAMS, _CPU_SHAPE))
+    for shape in _GPU_SHAPES:
+        t = dict(zip(PARAMS, shape))
+        if _workgroups(geom, t) >= FILL:
+            return t
+    if geom.in_per_group * _phase_taps(geom) >= SPLIT_DEPTH:
+        for shape in _GPU_SPLIT:
+            t = dict(zip(PARAMS, shape))
+            if tiles_refusal(t, geom, caps) is None:
+                return t
+    return dict(zip(PARAMS, _GPU_SHAPES[-1]))
+
+
+def _threads(t: dict) -> int:
+    return (t["tm"] // t["rm"]) * (t["tn"] // t["rn"]) * t["ks"]
+
+
+def workgroup_bytes(t: dict) -> int:
+    steps = 2 * t["tk"] * t["ks"]  # double-buffered reduction steps of every slice
+    return 4 * steps * (t["tm"] + t["tn"]) + (4 * t["ks"] * t["tm"] * t["tn"] if t["ks"] > 1 else 0)
+
+
+def tiles_refusal(t: dict, geom, caps) -> str | None:
+    """Why a tile shape breaks the template's invariants or the device's limits (None when it is usable)."""
+    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in PARAMS):
+        return "tile sizes must be positive integers"
+    if t["tm"] % t["rm"] or t["tn"] % t["rn"]:
+        return "register blocks must divide the tile"
+    if t["rn"] % 4:
+        return "rn must be a multiple of 4 (columns are read as vec4)"
+    threads = _threads(t)
+    if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
+        return f"{threads} invocations per workgroup exceed the device's limit"
+    if threads % t["tm"] and t["tm"] % threads:
+        return "the invocation count must divide or be a multiple of tm"
+    if threads > t["tm"] and (t["tk"] * t["ks"]) % (threads // t["tm"]):
+        return "tk * ks must be a multiple of invocations / tm"
+    if workgroup_bytes(t) > caps.limit(WORKGROUP_STORAGE):
+        return "the tiles exceed the device's workgroup memory"
+    return None
+
+
+TUNABLE = Tunable(default_tiles, tiles_refusal)
+
+
+def configure(geom, caps) -> Launch | Refusal:
+    t = tuning_tables.choose(NAME, geom, caps, TUNABLE)
+    need = workgroup_bytes(t)
+    refusal = workgroup_refusal(need, caps)
+    if refusal:
+        return refusal
+    max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
+    kernel_size = math.prod(geom.kernel)
+    m4 = _ceil(geom.out_per_group, 4)
+    packed_vec4s = geom.group * kernel_size * geom.in_per_group * m4
+    shapes = [("in_channels", geom.in_channels), ("out_channels", geom.out_channels),
+              ("in_per_group", geom.in_per_group), ("out_per_group", geom.out_per_group),
+              ("kernel_size", kernel_size), ("m4", m4)]
+    pack = dispatch(PACK, {"dtype": geom.dtype, "workgroup_size": PACK_WORKGROUP}, ("w",), ("wp",),
+                    [("packed_vec4s", packed_vec4s)] + shapes, grid(_ceil(packed_vec4s, PACK_WORKGROUP), max_dim))
+
+    row_tiles, col_tiles = _ceil(_phase_rows(geom), t["tm"]), _ceil(geom.out_per_group, t["tn"])
+    phases = math.prod(geom.strides)
+    tiles = geom.group * phases * row_tiles * col_tiles
+    uniforms = ([("batch", geom.batch)] + shapes
+                + [("in_size", math.prod(geom.in_spatial)), ("out_size", math.prod(geom.out_spatial)),
+                   ("c_chunks", _ceil(geom.in_per_group, t["tk"] * t["ks"])), ("phases", phases),
+                   ("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", tiles)]
+                + axis_uniforms(geom))
+    reads = ("x", "wp", "b") if geom.has_bias else ("x", "wp")
+    gemm = dispatch(TEMPLATE, {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t,
+                    reads, ("y",), uniforms, grid(tiles, max_dim))
+    return Launch("", "", (gemm,), weight_passes=(pack,),
+                  prepared={"wp": packed_vec4s * 4 * DTYPE_BYTES[geom.dtype]}, tiles=t, workgroup_bytes=need)
+
+
+VARIANTS = (Variant(
+    name=NAME, templates=(PACK, TEMPLATE),
+    summary="rank 1-3, dense or grouped, any stride: one implicit GEMM per (group, stride phase) in one "
+            "dispatch (rows = batch x the phase's output sub-grid, cols = out-channels, reduction = "
+            "in-channels x the phase's taps; stride 1 and 1x1 kernels included), weights packed once, "
+            "double-buffered tiles, register blocks up to 8x8, the reduction split inside the workgroup "
+            "where outputs are few",
+    conditions={"input": "nonempty", "finite_data": True},
+    configure=configure, tunable=TUNABLE, requires=WORKGROUP_MEMORY),)
