@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     device.add_argument("--host", choices=["browser", "node"], default="browser")
     tune = sub.add_parser("tune", help="measure the best tile params per variant and shape class on this adapter "
                                        "and write tuning/<adapter>.json")
-    tune.add_argument("--tier", choices=["small", "full"], default="small")
+    tune.add_argument("--tier", choices=["small", "full", "large"], default="small")
     tune.add_argument("--host", choices=["browser", "node"], default="browser")
     tune.add_argument("--runs", type=int, default=3)
     tune.add_argument("--cases", help="comma-separated bench case names (default: every case of the tier)")

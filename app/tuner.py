@@ -6,8 +6,9 @@
 
 For each case, the planner's variant (or the case's "variant"), if bench.json's tuning grids list it, runs
 every candidate of its grid (the cartesian product, minus what the variant refuses, plus its built-in
-defaults). Each candidate's first call is checked against the float64 reference (|got - want| <= atol +
-rtol*|want|): one that fails is rejected and can never enter the table. The survivors are then timed in
+defaults). Each candidate's first call is checked against the float64 reference as a bench row is
+(app/bench.py check: the whole output, or sampled points at large sizes; tolerances per dtype and reduction
+length): one that fails is rejected and can never enter the table. The survivors are then timed in
 interleaved rounds (one call each per round, GPU time from timestamp-query, else wall time) and compared
 by median. Per (variant, shape class) the table keeps the candidate with the best geometric-mean time
 relative to each case's defaults, and only when that beats the defaults by more than MARGIN (noise on a
@@ -34,15 +35,12 @@ import time
 from contextlib import nullcontext
 
 from . import tuning_tables
-from .bench import time_plan
-from .cases import compare
+from .bench import check, time_plan
 from .contract import ROOT
 from .kernel import validate
-from .reference import conv_transpose_reference
 from .variants import VARIANTS
 
 MARGIN = 0.05  # a tuned choice must be at least 5% faster than the defaults (geometric mean over its cases)
-TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}  # as test.json's float32 cases: inputs in [-1, 1], f32 accumulation
 
 
 def grids(bench_text: str | None = None) -> dict:
@@ -98,9 +96,10 @@ async def _timed_call(kernel, variant: str, params: dict | None, geom, arrays: d
     return out, (out["meta"]["gpu_ms"] if out["meta"]["gpu_ms"] is not None else wall)
 
 
-async def _checked(kernel, variant, params, geom, arrays, attributes, want, pieces=None) -> tuple[bool, float]:
+async def _checked(kernel, variant, params, geom, arrays, attributes, pieces=None) -> tuple[bool, float]:
     out, _ = await _timed_call(kernel, variant, params, geom, arrays, attributes, pieces=pieces)
-    return compare(out["y"], want, **TOLERANCE)
+    verdict = check(geom, arrays, out["y"])
+    return verdict["ok"], verdict["max_abs_err"]
 
 
 async def _medians(kernel, entries: list[tuple[str, dict | None]], geom, arrays, attributes, runs,
@@ -127,11 +126,10 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
     if not tunable and not choose_variants:
         return None
     caps = kernel.gpu.caps
-    want = conv_transpose_reference(geom, *(arrays.get(n) for n in ("x", "w", "b")))
     passing, rejected = [], []
     grid = grid_for[variant] if tunable else {}
     for params in candidates(variant, grid, geom, caps) if tunable else [None]:
-        ok, err = await _checked(kernel, variant, params, geom, arrays, attributes, want)
+        ok, err = await _checked(kernel, variant, params, geom, arrays, attributes)
         (passing if ok else rejected).append(params if ok else {"params": params, "max_error": err})
     times = await _medians(kernel, [(variant, p) for p in passing], geom, arrays, attributes, runs, repeats)
     medians = {_key(p): t for p, t in zip(passing, times)}
@@ -148,7 +146,7 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
                 pieces = kernel.pieces(geom, name)
             except ConvTransposeError:
                 continue
-            ok, err = await _checked(kernel, name, None, geom, arrays, attributes, want, pieces)
+            ok, err = await _checked(kernel, name, None, geom, arrays, attributes, pieces)
             if ok:
                 others.append(name)
             else:
@@ -229,5 +227,5 @@ async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for
             "variants": best_per_class(results), "choices": best_variant_per_class(results),
             "rejected": [{"case": r["case"], "variant": r["variant"], "candidates": r["rejected"]}
                          for r in results if r and r["rejected"]],
-            "measured": [{k: r[k] for k in ("case", "variant", "class")} | {"candidates": len(r["medians"])}
+            "measured": [{k: r[k] for k in ("case", "variant", "class", "medians")}
                          for r in results if r]}

@@ -1,9 +1,20 @@
 """Prints bench.json with every case's dtype replaced (python tools/gpu/as_dtype.py float16): the same
-shapes and seeded data, rounded to that dtype, for the float16 column of the GPU report."""
+shapes and seeded data, rounded to that dtype, for the float16 column of the GPU report.
+`--variant NAME` also makes every case name that variant, so that `python -m app tune --bench` on the
+output tunes it on every case (the sweep of a new kernel's tile shapes); `--grid JSON` replaces that
+variant's tuning grid."""
+import argparse
 import json
-import sys
 from pathlib import Path
 
+parser = argparse.ArgumentParser()
+parser.add_argument("dtype")
+parser.add_argument("--variant")
+parser.add_argument("--grid", type=json.loads)
+args = parser.parse_args()
 doc = json.loads((Path(__file__).resolve().parents[2] / "bench.json").read_text())
-doc["cases"] = [case | {"dtype": sys.argv[1]} for case in doc["cases"]]
+forced = {"variant": args.variant} if args.variant else {}
+doc["cases"] = [case | {"dtype": args.dtype} | forced for case in doc["cases"]]
+if args.grid:
+    doc["tuning"]["grids"][args.variant] = args.grid
 print(json.dumps(doc))

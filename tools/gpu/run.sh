@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
-#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench torch report ort breakdown
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench torch report ort breakdown sweep
 #                                        (default: device cases variants tune bench torch report)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
+# sweep: tunes VARIANT (forced) on every TIER case (or CASES=a,b) in DTYPE over its bench.json grid (or GRID,
+# a JSON object), writing $OUT/sweep-$VARIANT-$DTYPE[-$LABEL].json: every candidate's median per case.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -11,16 +13,19 @@ REPEATS=${REPEATS:-20}  # back-to-back submissions per timed run: keeps the GPU 
 TIER=${TIER:-full}      # the bench.json tier the bench, torch and report stages run (large: against cuDNN)
 ALL=${ALL:-1}           # bench stage: also every covering variant forced (0: the planner's choice only)
 
-# Vulkan loader (unpacked over /, as the machine's notes say) and the NVIDIA driver's ICD.
-for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+# Vulkan loader (unpacked over /, as the machine's notes say) and the NVIDIA driver's ICD; unpacked once per
+# machine, so that one device call can run this script several times (sweeps with different settings).
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
-mkdir -p /tmp/gpu node_modules/webgpu/dist/linux-x64 build
-xz -dc .gpu/node.xz >/tmp/gpu/node && chmod +x /tmp/gpu/node
 export NODE=/tmp/gpu/node
-cp .gpu/webgpu/* node_modules/webgpu/
-xz -dc .gpu/dawn.node.xz >node_modules/webgpu/dist/linux-x64/dawn.node
-tar -C build -xJf .gpu/pyodide.tar.xz
-mkdir -p node_modules/onnxruntime-web && tar -C node_modules/onnxruntime-web -xJf .gpu/ort.tar.xz
+if [ ! -x /tmp/gpu/node ] || [ ! -f build/pyodide/pyodide.mjs ]; then
+  for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
+  mkdir -p /tmp/gpu node_modules/webgpu/dist/linux-x64 build
+  xz -dc .gpu/node.xz >/tmp/gpu/node.tmp && chmod +x /tmp/gpu/node.tmp && mv /tmp/gpu/node.tmp /tmp/gpu/node
+  cp .gpu/webgpu/* node_modules/webgpu/
+  xz -dc .gpu/dawn.node.xz >node_modules/webgpu/dist/linux-x64/dawn.node
+  tar -C build -xJf .gpu/pyodide.tar.xz
+  mkdir -p node_modules/onnxruntime-web && tar -C node_modules/onnxruntime-web -xJf .gpu/ort.tar.xz
+fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/nvidia-smi.txt"
 
 status=0
@@ -50,6 +55,10 @@ for stage in $STAGES; do
            --out "$OUT/ort-full.json" | tee "$OUT/ort-full.txt" || status=1 ;;
     breakdown) python3 -m app bench --tier full --host node --breakdown --runs "${RUNS:-20}" \
                  --out "$OUT/breakdown.json" | tee "$OUT/breakdown.txt" || status=1 ;;
+    sweep) dtype=${DTYPE:-float32}; name="sweep-$VARIANT-$dtype${LABEL:+-$LABEL}"
+           python3 tools/gpu/as_dtype.py "$dtype" --variant "$VARIANT" ${GRID:+--grid "$GRID"} >/tmp/gpu/sweep.json
+           python3 -m app tune --tier "$TIER" --host node --bench /tmp/gpu/sweep.json --runs 5 --repeats "$REPEATS" \
+             ${CASES:+--cases "$CASES"} --out "$OUT/$name.json" | tee "/tmp/gpu/$name.txt" || status=1 ;;
     *) echo "unknown stage $stage" >&2; status=2 ;;
   esac
 done
