@@ -87,7 +87,9 @@ async def _timed_call(kernel, variant: str, params: dict | None, geom, arrays: d
     variant's own (defaults or table); `pieces`: the caller's plan of it."""
     with tuning_tables.forcing(variant, params) if params is not None else nullcontext():
         if repeats > 1:
-            _, samples, _ = await time_plan(kernel, geom, arrays, variant, warmup=0, runs=1, repeats=repeats)
+            # The untimed run first: a fresh launch's buffers are touched for the first time there (on an H200
+            # that first touch made large outputs time 2-3x slower).
+            _, samples, _ = await time_plan(kernel, geom, arrays, variant, warmup=1, runs=1, repeats=repeats)
             wall, gpu = samples[0]
             return None, gpu if gpu is not None else wall
         start = time.perf_counter()
