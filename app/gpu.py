@@ -217,11 +217,13 @@ class Gpu:
             raise python_error(exc) from None
         return from_typed(data, geom.dtype, geom.y_shape)
 
-    async def time_launch(self, launch, tensors: dict, warmup: int = 1, runs: int = 5, repeats: int = 1):
-        """Benchmarks: [(wall ms, GPU ms or None)] per run, per repetition (web/executor.mjs Launch.time)."""
+    async def time_launch(self, launch, tensors: dict, warmup: int = 1, runs: int = 5, repeats: int = 1,
+                          busy_ms: float = 0):
+        """Benchmarks: [(wall ms, GPU ms or None)] per run, per repetition (web/executor.mjs Launch.time);
+        busy_ms: untimed work right before each timed run, so that a real GPU is at its working clocks."""
         try:
             samples = await launch.time(_js_tensors(tensors, constant=True),
-                                        _js({"warmup": warmup, "runs": runs, "repeats": repeats}))
+                                        _js({"warmup": warmup, "runs": runs, "repeats": repeats, "busyMs": busy_ms}))
         except JsException as exc:
             raise python_error(exc) from None
         return [(float(wall), None if gpu is None else float(gpu)) for wall, gpu in samples.to_py()]

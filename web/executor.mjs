@@ -19,6 +19,7 @@ export const PIPELINE_CACHE_SIZE = 64;  // compiled pipelines kept, by template 
 export const DTYPE_BYTES = { float32: 4, float16: 2 };
 const SPARE_OUTPUTS = 2;  // disposed output buffers kept per size
 const MAX_QUERIES = 4096;  // WebGPU caps a timestamp query set at 4096 queries
+const MAX_SPINS = 20000;  // repetitions of one busy-keeping submission (tiny kernels: ~0.2 s of work at most)
 
 /** An Error a JavaScript caller can branch on: name ConvTransposeError | GpuError | KernelNotFoundError. */
 export function kernelError(name, message, field = null, traceback = null) {
@@ -538,7 +539,7 @@ class Launch {
    * then stays at its working clocks, as inside a model), inputs bound as given (GPU buffers or CPU data
    * written once), y left on the GPU. Per run: wall ms to onSubmittedWorkDone and GPU ms from timestamps,
    * both per repetition. Weight-side passes run once, before. */
-  async time(tensors, { warmup = 1, runs = 5, repeats = 1 } = {}) {
+  async time(tensors, { warmup = 1, runs = 5, repeats = 1, busyMs = 0 } = {}) {
     const exec = this.executor, device = exec.device;
     if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
     await this.checkInputs(tensors);
@@ -558,7 +559,12 @@ class Launch {
     const read = querySet ? device.createBuffer({ size: 8 * count, usage: USAGE.MAP_READ | USAGE.COPY_DST }) : null;
     const samples = [];
     try {
+      let perRepetition = 0;  // ms, from the previous run
       for (let i = 0; i < warmup + runs; i++) {
+        // A GPU left idle between runs drops its clocks (an H200 sat at 345-705 MHz of 1980 through a sweep):
+        // with busyMs, the same passes run untimed for about that long right before the timed ones, in the
+        // same queue with no gap, as a model's layers keep it busy (the cuDNN timings get the same).
+        if (busyMs > 0 && perRepetition > 0) this.spin(Math.min(MAX_SPINS, Math.ceil(busyMs / perRepetition)), bound);
         const start = now();
         const encoder = device.createCommandEncoder();
         for (let r = 0; r < repeats; r++) {
@@ -585,6 +591,7 @@ class Launch {
           read.unmap();
         }
         if (i >= warmup) samples.push([wall, gpu]);
+        perRepetition = gpu ?? wall;
       }
     } finally {
       const error = await device.popErrorScope();
@@ -592,6 +599,21 @@ class Launch {
       if (error) throw kernelError("GpuError", `variant ${this.variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`);
     }
     return samples;
+  }
+
+  /** Submits `times` untimed repetitions of the passes in one compute pass (keeps the GPU busy). */
+  spin(times, bound) {
+    const encoder = this.executor.device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    for (let r = 0; r < times; r++) {
+      for (const p of this.passes) {
+        pass.setPipeline(p.pipeline);
+        pass.setBindGroup(0, this.group(p, bound));
+        pass.dispatchWorkgroups(...p.workgroups);
+      }
+    }
+    pass.end();
+    this.executor.device.queue.submit([encoder.finish()]);
   }
 }
 

@@ -57,7 +57,7 @@ for stage in $STAGES; do
                  --out "$OUT/breakdown.json" | tee "$OUT/breakdown.txt" || status=1 ;;
     sweep) dtype=${DTYPE:-float32}; name="sweep-$VARIANT-$dtype${LABEL:+-$LABEL}"
            python3 tools/gpu/as_dtype.py "$dtype" --variant "$VARIANT" ${GRID:+--grid "$GRID"} >/tmp/gpu/sweep.json
-           python3 -m app tune --tier "$TIER" --host node --bench /tmp/gpu/sweep.json --runs 5 --repeats "$REPEATS" \
+           python3 -m app tune --tier "$TIER" --host node --bench /tmp/gpu/sweep.json --runs "${RUNS:-5}" --repeats "$REPEATS" \
              ${CASES:+--cases "$CASES"} --out "$OUT/$name.json" | tee "/tmp/gpu/$name.txt" || status=1 ;;
     *) echo "unknown stage $stage" >&2; status=2 ;;
   esac
