@@ -2,7 +2,7 @@
 
 The rules are the ordered table RULES, data in one place: (variant, when, why). Going down the rules, a
 rule whose `when` conditions hold (the shape class where measurement showed it wins; same vocabulary as the
-variants' conditions) has its variant configured (app/variants/base.py Variant.configured: the variant's
+variants' conditions, plus `adapter`: rules measured on real GPUs or on software adapters only) has its variant configured (app/variants/base.py Variant.configured: the variant's
 own conditions, features, then its `configure`, once); the first that returns a Launch, not a Refusal, is
 kept. The general gather kernels come last and cover everything, so a request always
 has a plan. A tuning table measured on this very adapter may name, for the request's shape class, a variant
@@ -21,6 +21,16 @@ from .variants.base import unmet
 
 RULES: list[tuple[str, dict, str]] = [
     ("empty_input_fill", {}, "the input is empty: y is the bias (or zeros), no reads of x or w"),
+    # Real GPUs (measured on an H200, docs/h200/): the stride-phase GEMMs. Tensor cores where the device
+    # has matrices for the dtype and the output fills the GPU; below that (a DCGAN head: 32K outputs) the
+    # scalar GEMM with its split reduction is faster (0.08 ms against 0.16).
+    ("phase_gemm_sgmat", {"adapter": "hardware", "group": ["dense"], "min_output": 262144,
+                          "min_in_per_group": 8, "min_out_per_group": 8},
+     "a GPU with subgroup matrices for the dtype, dense, enough outputs: stride-phase GEMMs on tensor cores"),
+    ("phase_gemm", {"adapter": "hardware", "group": ["dense"], "min_in_per_group": 8, "min_out_per_group": 8},
+     "a GPU, dense with enough channels: one implicit GEMM per stride phase, 8x8 register blocks, weights "
+     "packed once, the reduction split where outputs are few"),
+    # Software adapters (SwiftShader): these measured 2-5x faster there than phase_gemm's shapes.
     ("ncl1d_phase_tiled", {"min_in_per_group": 8, "min_out_per_group": 4},
      "1D with enough channels per group: stride-phase taps, input tile and weights in workgroup memory"),
     ("nchw2d_grouped_stride_phase", {},
@@ -41,6 +51,12 @@ RULES: list[tuple[str, dict, str]] = [
 ]
 
 
+def _adapter_fits(when: dict, caps: DeviceCaps) -> bool:
+    """A rule's `adapter` ("hardware" or "software", app/caps.py is_software): rules measured on one kind."""
+    kind = when.get("adapter")
+    return kind is None or (kind == "software") == caps.is_software
+
+
 def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> Launch:
     if variant is not None:
         chosen = VARIANTS.get(variant)
@@ -51,7 +67,7 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> La
             raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {launch.reason}")
         return launch
     for name, when, why in RULES:
-        if unmet(when, geom) is not None:
+        if not _adapter_fits(when, caps) or unmet({k: v for k, v in when.items() if k != "adapter"}, geom) is not None:
             continue
         launch = VARIANTS[name].configured(geom, caps, why)
         if isinstance(launch, Refusal):

@@ -42,30 +42,57 @@ def test_the_h200_reports_no_f32_matrices():
     assert {c["componentType"] for c in H200["subgroup_matrix_configs"]} == {"f16", "u8", "i8"}
 
 
-@pytest.mark.parametrize("variant, x, w", [
-    ("ncdhw3d_implicit_sgmat", (1, 16, 4, 4, 4), (16, 16, 3, 3, 3)),
-    ("conv1x1_sgmat", (1, 32, 8, 8), (32, 32, 1, 1)),
-])
-def test_float16_takes_f16_components_with_f32_results(variant, x, w):
-    geom = infer(x, w, None, {}, {"x": "float16", "w": "float16"})
-    params = plan(geom, h200_caps(), variant).dispatches[-1].params
+SHAPES = [((1, 16, 4, 4, 4), (16, 16, 3, 3, 3), {}), ((1, 32, 8, 8), (32, 32, 1, 1), {}),
+          ((1, 64, 9, 9), (64, 32, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+          ((2, 32, 50), (32, 16, 16), {"strides": [8], "pads": [4, 4]})]
+
+
+@pytest.mark.parametrize("x, w, attrs", SHAPES)
+def test_float16_takes_f16_components_with_f32_results(x, w, attrs):
+    geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
+    params = plan(geom, h200_caps(), "phase_gemm_sgmat").dispatches[-1].params
     assert params["comp"] == "f16"
     assert (params["sm"], params["sn"], params["sk"]) == (16, 16, 16)  # the largest f16 -> f32 shape
     assert params["subgroup_size"] == 32
 
 
-@pytest.mark.parametrize("variant, x, w", [
-    ("ncdhw3d_implicit_sgmat", (1, 16, 4, 4, 4), (16, 16, 3, 3, 3)),
-    ("conv1x1_sgmat", (1, 32, 8, 8), (32, 32, 1, 1)),
-])
-def test_float32_refuses_without_f32_matrices(variant, x, w):
+@pytest.mark.parametrize("x, w, attrs", SHAPES)
+def test_float32_refuses_without_f32_matrices(x, w, attrs):
     # f16 components would round every f32 input to 11 bits: not a float32 result.
     with pytest.raises(ConvTransposeError, match="f32 components"):
-        plan(infer(x, w), h200_caps(), variant)
+        plan(infer(x, w, None, attrs), h200_caps(), "phase_gemm_sgmat")
+
+
+# Apple GPUs list f32 matrices too (8x8x8 with f32 components and results), and f16 ones.
+APPLE_CONFIGS = [{"componentType": "f32", "resultComponentType": "f32", "M": 8, "N": 8, "K": 8},
+                 {"componentType": "f16", "resultComponentType": "f16", "M": 8, "N": 8, "K": 8},
+                 {"componentType": "f16", "resultComponentType": "f32", "M": 8, "N": 8, "K": 8}]
+
+
+@pytest.mark.parametrize("x, w, attrs", SHAPES)
+@pytest.mark.parametrize("dtype, comp", [("float32", "f32"), ("float16", "f16")])
+def test_f32_matrices_serve_float32_where_the_device_has_them(x, w, attrs, dtype, comp):
+    caps = h200_caps(subgroup_matrix_configs=matrix_configs(APPLE_CONFIGS))
+    geom = infer(x, w, None, attrs, {"x": dtype, "w": dtype})
+    params = plan(geom, caps, "phase_gemm_sgmat").dispatches[-1].params
+    assert (params["comp"], params["sm"], params["sn"], params["sk"]) == (comp, 8, 8, 8)
+    # and the planner takes them for a dense output that fills the GPU
+    big = infer((1, 64, 64, 64), (64, 64, 2, 2), None, {"strides": [2, 2]}, {"x": dtype, "w": dtype})
+    assert plan(big, caps).variant == "phase_gemm_sgmat"
+
+
+def test_the_planner_keeps_float32_off_f16_matrices_and_small_outputs_off_matrices():
+    big = (1, 64, 64, 64), (64, 64, 2, 2), None, {"strides": [2, 2]}
+    assert plan(infer(*big, {"x": "float16", "w": "float16"}), h200_caps()).variant == "phase_gemm_sgmat"
+    assert plan(infer(*big), h200_caps()).variant == "phase_gemm"
+    dcgan = infer((1, 1024, 4, 4), (1024, 512, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+                  {"x": "float16", "w": "float16"})
+    launch = plan(dcgan, h200_caps())
+    assert launch.variant == "phase_gemm" and launch.tiles["ks"] > 1  # a split reduction fills the GPU
 
 
 def test_without_the_feature_no_configuration_counts():
     caps = h200_caps(features=frozenset({"subgroups", "shader-f16"}))
     geom = infer((1, 32, 8, 8), (32, 32, 1, 1), None, {}, {"x": "float16", "w": "float16"})
     with pytest.raises(ConvTransposeError, match="chromium-experimental-subgroup-matrix"):
-        plan(geom, caps, "conv1x1_sgmat")
+        plan(geom, caps, "phase_gemm_sgmat")

@@ -10,15 +10,11 @@ from __future__ import annotations
 import math
 
 from .. import tuning_tables
-from ..caps import usable_subgroup_sizes
 from ..launch import Launch, Refusal, dispatch, grid
 from .base import WORKGROUP_MEMORY, Tunable, Variant, io, workgroup_refusal
 
 STRIDE1_NAME = "stride1_implicit_gemm"
 PORTABLE = "conv-transpose-stride1-implicit-gemm.wgsl.jinja"
-SGMAT_3D = "conv-transpose3d-implicit-sgmat.wgsl.jinja"
-SGMAT_1X1 = "conv-1x1-subgroup-matrix.wgsl.jinja"
-SGMAT_FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 INVOCATIONS = "maxComputeInvocationsPerWorkgroup"
 # Below 8 channels per group a tile is mostly padding and the gather kernel wins (SwiftShader: 2x at 4
 # in/out channels, 10x depthwise; the GEMM wins 2x from 8 up), so the GEMM variants leave those to it.
@@ -106,97 +102,4 @@ STRIDE1_IMPLICIT_GEMM = Variant(
     configure=_configure_portable, tunable=PORTABLE_TUNABLE, requires=WORKGROUP_MEMORY)
 
 
-# --- subgroup matrices -------------------------------------------------------------------------------
-# The matrix shape and component type are the device's: GPUAdapterInfo.subgroupMatrixConfigs lists them
-# (componentType, resultComponentType, M, N, K). Results must be f32 (the package accumulates in f32).
-# The components must hold the storage type exactly: f32 storage needs f32 components (f16 components
-# would round every input to 11 bits, far outside f32 tolerance); f16 storage takes f16 or f32 ones.
-COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
-MAX_SUBGROUP_SIZE = 128  # WebGPU's bound on subgroupMaxSize: a safe workgroup multiple when the device's is unknown
-
-
-def _sgmat_config(geom, caps) -> dict | None:
-    """The device's best usable subgroup-matrix configuration for this dtype, or None."""
-    wanted = COMPONENTS[geom.dtype]
-    usable = [c for c in caps.subgroup_matrix_configs
-              if c["resultComponentType"] == "f32" and c["componentType"] in wanted]
-    if not usable:
-        return None
-    # Prefer the narrower component (f16 halves staging traffic), then the larger matrix.
-    def rank(c):
-        return wanted.index(c["componentType"]), -c["M"] * c["N"] * c["K"], c["M"], c["N"], c["K"]
-
-    return min(usable, key=rank)
-
-
-def _sgmat_tiles(geom, caps) -> dict | str:
-    """The launch shape for this device, or why there is none."""
-    config = _sgmat_config(geom, caps)
-    if config is None:
-        return (f"needs a subgroup-matrix configuration with {' or '.join(COMPONENTS[geom.dtype])} components and "
-                f"f32 results; the device reports {list(caps.subgroup_matrix_configs)}")
-    sm, sn, sk = config["M"], config["N"], config["K"]
-    # The device's largest subgroup when its report is usable (app/caps.py), else WebGPU's bound on any.
-    sizes = usable_subgroup_sizes(caps)
-    subgroup = sizes[1] if sizes else MAX_SUBGROUP_SIZE
-    if sm > subgroup:
-        return f"needs subgroups of at least M = {sm} invocations, the device's largest is {subgroup}"
-    # Two subgroups along pixels, each about 32 pixels (at most one subgroup's worth, so that the workgroup
-    # is a multiple of the pixel tile) x up to 64 out-channels, at most 8 accumulators.
-    sg_m = 2 if 2 * subgroup <= caps.limit(INVOCATIONS) else 1
-    if sg_m * subgroup > caps.limit(INVOCATIONS):
-        return f"needs {subgroup} invocations per workgroup, the device allows {caps.limit(INVOCATIONS)}"
-    cm = max(1, min(32, subgroup) // sm)
-    cn = max(1, min(-(-geom.out_per_group // sn), 64 // sn, 8 // cm))
-    steps = -(-geom.in_per_group // sk)
-    kt = max(1, min(steps, 4 if math.prod(geom.kernel) == 1 else 2))
-    return {"comp": config["componentType"], "sm": sm, "sn": sn, "sk": sk, "sg_m": sg_m, "sg_n": 1,
-            "cm": cm, "cn": cn, "kt": kt, "subgroup_size": subgroup}
-
-
-def _sgmat_configure(template: str):
-    def configure(geom, caps) -> Launch | Refusal:
-        t = _sgmat_tiles(geom, caps)
-        if isinstance(t, str):
-            return Refusal(t)
-        tm, tn, tk = t["sg_m"] * t["cm"] * t["sm"], t["sg_n"] * t["cn"] * t["sn"], t["kt"] * t["sk"]
-        need = (tk * tm + tk * tn) * (2 if t["comp"] == "f16" else 4) + 4 * tm * tn
-        refusal = workgroup_refusal(need, caps)
-        if refusal:
-            return refusal
-        uniforms = _gemm_uniforms(geom, tm, tn)
-        params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
-        workgroups = grid(dict(uniforms)["tiles"], caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Launch("", "", (dispatch(template, params, *io(geom), uniforms, workgroups),), tiles=t,
-                      workgroup_bytes=need)
-
-    return configure
-
-
-# A usable subgroup-matrix configuration is checked by configure (features alone cannot say).
-SUBGROUP_MATRIX = WORKGROUP_MEMORY | {
-    "subgroup_matrix": "a configuration with f32 results and components that hold the dtype exactly "
-                       "(f32 for float32; f16 or f32 for float16)"}
-
-
-def _sgmat_3d(name: str, bias: bool) -> Variant:
-    return Variant(
-        name=name, templates=(SGMAT_3D,),
-        summary="3D, every stride 1: implicit-gather GEMM on subgroup matrices (x windows and w staged in "
-                "workgroup memory, matrix shape and component type from the device's configurations)"
-                + (", bias fused" if bias else ""),
-        conditions={"rank": [3], "stride": 1, "min_in_per_group": MIN_CHANNELS, "min_out_per_group": MIN_CHANNELS,
-                    "bias": bias, "input": "nonempty", "finite_data": True},
-        configure=_sgmat_configure(SGMAT_3D), features=SGMAT_FEATURES, requires=SUBGROUP_MATRIX)
-
-
-CONV1X1_SGMAT = Variant(
-    name="conv1x1_sgmat", templates=(SGMAT_1X1, SGMAT_3D),
-    summary="1x1 kernel, stride 1, no padding, any rank: a GEMM per (batch, group) on subgroup matrices",
-    conditions={"kernel": 1, "stride": 1, "no_padding": True, "min_in_per_group": MIN_CHANNELS,
-                "min_out_per_group": MIN_CHANNELS, "input": "nonempty"},
-    configure=_sgmat_configure(SGMAT_1X1), features=SGMAT_FEATURES, requires=SUBGROUP_MATRIX)
-
-VARIANTS = (STRIDE1_IMPLICIT_GEMM, _sgmat_3d("ncdhw3d_implicit_sgmat", False),
-            _sgmat_3d("ncdhw3d_implicit_sgmat_bias", True), CONV1X1_SGMAT)
-
+VARIANTS = (STRIDE1_IMPLICIT_GEMM,)

@@ -24,19 +24,26 @@ from .base import (DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Va
 NAME = "phase_gemm"
 TEMPLATE = "conv-transpose-phase-gemm.wgsl.jinja"
 PACK = "conv-transpose-weight-pack.wgsl.jinja"
+SHARED = ("_phase-gemm.wgsl.jinja", "_phase-axis.wgsl.jinja")  # included by both GEMM templates
 PACK_WORKGROUP = 256
 INVOCATIONS = "maxComputeInvocationsPerWorkgroup"
 PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks")
 
-# Tile shapes from large to small (tm, tn, rm, rn, tk, ks). A request takes the first that still gives the
-# GPU enough workgroups (FILL); past the last, a reduction split (ks) adds parallelism where the reduction
-# is long enough to split. Software adapters run few, small invocations best (SwiftShader compiles each
-# unrolled multiply, and runs a workgroup's invocations as fibers on a few cores).
-_GPU_SHAPES = ((128, 128, 8, 8, 8, 1), (128, 64, 8, 8, 8, 1), (64, 64, 4, 8, 8, 1), (64, 32, 4, 4, 8, 1),
-               (32, 32, 4, 4, 8, 1))
-_GPU_SPLIT = ((16, 32, 4, 4, 8, 8), (16, 64, 4, 4, 8, 4))
+# Tile shapes (tm, tn, rm, rn, tk, ks), from a sweep of every combination of tm, tn in {64, 128}, rm in {4, 8},
+# rn 8, tk in {8, 16} over bench.json's `large` tier on an H200 (docs/h200/large/): 8x8 register blocks won
+# everywhere; columns sized to the out-channels (64 wide up to 64 of them: wider tiles idled half their
+# invocations, 1.5-2x slower); 128 x 128 with short steps when that still makes 256 workgroups, else 64 x 128
+# with long steps (within 10% of the best on every case). An output too small to fill the GPU even so, with
+# a long reduction (a DCGAN head: 4096 in-channels x taps), splits the reduction among 8 slices of the
+# workgroup: 0.08 ms against 0.20 unsplit. Software adapters run few, small invocations best (SwiftShader
+# compiles each unrolled multiply, and runs a workgroup's invocations as fibers on a few cores).
+_GPU_NARROW = (128, 64, 8, 8, 16, 1)
+_GPU_WIDE = (128, 128, 8, 8, 8, 1)
+_GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1)
+_GPU_SPLIT = (16, 32, 4, 4, 8, 8)
 _CPU_SHAPE = (32, 32, 4, 4, 8, 1)
-FILL = 264  # workgroups: two per multiprocessor of a large GPU (an H200 has 132)
+FILL = 256  # workgroups for the largest tiles: about two per multiprocessor of a large GPU (an H200 has 132)
+SPLIT_BELOW = 64  # workgroups under which a long reduction is split
 SPLIT_DEPTH = 1024  # reduction length from which splitting it among slices pays
 
 
@@ -62,16 +69,17 @@ def _workgroups(geom, t: dict) -> int:
 def default_tiles(geom, caps) -> dict:
     if caps.is_software:
         return dict(zip(PARAMS, _CPU_SHAPE))
-    for shape in _GPU_SHAPES:
-        t = dict(zip(PARAMS, shape))
-        if _workgroups(geom, t) >= FILL:
-            return t
-    if geom.in_per_group * _phase_taps(geom) >= SPLIT_DEPTH:
-        for shape in _GPU_SPLIT:
-            t = dict(zip(PARAMS, shape))
-            if tiles_refusal(t, geom, caps) is None:
-                return t
-    return dict(zip(PARAMS, _GPU_SHAPES[-1]))
+    if geom.out_per_group <= 64:
+        t = dict(zip(PARAMS, _GPU_NARROW))
+    else:
+        t = dict(zip(PARAMS, _GPU_WIDE))
+        if _workgroups(geom, t) < FILL:
+            t = dict(zip(PARAMS, _GPU_WIDE_FEW))
+    split = dict(zip(PARAMS, _GPU_SPLIT))
+    if (_workgroups(geom, t) < SPLIT_BELOW and geom.in_per_group * _phase_taps(geom) >= SPLIT_DEPTH
+            and tiles_refusal(split, geom, caps) is None):
+        return split
+    return t
 
 
 def _threads(t: dict) -> int:
@@ -143,7 +151,7 @@ def _launch(template: str, geom, caps, params: dict, tm: int, tn: int, step: int
 
 
 PORTABLE = Variant(
-    name=NAME, templates=(PACK, TEMPLATE),
+    name=NAME, templates=(PACK, TEMPLATE, *SHARED),
     summary="rank 1-3, dense or grouped, any stride: one implicit GEMM per (group, stride phase) in one "
             "dispatch (rows = batch x the phase's output sub-grid, cols = out-channels, reduction = "
             "in-channels x the phase's taps; stride 1 and 1x1 kernels included), weights packed once, "
@@ -163,9 +171,13 @@ SGMAT_FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
 SGMAT_PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb")
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
-# (sg_m, sg_n, cm, cn, kb) from large tiles to small, as the scalar shapes (for 16 x 16 matrices: 128 x 128,
-# 64 x 128, 64 x 64, 32 x 64, 32 x 32).
-_SGMAT_SHAPES = ((4, 2, 2, 4, 2), (2, 2, 2, 4, 2), (2, 2, 2, 2, 2), (2, 2, 1, 2, 2), (2, 2, 1, 1, 2))
+# (sg_m, sg_n, cm, cn, kb) for 16 x 16 matrices, from the same H200 sweep (f16): 64 x 64 tiles up to 64
+# out-channels (128-wide ones were 2-2.5x slower there); wider, 128 x 128 by 4 subgroups of 4 x 4 matrices
+# where that makes 256 workgroups, by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64.
+_SGMAT_NARROW = (2, 2, 2, 2, 1)
+_SGMAT_WIDE = (2, 2, 4, 4, 1)
+_SGMAT_WIDE_FEW = (4, 2, 2, 4, 2)
+_SGMAT_SMALL = (2, 2, 2, 2, 2)
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -194,15 +206,20 @@ def sgmat_bytes(t: dict, config: dict) -> int:
 
 
 def sgmat_defaults(geom, caps) -> dict:
-    config = matrix_config(geom.dtype, caps)
-    shapes = [dict(zip(SGMAT_PARAMS, s)) for s in _SGMAT_SHAPES]
-    if config is None:
-        return shapes[0]
-    for t in shapes:
+    config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16}
+
+    def shape(values: tuple) -> tuple[dict, int]:
+        t = dict(zip(SGMAT_PARAMS, values))
         tm, tn, _ = _sgmat_tile(t, config)
-        if _workgroups(geom, {"tm": tm, "tn": tn}) >= FILL and sgmat_refusal(t, geom, caps) is None:
+        return t, _workgroups(geom, {"tm": tm, "tn": tn})
+
+    if geom.out_per_group <= 64:
+        return shape(_SGMAT_NARROW)[0]
+    for values, enough in ((_SGMAT_WIDE, FILL), (_SGMAT_WIDE_FEW, FILL // 2)):
+        t, workgroups = shape(values)
+        if workgroups >= enough:
             return t
-    return shapes[-1]
+    return shape(_SGMAT_SMALL)[0]
 
 
 def sgmat_refusal(t: dict, geom, caps) -> str | None:
@@ -214,6 +231,9 @@ def sgmat_refusal(t: dict, geom, caps) -> str | None:
         return (f"needs a subgroup-matrix configuration with {' or '.join(COMPONENTS[geom.dtype])} components and "
                 f"f32 results; the device reports {list(caps.subgroup_matrix_configs)}")
     tm, tn, tks = _sgmat_tile(t, config)
+    sizes = usable_subgroup_sizes(caps)
+    if sizes and sizes[0] < config["M"]:
+        return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
     threads = t["sg_m"] * t["sg_n"] * _subgroup_size(caps)
     if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{threads} invocations per workgroup exceed the device's limit"
@@ -244,7 +264,7 @@ def configure_sgmat(geom, caps) -> Launch | Refusal:
 
 
 SGMAT = Variant(
-    name=SGMAT_NAME, templates=(PACK, SGMAT_TEMPLATE),
+    name=SGMAT_NAME, templates=(PACK, SGMAT_TEMPLATE, *SHARED),
     summary="phase_gemm's GEMMs (every rank, stride, dense or grouped) on subgroup matrices: tensor cores where "
             "the device offers matrices with f32 results (f16 components for float16, f32 ones for float32)",
     conditions={"input": "nonempty", "finite_data": True},

@@ -89,7 +89,7 @@ def configure(geom, caps) -> Launch | Refusal:
 
 
 VARIANTS = (Variant(
-    name=NAME, templates=(TEMPLATE,),
+    name=NAME, templates=(TEMPLATE, "_phase-axis.wgsl.jinja"),
     summary="rank-2 dense, strides >= 2: one implicit GEMM per stride phase (rows = batch x the phase's output "
             "sub-grid, cols = out-channels, reduction = in-channels x the phase's taps), all phases in one "
             "dispatch, A/B tiles in workgroup memory, a register block of outputs per invocation; any pads, "

@@ -4,9 +4,9 @@ stride1_implicit_gemm: every spec below (all strides 1, at least 8 in- and out-c
 variant requires). Sizes are odd so that no tile divides them, and pass one tile (64-128 pixels, 8-64
 out-channels, 4-32 in-channels per reduction step) along every GEMM axis.
 
-ncdhw3d_implicit_sgmat(_bias) and conv1x1_sgmat need chromium-experimental-subgroup-matrix, which the
-software adapter lacks: SGMAT_SPECS and CONV1X1_SPECS are their cases, for a device that has it (the
-3D ones and the 1x1 ones are also covered by stride1_implicit_gemm, so SPECS includes them).
+SGMAT_SPECS and CONV1X1_SPECS (stride-1 3D and 1x1 shapes with and without bias) were written for the
+seed's subgroup-matrix kernels, since replaced by phase_gemm_sgmat (app/variants/phase_gemm.py), which
+covers them as it covers every dense case; stride1_implicit_gemm and phase_gemm cover them too.
 """
 
 STRIDE1_SPECS = [
