@@ -85,13 +85,15 @@ def resolved(params: dict, geom) -> tuple[int, int]:
 
 
 def default_params(geom, caps) -> dict:
-    # GPUs: one vec4 per row (outs 4), so that each store instruction of a warp covers 32 consecutive
-    # vectors (512 contiguous bytes in f32) instead of every other one. Software adapters run invocations
+    # GPUs, depthwise (memory-bound): one vec4 per row (outs 4), so that each store instruction of a warp
+    # covers 32 consecutive vectors (512 contiguous bytes in f32) instead of every other one. Grouped: each
+    # in-channel's taps are loaded per invocation, so 8 outputs per row share them (and the window) over
+    # twice the multiply-adds. Software adapters run invocations
     # as SIMD lanes of CPU threads: fewer, longer invocations (16 outputs per row, at most 32 per invocation
     # over the prod(outer strides) rows of a cell; SwiftShader's tuning found 16 over 8 and 4) win there.
     rows = math.prod(geom.strides[:-1])
     wanted = ({"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64} if caps.is_software
-              else {"vec": 4, "outs": 4, "workgroup_size": 128})
+              else {"vec": 4, "outs": 4 if geom.in_per_group == 1 else 8, "workgroup_size": 128})
     for outs in sorted({wanted["outs"], 8, 4, 1}, reverse=True):
         for vec in (4, 2, 1):
             params = wanted | {"vec": vec, "outs": outs}
