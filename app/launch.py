@@ -32,19 +32,22 @@ class Dispatch:
     workgroups: tuple[int, int, int]
 
 
-def bindings_params(reads, writes, uniform_fields) -> dict:
+def bindings_params(reads, writes, uniform_fields, types: dict | None = None) -> dict:
     """The prelude's render parameters for a pass that reads `reads` and writes `writes` (binding order:
-    reads, then writes, then the uniforms)."""
-    return {"bindings": [[n, "read", BUFFER_TYPES.get(n, "array<T>")] for n in reads]
-                        + [[n, "read_write", BUFFER_TYPES.get(n, "array<T>")] for n in writes],
+    reads, then writes, then the uniforms); `types` overrides a binding's type for this pass (a vector view
+    of y for wide stores)."""
+    types = BUFFER_TYPES | (types or {})
+    return {"bindings": [[n, "read", types.get(n, "array<T>")] for n in reads]
+                        + [[n, "read_write", types.get(n, "array<T>")] for n in writes],
             "uniform_fields": list(uniform_fields)}
 
 
 def dispatch(template: str, params: dict, reads, writes, uniforms: list[tuple[str, int]],
-             workgroups: tuple[int, int, int]) -> Dispatch:
+             workgroups: tuple[int, int, int], types: dict | None = None) -> Dispatch:
     """A pass declared once: the template's bindings and Params come from the same lists the executor binds."""
     reads, writes = tuple(reads), tuple(writes)
-    return Dispatch(template, params | bindings_params(reads, writes, [n for n, _ in uniforms]), reads + writes,
+    return Dispatch(template, params | bindings_params(reads, writes, [n for n, _ in uniforms], types),
+                    reads + writes,
                     tuple(uniforms), workgroups)
 
 

@@ -33,8 +33,12 @@ RULES: list[tuple[str, dict, str]] = [
     # Software adapters (SwiftShader): these measured 2-5x faster there than phase_gemm's shapes.
     ("ncl1d_phase_tiled", {"min_in_per_group": 8, "min_out_per_group": 4},
      "1D with enough channels per group: stride-phase taps, input tile and weights in workgroup memory"),
+    ("ncl1d_grouped_stride_phase", {},
+     "1D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"),
     ("nchw2d_grouped_stride_phase", {},
-     "2D grouped/depthwise with stride >= 2: each output visits only its stride phase's taps"),
+     "2D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"),
+    ("ncdhw3d_grouped_stride_phase", {},
+     "3D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"),
     ("nchw2d_phase_gemm_tiled", {},
      "2D dense with stride >= 2: an implicit GEMM per stride phase, no zero multiplies, register-blocked tiles"),
     ("conv1x1_gemm_tiled_reg", {"min_in_per_group": 16, "min_out_per_group": 16},

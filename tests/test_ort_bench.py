@@ -145,6 +145,12 @@ cases = [
      "attributes": {}, "fill": fill},
     {"name": "phase1d", "tier": "t", "x": [2, 10, 37], "w": [10, 6, 5], "bias": True,
      "attributes": {"strides": [3], "pads": [1, 2], "output_padding": [1]}, "fill": fill},
+    {"name": "grouped1d", "tier": "t", "x": [2, 6, 19], "w": [6, 2, 3], "bias": True,
+     "attributes": {"group": 3, "strides": [2], "pads": [1, 1], "output_padding": [1]}, "fill": fill},
+    {"name": "depthwise2d", "tier": "t", "x": [1, 8, 5, 7], "w": [8, 1, 4, 4], "bias": False,
+     "attributes": {"group": 8, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "fill": fill},
+    {"name": "grouped3d", "tier": "t", "x": [1, 4, 3, 4, 5], "w": [4, 3, 3, 3, 3], "bias": True,
+     "attributes": {"group": 2, "strides": [2, 3, 2], "pads": [1, 0, 1, 1, 0, 1]}, "fill": fill},
 ]
 table = await tuner.tune(kernel, cases, runs=1)
 json.dumps(table)

@@ -1,13 +1,11 @@
-"""Case specs for app/variants/grouped2d.py: grouped and depthwise 2D, every stride >= 2.
+"""Case specs for app/variants/grouped.py at rank 2: grouped and depthwise 2D, every stride >= 2.
 
-Every spec is covered by nchw2d_grouped_stride_phase; the bias specs by nchw2d_grouped_stride_phase_blocked_bias
-and the others by nchw2d_grouped_stride_phase_blocked (at least 17 of each). They vary the blocked form's block (M/group
-of 1, 2, 3, 5, 6, 8, 9, 12: blocks 1, 2, 4, 8 with full and partial last blocks), cover more than one
-64-pixel tile, several groups and blocks, batch > 1, and each axis's phase arithmetic: dilation with
-gcd(s, d) of 1 and > 1 (step < stride, inverse != 1, t % gcd != 0), kernels smaller than the stride (outputs
-no tap reaches), negative pads (SAME_UPPER with k < s, output_shape past the natural size), asymmetric pads,
-output_padding, non-square strides, and both loop forms (shared input window with unit dilation and at most
-16 phases; per-phase loops otherwise).
+Every spec is covered by nchw2d_grouped_stride_phase. They vary the channel multiplier (M/group of 1, 2, 3,
+5, 6, 8, 9, 12, 16) and in-channels per group, the store width (last output axis a multiple of 4, of 2
+only, odd), the last axis's `pads mod stride`, cover more than one workgroup, several groups, batch > 1,
+and each axis's phase arithmetic: dilation with gcd(s, d) of 1 and > 1, kernels smaller than the stride
+(outputs no tap reaches), negative pads (SAME_UPPER with k < s, output_shape past the natural size),
+asymmetric pads, output_padding, non-square strides, and many phases (strides 4-6, kernels up to 7).
 """
 
 
@@ -16,29 +14,29 @@ def spec(name, x, w, bias, **attributes):
 
 
 SPECS = [
-    # depthwise, M/group = 1 (block 1)
+    # depthwise, M/group = 1
     spec("dw_k4_s2_p1_odd", [1, 8, 9, 7], [8, 1, 4, 4], True, group=8, strides=[2, 2], pads=[1, 1, 1, 1]),
     spec("dw_k4_s2_p1_batch2", [2, 6, 5, 6], [6, 1, 4, 4], False, group=6, strides=[2, 2], pads=[1, 1, 1, 1]),
     spec("dw_k3_s2_batch2_16ch", [2, 16, 6, 5], [16, 1, 3, 3], True, group=16, strides=[2, 2]),
     spec("dw_k2_s3_kernel_lt_stride", [1, 4, 5, 6], [4, 1, 2, 2], False, group=4, strides=[3, 3]),
     spec("dw_k1_s2_only_one_phase", [1, 3, 6, 5], [3, 1, 1, 1], True, group=3, strides=[2, 2], pads=[0, 1, 1, 0]),
-    # depthwise channel multiplier 2 (block 2)
+    # depthwise channel multiplier 2
     spec("dw_m2_k3_s2_p1_op1", [1, 5, 7, 9], [5, 2, 3, 3], True, group=5, strides=[2, 2], pads=[1, 1, 1, 1],
          output_padding=[1, 1]),
     spec("dw_m2_k3_s2_asym_pads_batch3", [3, 4, 5, 4], [4, 2, 3, 3], False, group=4, strides=[2, 2],
          pads=[0, 1, 2, 0]),
     spec("dw_m2_k3_s2_same_upper", [1, 6, 6, 7], [6, 2, 3, 3], False, group=6, strides=[2, 2], auto_pad="SAME_UPPER"),
-    # grouped, M/group = 8 (block 8)
+    # grouped, M/group = 8
     spec("g2_c8_m8_k4_s2_p1", [1, 16, 5, 6], [16, 8, 4, 4], True, group=2, strides=[2, 2], pads=[1, 1, 1, 1]),
     spec("g4_c2_m8_k3_s2_batch2", [2, 8, 4, 5], [8, 8, 3, 3], False, group=4, strides=[2, 2], pads=[1, 0, 0, 1]),
-    # M/group = 3 (block 4, one padded lane), 5 (block 2, last block partial), 6 (block 8 partial)
+    # M/group = 3, 5, 6
     spec("g2_m3_k3_s2_batch2", [2, 6, 5, 5], [6, 3, 3, 3], True, group=2, strides=[2, 2]),
     spec("g3_c3_m5_k3_s3", [1, 9, 4, 5], [9, 5, 3, 3], False, group=3, strides=[3, 3], pads=[1, 2, 0, 1]),
     spec("g2_c2_m6_k2_s2", [1, 4, 6, 7], [4, 6, 2, 2], True, group=2, strides=[2, 2]),
-    # M/group = 12 (block 8, two blocks, second partial), 9 (block 4, three blocks, last partial)
+    # M/group = 12, 9
     spec("g2_c1_m12_k3_s2", [1, 2, 5, 4], [2, 12, 3, 3], False, group=2, strides=[2, 2], pads=[1, 1, 1, 1]),
     spec("g3_c2_m9_k3_s2", [1, 6, 4, 4], [6, 9, 3, 3], True, group=3, strides=[2, 2], pads=[1, 1, 1, 1]),
-    # dilation: gcd(s, d) = s (step 1), gcd 1 with inverse != 1, gcd 2 < s
+    # dilation: gcd(s, d) = s, gcd 1, gcd 2 < s
     spec("g2_d2_s2_step1", [1, 4, 6, 5], [4, 2, 3, 3], False, group=2, strides=[2, 2], dilations=[2, 2]),
     spec("dw_s32_d23_inverse", [1, 3, 5, 6], [3, 1, 3, 3], True, group=3, strides=[3, 2], dilations=[2, 3],
          pads=[1, 0, 2, 1]),
@@ -56,7 +54,7 @@ SPECS = [
     spec("dw_s4x2_k5_pads", [1, 5, 5, 6], [5, 1, 5, 5], True, group=5, strides=[4, 2], pads=[3, 2, 4, 1]),
     spec("g4_valid_s2", [1, 8, 5, 3], [8, 4, 3, 3], False, group=4, strides=[2, 2], auto_pad="VALID"),
     spec("g2_same_lower_s2_k4", [1, 6, 5, 6], [6, 4, 4, 4], True, group=2, strides=[2, 2], auto_pad="SAME_LOWER"),
-    # long reductions per group and past one 64-pixel tile everywhere
+    # long reductions per group, and more than one workgroup
     spec("g2_c16_m2_k3_s2", [1, 32, 4, 4], [32, 2, 3, 3], False, group=2, strides=[2, 2], pads=[1, 1, 1, 1]),
     spec("g8_c8_m8_k4_s2_p1", [1, 64, 4, 5], [64, 8, 4, 4], True, group=8, strides=[2, 2], pads=[1, 1, 1, 1]),
     spec("dw_m4_k4_s2_batch2_wide", [2, 3, 11, 13], [3, 4, 4, 4], False, group=3, strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -67,7 +65,7 @@ SPECS = [
          pads=[2, 2, 1, 1]),
     spec("g2_c4_m16_k2_s2", [1, 8, 5, 4], [8, 16, 2, 2], False, group=2, strides=[2, 2]),
     spec("dw_m8_k3_s2_bias", [1, 2, 5, 5], [2, 8, 3, 3], True, group=2, strides=[2, 2], pads=[1, 1, 1, 1]),
-    # unit dilation but more than 16 phases: the per-phase loops instead of the shared window
+    # many phases: long unrolled bodies
     spec("g2_s5x4_k6_many_phases", [1, 4, 3, 4], [4, 3, 6, 5], False, group=2, strides=[5, 4], pads=[2, 1, 1, 2],
          output_padding=[3, 1]),
     spec("dw_m2_s4x5_k7_many_phases_bias", [2, 3, 3, 3], [3, 2, 7, 6], True, group=3, strides=[4, 5],

@@ -1,0 +1,165 @@
+"""Grouped and depthwise ConvTranspose of any rank with every stride >= 2, by stride phase, unrolled.
+
+Kernel dims, strides, dilations and `pads mod stride` along the last axis are render parameters, so the
+phase arithmetic happens here in Python, once per pipeline: which taps reach which output and from which
+input offset is a constant table (`plan`), and the template emits straight-line code from it, with
+no tap search, no per-tap test and no multiply by an inserted zero. Sizes come from uniforms.
+
+An invocation owns one stride cell along every outer axis (the s outputs, one per phase, that read one
+input window) and `outs` consecutive outputs along the last axis, starting at a multiple of `outs` (a
+multiple of both the stride and the store width): consecutive invocations write consecutive addresses
+with `vec`-wide stores. Per input channel of its group it loads its input window once into registers
+(neighbouring invocations' overlapping windows hit L1, not DRAM) and each tap's weight once (uniform
+across the workgroup: a broadcast), then feeds every output the window reaches.
+
+Out-of-range inputs load as zero, so the variant needs finite data (see base.CONDITIONS' finite_data);
+kernels whose unrolled body would not fit in registers are refused (the gather kernels cover them).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+from .. import tuning_tables
+from ..launch import Launch, Refusal, dispatch, grid
+from .base import Tunable, Variant, channel_uniforms, io
+
+TEMPLATE = "conv-transpose-grouped-stride-phase.wgsl.jinja"
+NAMES = {1: "ncl1d_grouped_stride_phase", 2: "nchw2d_grouped_stride_phase", 3: "ncdhw3d_grouped_stride_phase"}
+VECS = (1, 2, 4)
+MAX_TERMS = 1024  # multiply-adds per input channel: past this the straight-line body is too long to compile well
+MAX_VALUES = 160  # window + taps + accumulators, f32 each: past this the registers spill
+
+
+def _axis(geom, a: int):
+    return (geom.in_spatial[a], geom.out_spatial[a], geom.kernel[a], geom.strides[a], geom.dilations[a],
+            geom.pads_begin[a])
+
+
+def phase_taps(rel: int, k: int, s: int, d: int) -> list[tuple[int, int]]:
+    """(tap, input offset) pairs reaching output t = q*s + rel from input q + offset: t - tap*d = s*(q + offset)."""
+    return [(tap, (rel - tap * d) // s) for tap in range(k) if (rel - tap * d) % s == 0]
+
+
+def plan(geom, outs: int) -> dict:
+    """The unrolled body as render parameters. Outer axes own one cell (outputs q*s + r - pad, r < s); the
+    last axis owns `outs` outputs o0 + v, whose t = o0 + v + pad is q*s + (pad mod s) + v, q being the
+    axis's base. `windows`: per axis, the input offsets from q that the owned outputs' taps read; `loads`:
+    the window's samples (per axis an index into `windows`); `rows`: the outer axes' phases, one output
+    row each; `accs`: per owned output [row, v, [[load, flat tap], ...]]; `taps`: the flat taps used."""
+    per_axis = []
+    for a in range(geom.rank):
+        _, _, k, s, d, pad = _axis(geom, a)
+        rels = range(s) if a < geom.rank - 1 else [pad % s + v for v in range(outs)]
+        per_axis.append([phase_taps(rel, k, s, d) for rel in rels])
+    windows = [sorted({off for pairs in axis for _, off in pairs}) for axis in per_axis]
+    loads = list(itertools.product(*(range(len(w)) for w in windows)))
+    strides = [math.prod(geom.kernel[a + 1:]) for a in range(geom.rank)]
+    accs = []
+    rows = list(itertools.product(*(range(len(axis)) for axis in per_axis[:-1])))
+    for r, row in enumerate(rows):
+        for v, last in enumerate(per_axis[-1]):
+            pairs = [per_axis[a][row[a]] for a in range(geom.rank - 1)] + [last]
+            terms = [[loads.index(tuple(windows[a].index(off) for a, (_, off) in enumerate(combo))),
+                      sum(tap * strides[a] for a, (tap, _) in enumerate(combo))]
+                     for combo in itertools.product(*pairs)]
+            accs.append([r, v, terms])
+    taps = sorted({tap for _, _, terms in accs for _, tap in terms})
+    return {"windows": windows, "loads": [list(l) for l in loads], "rows": [list(r) for r in rows], "accs": accs,
+            "taps": taps}
+
+
+def body_size(geom, outs: int) -> tuple[int, int]:
+    """(multiply-adds, f32 values live) per input channel of the unrolled body."""
+    body = plan(geom, outs)
+    return sum(len(t) for _, _, t in body["accs"]), len(body["loads"]) + len(body["taps"]) + len(body["accs"])
+
+
+def resolved(params: dict, geom) -> tuple[int, int]:
+    """(vec, outs) as launched: the store width drops to the largest that divides the last axis's length
+    (every row then starts aligned), and outs rounds up to a multiple of the width and the stride."""
+    out_last, s_last = geom.out_spatial[-1], geom.strides[-1]
+    vec = max(v for v in VECS if v <= params["vec"] and out_last % v == 0)
+    unit = vec * s_last // math.gcd(vec, s_last)
+    return vec, -(-params["outs"] // unit) * unit
+
+
+def default_params(geom, caps) -> dict:
+    # GPUs, depthwise (memory-bound): one vec4 per row (outs 4), so that each store instruction of a warp
+    # covers 32 consecutive vectors (512 contiguous bytes in f32) instead of every other one. Grouped: each
+    # in-channel's taps are loaded per invocation, so 8 outputs per row share them (and the window) over
+    # twice the multiply-adds. Software adapters run invocations
+    # as SIMD lanes of CPU threads: fewer, longer invocations (16 outputs per row, at most 32 per invocation
+    # over the prod(outer strides) rows of a cell; SwiftShader's tuning found 16 over 8 and 4) win there.
+    rows = math.prod(geom.strides[:-1])
+    wanted = ({"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64} if caps.is_software
+              else {"vec": 4, "outs": 4 if geom.in_per_group == 1 else 8, "workgroup_size": 128})
+    for outs in sorted({wanted["outs"], 8, 4, 1}, reverse=True):
+        for vec in (4, 2, 1):
+            params = wanted | {"vec": vec, "outs": outs}
+            if _fits(params, geom):
+                return params
+    return wanted | {"vec": 1, "outs": 1}
+
+
+def _fits(params: dict, geom) -> bool:
+    terms, values = body_size(geom, resolved(params, geom)[1])
+    return terms <= MAX_TERMS and values <= MAX_VALUES
+
+
+def params_refusal(params: dict, geom, caps) -> str | None:
+    names = ("vec", "outs", "workgroup_size")
+    if set(params) != set(names) or any(not isinstance(params[n], int) or params[n] < 1 for n in names):
+        return f"params must be the positive integers {names}"
+    if params["vec"] not in VECS:
+        return f"vec must be one of {VECS}"
+    size = params["workgroup_size"]
+    if size > caps.limit("maxComputeInvocationsPerWorkgroup") or size > caps.limit("maxComputeWorkgroupSizeX"):
+        return f"{size} invocations per workgroup exceed the device's limit"
+    if not _fits(params, geom):
+        return f"the unrolled body exceeds {MAX_TERMS} multiply-adds or {MAX_VALUES} live values per input channel"
+    return None
+
+
+TUNABLE = Tunable(default_params, params_refusal)
+
+
+def cell_uniforms(geom, outs: int) -> list[tuple[str, int]]:
+    """Per axis: in, out, pad, q (outer axes: the first cell, floor(pad / s); last axis: floor(pad / s), the
+    base of chunk 0) and cells (outer axes: how many cells reach the output; last axis: chunks of outs)."""
+    fields = []
+    for a in range(geom.rank):
+        i, o, _, s, _, pad = _axis(geom, a)
+        count = (o - 1 + pad) // s - pad // s + 1 if a < geom.rank - 1 else -(-o // outs)
+        fields += [(f"in{a}", i), (f"out{a}", o), (f"pad{a}", pad), (f"q{a}", pad // s), (f"cells{a}", count)]
+    return fields
+
+
+def configure(geom, caps) -> Launch | Refusal:
+    name = NAMES[geom.rank]
+    params = tuning_tables.choose(name, geom, caps, TUNABLE)
+    refusal = params_refusal(params, geom, caps)
+    if refusal:
+        return Refusal(refusal)
+    vec, outs = resolved(params, geom)
+    cells = cell_uniforms(geom, outs)
+    items = geom.batch * geom.out_channels * math.prod(dict(cells)[f"cells{a}"] for a in range(geom.rank))
+    uniforms = channel_uniforms(geom) + cells + [("items", items)]
+    size = params["workgroup_size"]
+    render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "rank": geom.rank,
+              "strides": list(geom.strides), "vec": vec, "outs": outs,
+              "kernel_taps": math.prod(geom.kernel)} | plan(geom, outs)
+    types = {"y": f"array<vec{vec}<T>>"} if vec > 1 else {}
+    workgroups = grid(-(-items // size), caps.limit("maxComputeWorkgroupsPerDimension"))
+    return Launch("", "", (dispatch(TEMPLATE, render, *io(geom), uniforms, workgroups, types),),
+                  tiles={"vec": vec, "outs": outs, "workgroup_size": size})
+
+
+VARIANTS = tuple(Variant(
+    name=name, templates=(TEMPLATE,),
+    summary=f"grouped/depthwise {rank}D, strides >= 2: stride phases unrolled from tables made at render time "
+            "(taps and input offsets per output, no tap search); an invocation owns one stride cell per outer "
+            "axis and `outs` consecutive outputs of the last axis, stored `vec` wide, its input window and "
+            "taps loaded once per input channel; any dilation, pads, output_padding",
+    conditions={"rank": [rank], "group": ["grouped"], "min_stride": 2, "input": "nonempty", "finite_data": True},
+    configure=configure, tunable=TUNABLE) for rank, name in NAMES.items())
