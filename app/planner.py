@@ -23,8 +23,8 @@ RULES: list[tuple[str, dict, str]] = [
     ("empty_input_fill", {}, "the input is empty: y is the bias (or zeros), no reads of x or w"),
     ("ncl1d_phase_tiled", {"min_in_per_group": 8, "min_out_per_group": 4},
      "1D with enough channels per group: stride-phase taps, input tile and weights in workgroup memory"),
-    ("ncl1d_col2im", {"min_in_per_group": 16, "min_taps": 16},
-     "1D with few output channels per group (the phase kernel needs 4) and a long kernel, as in an iSTFT: "
+    ("ncl1d_col2im", {"min_in_per_group": 32},
+     "1D with many in-channels and few output channels per group (the phase kernel needs 4), as an iSTFT: "
      "a GEMM over in-channels into every tap's columns, then an overlap-add fold"),
     ("nchw2d_grouped_stride_phase", {},
      "2D grouped/depthwise with stride >= 2: each output visits only its stride phase's taps"),
