@@ -22,7 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--verbose", action="store_true", help="log every request")
     bench = sub.add_parser("bench", help="time bench.json's cases on real WebGPU")
-    bench.add_argument("--tier", choices=["small", "full", "large"], default="small")
+    bench.add_argument("--tier", choices=["small", "full", "large", "holdout"], default="small",
+                       help="bench.json's tier (holdout: shapes kept out of tuning, to check the rules generalise)")
     bench.add_argument("--host", choices=["browser", "node"], default="browser")
     bench.add_argument("--variants", help="'all' (every covering variant per case) or a comma-separated list; "
                                           "default: the planner's choice")
@@ -42,7 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     device.add_argument("--host", choices=["browser", "node"], default="browser")
     tune = sub.add_parser("tune", help="measure the best tile params per variant and shape class on this adapter "
                                        "and write tuning/<adapter>.json")
-    tune.add_argument("--tier", choices=["small", "full", "large"], default="small")
+    tune.add_argument("--tier", choices=["small", "full", "large"], default="small",
+                      help="never holdout: that tier checks the rules on shapes nothing was tuned on")
     tune.add_argument("--host", choices=["browser", "node"], default="browser")
     tune.add_argument("--runs", type=int, default=3)
     tune.add_argument("--cases", help="comma-separated bench case names (default: every case of the tier)")

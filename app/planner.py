@@ -35,6 +35,9 @@ RULES: list[tuple[str, dict, str]] = [
      "1D with enough channels per group: stride-phase taps, input tile and weights in workgroup memory"),
     ("ncl1d_grouped_stride_phase", {},
      "1D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"),
+    ("ncl1d_col2im", {"min_in_per_group": 32},
+     "1D with many in-channels and few output channels per group (the phase kernel needs 4), as an iSTFT: "
+     "a GEMM over in-channels into every tap's columns, then an overlap-add fold"),
     ("nchw2d_grouped_stride_phase", {},
      "2D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"),
     ("ncdhw3d_grouped_stride_phase", {},

@@ -47,23 +47,31 @@ def reference_at(geom: ConvGeometry, x: np.ndarray, w: np.ndarray, b: np.ndarray
                  points: np.ndarray) -> np.ndarray:
     """The float64 reference at some output positions only (rows of `points`: n, m, o0, o1, ...), gathered
     per output element (the other side of the sum from conv_transpose_reference's scatter): a check of a
-    large output at a sample of its elements costs little."""
-    x = np.asarray(x, dtype=np.float64).reshape(geom.x_shape)
-    w = np.asarray(w, dtype=np.float64).reshape(geom.w_shape)
+    large output at a sample of its elements costs little. x and w stay in their dtype (a whole float64 copy
+    of a bench-sized x and w would not fit Pyodide's memory); each product's operands are widened."""
+    x = np.asarray(x).reshape(geom.x_shape)
+    w = np.asarray(w).reshape(geom.w_shape)
     cg, mg = geom.in_per_group, geom.out_per_group
     out = np.zeros(len(points), dtype=np.float64)
     for row, (n, m, *o) in enumerate(np.asarray(points, dtype=np.int64)):
         g = m // mg
-        # per axis: the (input position, tap) pairs with i*s + t*d - pad == o
-        pairs = [[(q // s, t) for t in range(k) if (q := oi + pb - t * d) >= 0 and q % s == 0 and q // s < i]
-                 for oi, i, k, s, d, pb in zip(o, geom.in_spatial, geom.kernel, geom.strides, geom.dilations,
-                                               geom.pads_begin)]
+        pairs = [_axis_pairs(*axis) for axis in zip(o, geom.in_spatial, geom.kernel, geom.strides, geom.dilations,
+                                                    geom.pads_begin)]
         total = 0.0
         for combo in itertools.product(*pairs):
             ins, taps = tuple(p[0] for p in combo), tuple(p[1] for p in combo)
-            total += float(x[(n, slice(g * cg, (g + 1) * cg)) + ins] @ w[(slice(g * cg, (g + 1) * cg), m - g * mg) + taps])
+            xs = x[(n, slice(g * cg, (g + 1) * cg)) + ins].astype(np.float64)
+            total += float(xs @ w[(slice(g * cg, (g + 1) * cg), m - g * mg) + taps].astype(np.float64))
         out[row] = total + (float(b[m]) if b is not None else 0.0)
     return out
+
+
+def _axis_pairs(o: int, size_in: int, k: int, s: int, d: int, pad: int) -> list[tuple[int, int]]:
+    """One axis's (input position, tap) pairs with i*s + t*d - pad == o (vectorised: kernels run to thousands
+    of taps)."""
+    q = o + pad - np.arange(k) * d
+    taps = np.flatnonzero((q >= 0) & (q % s == 0) & (q // s < size_in))
+    return [(int(q[t] // s), int(t)) for t in taps]
 
 
 def sample_points(geom: ConvGeometry, count: int, seed: int = 0) -> np.ndarray:

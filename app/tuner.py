@@ -35,7 +35,7 @@ import time
 from contextlib import nullcontext
 
 from . import tuning_tables
-from .bench import check, time_plan
+from .bench import HOLDOUT, check, time_plan
 from .contract import ROOT
 from .kernel import validate
 from .variants import VARIANTS
@@ -220,6 +220,10 @@ def best_per_class(results: list[dict], margin: float = MARGIN) -> dict:
 async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for: dict | None = None,
                repeats: int = 1, choose_variants: bool = False) -> dict:
     """The tuning table for the current adapter (see the module docstring); `progress(text)` gets a line per case."""
+    held_out = [c["name"] for c in cases if c.get("tier") == HOLDOUT]
+    if held_out:
+        raise ValueError(f"the {HOLDOUT} tier checks that the rules generalise to shapes nothing was tuned on: "
+                         f"it is never tuned on ({', '.join(held_out)})")
     grid_for = grids() if grid_for is None else grid_for
     with tuning_tables.ignoring_tables():
         results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]

@@ -38,3 +38,11 @@ def test_tolerances_grow_with_the_reduction_and_are_looser_for_float16():
     small, large = bench.tolerance("float32", 9), bench.tolerance("float32", 16384)
     assert small["atol"] == 2e-6 * 9 and 0.03 < large["atol"] < 0.04
     assert bench.tolerance("float16", 16384)["atol"] > large["atol"]
+
+
+def test_the_tolerance_counts_the_taps_of_one_stride_phase():
+    istft = validate(np.zeros((1, 8, 5), np.float32), np.zeros((8, 1, 4096), np.float32), strides=[1024])[0]
+    assert bench.reduction(istft) == 8 * 4
+    dilated = validate(np.zeros((1, 3, 5, 5), np.float32), np.zeros((3, 2, 3, 4), np.float32), strides=[2, 4],
+                       dilations=[2, 2])[0]
+    assert bench.reduction(dilated) == 3 * 3 * 2  # s2 d2: every tap reaches; s4 d2: every other one

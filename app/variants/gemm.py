@@ -2,12 +2,13 @@
 
 - conv1x1_gemm_tiled / conv1x1_gemm_tiled_reg: a 1x1 kernel with stride 1 and no padding is, per image
   and group, y = W^T x + b with W already laid out as [C, M/group]: one batched GEMM, no reorder.
-- nchw2d_col2im / ncdhw3d_col2im: any 2D/3D request as GEMM + col2im. A cached weight-side pass packs W
-  into row panels; the GEMM writes every tap's contribution into an f32 column buffer
-  cols[n, m, tap, i] = sum_c W[c, m, tap] x[n, c, i]; col2im then sums, per output, only the (tap, i)
-  pairs that reach it. Every multiply-add lands in the column buffer (taps that fall into padding
-  included), so this pays off when channel counts are large and the gather kernel's per-tap index work
-  dominates.
+- ncl1d_col2im / nchw2d_col2im / ncdhw3d_col2im: any request of rank 1-3 as GEMM + col2im (one template per
+  pass, the rank a render parameter). A cached weight-side pass packs W into row panels; the GEMM writes
+  every tap's contribution into an f32 column buffer cols[n, m, tap, i] = sum_c W[c, m, tap] x[n, c, i];
+  col2im then sums, per output, only the (tap, i) pairs that reach it. Every multiply-add lands in the
+  column buffer (taps that fall into padding included), so this pays off when channel counts are large and
+  the gather kernel's per-tap index work dominates. In 1D it is the overlap-add of an iSTFT: one output channel and a kernel of thousands of taps
+  make a GEMM of M/group * taps rows, which no per-output kernel reuses as well.
 """
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, axis
 
 TILED = "conv-1x1-gemm-tiled.wgsl.jinja"
 REG = "conv-1x1-gemm-tiled-reg.wgsl.jinja"
-REORDER = {2: "conv-transpose2d-weight-reorder.wgsl.jinja", 3: "conv-transpose3d-weight-reorder.wgsl.jinja"}
-COL2IM = {2: "conv-transpose2d-col2im.wgsl.jinja", 3: "conv-transpose3d-col2im.wgsl.jinja"}
-COL2IM_NAMES = {2: "nchw2d_col2im", 3: "ncdhw3d_col2im"}
+REORDER = "conv-transpose-weight-reorder.wgsl.jinja"
+COL2IM = "conv-transpose-col2im.wgsl.jinja"
+COL2IM_NAMES = {1: "ncl1d_col2im", 2: "nchw2d_col2im", 3: "ncdhw3d_col2im"}
 
 TILE = 16  # the plain tiled GEMM: TILE x TILE invocations, one output each, k-step TILE
 # The register-blocked GEMM: wx * wy invocations, each rm x rn outputs; tiles of (wy*rm) x (wx*rn), k-step tk.
@@ -169,7 +170,7 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
 
         reorder_uniforms = [("packed_size", packed_size), ("depth", geom.in_per_group), ("rows", rows),
                             ("depth_padded", depth_padded), ("row_tiles", row_tiles), ("tile_rows", tile_rows)]
-        reorder = dispatch(REORDER[rank], {"dtype": geom.dtype, "workgroup_size": ELEMENTWISE_WORKGROUP},
+        reorder = dispatch(REORDER, {"dtype": geom.dtype, "workgroup_size": ELEMENTWISE_WORKGROUP},
                            ("w",), ("w_packed",), reorder_uniforms,
                            grid(_ceil(packed_size, ELEMENTWISE_WORKGROUP), max_dim))
 
@@ -178,8 +179,8 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
         gemm = dispatch(REG, {"dtype": geom.dtype, "has_bias": False, "weights": "w_packed", "output": "cols"}
                         | shape, ("x", "w_packed"), ("cols",), gemm_uniforms, grid(tiles, max_dim))
 
-        fold = dispatch(COL2IM[rank], {"dtype": geom.dtype, "has_bias": geom.has_bias,
-                                       "workgroup_size": ELEMENTWISE_WORKGROUP},
+        fold = dispatch(COL2IM, {"rank": rank, "dtype": geom.dtype, "has_bias": geom.has_bias,
+                                 "workgroup_size": ELEMENTWISE_WORKGROUP},
                         ("cols", "b") if geom.has_bias else ("cols",), ("y",),
                         _col2im_uniforms(geom, taps, in_size),
                         grid(_ceil(geom.y_size, ELEMENTWISE_WORKGROUP), max_dim))
@@ -189,7 +190,7 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
                       tiles=dict(shape), workgroup_bytes=need)
 
     return Variant(
-        name=name, templates=(REORDER[rank], REG, COL2IM[rank]),
+        name=name, templates=(REORDER, REG, COL2IM),
         summary=f"rank-{rank} GEMM + col2im: weights packed once (cached), a register-blocked GEMM into an f32 "
                 "column buffer of every tap's contribution, then a fold that sums only the taps reaching each output",
         conditions={"rank": [rank], "group": ["dense", "grouped"], "input": "nonempty"},
@@ -199,6 +200,5 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
 VARIANTS = (
     _tiled("conv1x1_gemm_tiled", TILE),
     _tiled_reg("conv1x1_gemm_tiled_reg", REG_SHAPE),
-    _col2im(2, COL2IM_NAMES[2], REG_SHAPE),
-    _col2im(3, COL2IM_NAMES[3], REG_SHAPE),
+    *(_col2im(rank, name, REG_SHAPE) for rank, name in COL2IM_NAMES.items()),
 )

@@ -1,7 +1,8 @@
 """Case specs for the GEMM family: the 1x1 GEMMs (conv1x1_gemm_tiled, conv1x1_gemm_tiled_reg) and GEMM + col2im
-(nchw2d_col2im, ncdhw3d_col2im). Small shapes that still cross every tile edge: GEMM rows (M/group * taps) past 64,
-pixels past 64, in-channels past the 16-deep k-step, odd sizes, batch > 1, groups, and for col2im every stride /
-dilation / pad / output_padding / auto_pad / output_shape case the closed-form tap phases must get right."""
+(ncl1d_col2im, nchw2d_col2im, ncdhw3d_col2im). Small shapes that still cross every tile edge: GEMM rows
+(M/group * taps) past 64, pixels past 64, in-channels past the 16-deep k-step, odd sizes, batch > 1, groups, and
+for col2im every stride / dilation / pad / output_padding / auto_pad / output_shape case the closed-form tap
+phases must get right."""
 
 ONE_BY_ONE = [
     {"name": "1x1 1d tiny", "x": [1, 3, 5], "w": [3, 2, 1], "bias": False, "attributes": {}},
@@ -104,4 +105,28 @@ COL2IM_3D = [
      "attributes": {"strides": [2, 2, 2]}},
 ]
 
-SPECS = ONE_BY_ONE + COL2IM_2D + COL2IM_3D
+# ncl1d_col2im's own ground (the iSTFT overlap-add): 1-3 output channels per group, kernels of 17-256 taps, long
+# hops, so that the GEMM's rows are taps and every output sums taps from several input frames.
+COL2IM_1D = [
+    {"name": "col2im 1d one channel k64 s16 batch 2", "x": [2, 18, 20], "w": [18, 1, 64], "bias": False,
+     "attributes": {"strides": [16]}},
+    {"name": "col2im 1d one channel k256 s64 p32 bias", "x": [1, 33, 40], "w": [33, 1, 256], "bias": True,
+     "attributes": {"strides": [64], "pads": [32, 32]}},
+    {"name": "col2im 1d two channels k40 s10 batch 3", "x": [3, 20, 37], "w": [20, 2, 40], "bias": True,
+     "attributes": {"strides": [10]}},
+    {"name": "col2im 1d three channels group 2 k24 s8 op", "x": [2, 34, 33], "w": [34, 3, 24], "bias": True,
+     "attributes": {"group": 2, "strides": [8], "pads": [4, 3], "output_padding": [5]}},
+    {"name": "col2im 1d one channel k17 s4 d3", "x": [1, 16, 50], "w": [16, 1, 17], "bias": False,
+     "attributes": {"strides": [4], "dilations": [3]}},
+    {"name": "col2im 1d kernel past output same_upper", "x": [1, 17, 9], "w": [17, 1, 100], "bias": True,
+     "attributes": {"strides": [7], "auto_pad": "SAME_UPPER"}},
+    {"name": "col2im 1d two channels output_shape hop 5", "x": [2, 24, 30], "w": [24, 2, 20], "bias": False,
+     "attributes": {"strides": [5], "output_shape": [160]}},
+    {"name": "col2im 1d group 3 one channel each k32 s16", "x": [1, 48, 25], "w": [48, 1, 32], "bias": True,
+     "attributes": {"group": 3, "strides": [16], "pads": [8, 8]}},
+    {"name": "col2im 1d stride 1 k48", "x": [1, 20, 45], "w": [20, 1, 48], "bias": True, "attributes": {}},
+    {"name": "col2im 1d three channels k33 s2 asym pads batch 4", "x": [4, 16, 64], "w": [16, 3, 33], "bias": False,
+     "attributes": {"strides": [2], "pads": [0, 7]}},
+]
+
+SPECS = ONE_BY_ONE + COL2IM_2D + COL2IM_3D + COL2IM_1D

@@ -1,6 +1,8 @@
 """Joins a GPU run's results (tools/gpu/run.sh writes them) into the report's markdown table: per bench
 case, our chosen variant and the best forced one against cuDNN, fp32 and fp16, as ms, GFLOP/s and ratio,
 plus the time moving the case's bytes takes at the H200's memory bandwidth (the floor for memory-bound cases).
+Every case of the tier gets a row, in bench.json's order; what a stage did not produce (a case it failed on,
+a stage not run) shows as "-".
 
     python3 tools/gpu/report.py OUT_DIR [TIER]    (TIER: the bench.json tier of the run, default full)
 """
@@ -10,7 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from app import bench  # noqa: E402
 from app.host.bench_report import geometric_mean  # noqa: E402
 
 HBM_BYTES_PER_S = 4.8e12  # H200 HBM3e, NVIDIA's figure
@@ -25,7 +29,13 @@ def _fmt(value, places: int = 3) -> str:
 
 
 def _gflops(flop: int, ms: float | None) -> float | None:
-    return flop / (ms * 1e6) if ms else None
+    return flop / (ms * 1e6) if flop and ms else None
+
+
+def _best(rows: list[dict]) -> dict:
+    """The fastest of a case's rows (forced variants, then the planner's), or the planner's when none was timed."""
+    timed = [r for r in rows if r.get("median_ms") is not None]
+    return min(timed, key=lambda r: r["median_ms"]) if timed else rows[-1]
 
 
 def main(out: str, tier: str = "full") -> int:
@@ -43,26 +53,27 @@ def main(out: str, tier: str = "full") -> int:
           "HBM floor f32 ms |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     ratios32, ratios16 = [], []
-    for name, row in chosen.items():
+    for name in [c["name"] for c in bench.load((ROOT / "bench.json").read_text(), tier)]:
+        row = chosen.get(name, {"variant": "-", "median_ms": None, "gflops": None, "flop": None})
         t = torch_rows.get(name, {})
-        best = min(forced.get(name, []) + [row], key=lambda r: r["median_ms"])
+        best = _best(forced.get(name, []) + [row])
         t32 = t.get("float32", {}).get("median_ms")
         t16 = t.get("float16", {}).get("median_ms")
         o16 = f16.get(name, {}).get("median_ms")
-        best16 = min(forced.get(("f16", name), []) + [f16.get(name, row)], key=lambda r: r["median_ms"])
-        r32 = t32 / row["median_ms"] if t32 else None
+        best16 = _best(forced.get(("f16", name), []) + [f16.get(name, row)])
+        r32 = t32 / row["median_ms"] if t32 and row["median_ms"] else None
         r16 = t16 / o16 if t16 and o16 else None
         ratios32 += [r32] if r32 else []
         ratios16 += [r16] if r16 else []
         floor = t["bytes_f32"] / HBM_BYTES_PER_S * 1e3 if "bytes_f32" in t else None
-        flop = row["flop"]
-        print(f"| {name} | {flop / 1e9:.2f} | {row['variant']} | {_fmt(row['median_ms'])} | "
+        flop = row["flop"] or t.get("flop")
+        print(f"| {name} | {_fmt(flop / 1e9 if flop else None, 2)} | {row['variant']} | {_fmt(row['median_ms'])} | "
               f"{_fmt(row['gflops'], 0)} | {best['variant']} ({_fmt(best['median_ms'])}) | {_fmt(t32)} | "
               f"{_fmt(_gflops(flop, t32), 0)} | {_fmt(r32, 2)} | {_fmt(o16)} | {_fmt(_gflops(flop, o16), 0)} | "
               f"{best16['variant']} ({_fmt(best16['median_ms'])}) | {_fmt(t16)} | {_fmt(_gflops(flop, t16), 0)} | "
               f"{_fmt(r16, 2)} | {_fmt(floor, 4)} |")
-    print(f"\nours/cuDNN throughput, geometric mean over {len(ratios32)} cases: fp32 {geometric_mean(ratios32):.2f}, "
-          f"fp16 {geometric_mean(ratios16):.2f}")
+    print(f"\nours/cuDNN throughput, geometric mean over {len(ratios32)} cases: fp32 {_fmt(geometric_mean(ratios32), 2)}, "
+          f"fp16 {_fmt(geometric_mean(ratios16), 2)}")
     return 0
 
 

@@ -1,0 +1,74 @@
+"""bench.json's tiers: the holdout tier's shapes appear in no other tier, nothing tunes on it, and its bench
+check (sampled against the float64 reference) stays cheap at its largest case."""
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app import bench, tuner
+from app.__main__ import main
+from app.kernel import validate
+from app.reference import reference_at, sample_points
+from app.shapes import infer
+
+ROOT = Path(__file__).resolve().parent.parent
+DOC = json.loads((ROOT / "bench.json").read_text())
+
+
+def _shape(case: dict) -> str:
+    return json.dumps([case["x"], case["w"], case["attributes"]], sort_keys=True)
+
+
+def test_holdout_shapes_and_names_appear_in_no_other_tier():
+    held = [c for c in DOC["cases"] if c["tier"] == bench.HOLDOUT]
+    others = [c for c in DOC["cases"] if c["tier"] != bench.HOLDOUT]
+    assert len(held) >= 12 and bench.HOLDOUT in DOC["tiers"]
+    assert len({_shape(c) for c in held}) == len(held)
+    assert not {_shape(c) for c in held} & {_shape(c) for c in others}
+    assert len({c["name"] for c in held}) == len(held) and not {c["name"] for c in held} & {c["name"] for c in others}
+
+
+def test_every_holdout_case_is_a_valid_request():
+    for case in bench.load(json.dumps(DOC), bench.HOLDOUT):
+        m = case["w"][1] * case["attributes"].get("group", 1)
+        infer(case["x"], case["w"], [m] if case["bias"] else None, case["attributes"])
+
+
+def test_the_tuner_refuses_the_holdout_tier():
+    cases = bench.load(json.dumps(DOC), bench.HOLDOUT)[:1]
+    with pytest.raises(ValueError, match="never tuned on"):
+        asyncio.run(tuner.tune(None, cases))
+    with pytest.raises(SystemExit):
+        main(["tune", "--tier", bench.HOLDOUT])
+
+
+def test_the_largest_holdout_case_is_checked_at_samples_quickly():
+    case = next(c for c in bench.load(json.dumps(DOC), bench.HOLDOUT) if c["name"].startswith("istft"))
+    geom, arrays = validate(**bench.make_inputs(case), **case["attributes"])
+    assert geom.multiply_adds() > bench.FULL_CHECK_LIMIT
+    points = sample_points(geom, bench.SAMPLES)
+    start = time.perf_counter()
+    want = reference_at(geom, arrays["x"], arrays["w"], None, points)
+    y = np.zeros(geom.y_shape, np.float32)
+    y[tuple(points.T)] = want
+    assert bench.check(geom, arrays, y)["ok"] and time.perf_counter() - start < 10
+    y[tuple(points[-1])] += 0.1  # one wrong tap's worth: the 4-tap phase tolerance must see it
+    assert not bench.check(geom, arrays, y)["ok"]
+
+
+def test_the_gpu_report_tabulates_every_holdout_case_even_where_a_stage_failed(tmp_path):
+    names = [c["name"] for c in bench.load(json.dumps(DOC), bench.HOLDOUT)]
+    ours = {"case": names[0], "variant": "ncl1d_col2im", "median_ms": 2.0, "gflops": 50.0, "flop": 1e8}
+    (tmp_path / "bench-holdout.json").write_text(json.dumps([ours]))
+    (tmp_path / "torch-holdout.json").write_text(json.dumps([{"case": names[1], "flop": 1e8, "bytes_f32": 4e6,
+                                                              "float32": {"median_ms": 1.0},
+                                                              "float16": {"median_ms": 0.5}}]))
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu" / "report.py"), str(tmp_path), bench.HOLDOUT],
+                         capture_output=True, text=True, check=True).stdout
+    rows = [line.split(" | ")[0].strip("| ") for line in out.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[1:] == names and "| ncl1d_col2im | 2.000 |" in out
