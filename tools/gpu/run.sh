@@ -49,7 +49,8 @@ for stage in $STAGES; do
              python3 -m app bench --tier "$TIER" --host node --runs 10 --repeats "$REPEATS" --out "$OUT/$name.json" "$@" \
                || status=1
            done ;;
-    torch) python3 tools/gpu/torch_bench.py --tier "$TIER" --repeats "$REPEATS" --out "$OUT/torch-$TIER.json" || status=1 ;;
+    torch) python3 tools/gpu/torch_bench.py --tier "$TIER" --repeats "$REPEATS" --skip "${TORCH_SKIP:-}" \
+             --out "$OUT/torch-$TIER.json" || status=1 ;;
     report) python3 tools/gpu/report.py "$OUT" "$TIER" | tee "$OUT/report-$TIER.md" ;;
     ort) python3 -m app bench --tier full --host node --against ort --runs "${RUNS:-20}" --warmup 3 \
            --out "$OUT/ort-full.json" | tee "$OUT/ort-full.txt" || status=1 ;;
