@@ -30,6 +30,10 @@ RULES: list[tuple[str, dict, str]] = [
     ("phase_gemm", {"adapter": "hardware", "group": ["dense"], "min_in_per_group": 8, "min_out_per_group": 8},
      "a GPU, dense with enough channels: one implicit GEMM per stride phase, 8x8 register blocks, weights "
      "packed once, the reduction split where outputs are few"),
+    # Grouped with wide groups is dense GEMMs side by side (StyleGAN2's g2 upsampler: 1.0 ms against the
+    # grouped stride-phase kernel's 1.9); narrow groups (16 channels: 10x slower here) keep the grouped kernel.
+    ("phase_gemm", {"adapter": "hardware", "min_in_per_group": 64, "min_out_per_group": 64},
+     "a GPU, grouped with wide groups: the same GEMMs per group"),
     # Software adapters (SwiftShader): these measured 2-5x faster there than phase_gemm's shapes.
     ("ncl1d_phase_tiled", {"min_in_per_group": 8, "min_out_per_group": 4},
      "1D with enough channels per group: stride-phase taps, input tile and weights in workgroup memory"),

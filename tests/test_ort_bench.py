@@ -16,6 +16,7 @@ from app import bench
 from app.host.server import ORT_DIST, ROOT
 from app.kernel import validate
 from app.reference import conv_transpose_reference
+from app.variants import VARIANTS
 from tests.browser_session import run_python
 
 FILL = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 0}
@@ -151,6 +152,8 @@ cases = [
      "attributes": {"group": 8, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "fill": fill},
     {"name": "grouped3d", "tier": "t", "x": [1, 4, 3, 4, 5], "w": [4, 3, 3, 3, 3], "bias": True,
      "attributes": {"group": 2, "strides": [2, 3, 2], "pads": [1, 0, 1, 1, 0, 1]}, "fill": fill},
+    {"name": "phase_gemm3d", "tier": "t", "x": [1, 9, 3, 4, 3], "w": [9, 10, 3, 2, 3], "bias": True,
+     "attributes": {"strides": [2, 1, 3], "pads": [1, 0, 0, 0, 1, 2]}, "fill": fill, "variant": "phase_gemm"},
 ]
 table = await tuner.tune(kernel, cases, runs=1)
 json.dumps(table)
@@ -166,5 +169,8 @@ def test_every_tuning_candidate_matches_the_reference_in_the_browser(page):
     assert table["rejected"] == []
     measured = {m["variant"]: m["candidates"] for m in table["measured"]}
     grids = json.loads((ROOT / "bench.json").read_text())["tuning"]["grids"]
-    assert set(measured) == set(grids)
+    features = set(page.evaluate("async () => (await window.getKernel('webgpu-kernels/ai.onnx.ConvTranspose')).device().features"))
+    # Grids of variants this device cannot run (subgroup matrices on SwiftShader) are explored on the GPU machine.
+    runnable = {name for name in grids if set(VARIANTS[name].features) <= features}
+    assert set(measured) == runnable
     assert all(n >= 8 for n in measured.values()), measured
