@@ -1,0 +1,124 @@
+"""phase_gemm's GEMMs (app/variants/phase_gemm.py: same rows, columns, reduction, packed weights, staging
+and launch) multiplied on subgroup matrices (templates/conv-transpose-phase-gemm-sgmat.wgsl.jinja): tensor
+cores on NVIDIA through Dawn's chromium-experimental-subgroup-matrix.
+
+The matrix shape and component type are the device's (GPUAdapterInfo.subgroupMatrixConfigs); results must
+be f32 (the package accumulates in f32), and the components must hold the storage type exactly: f32
+storage needs f32 components (f16 would round every input to 11 bits), f16 storage takes f16 or f32.
+"""
+from __future__ import annotations
+
+from .. import tuning_tables
+from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
+from ..launch import Launch, Refusal
+from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant
+from .phase_gemm import FILL, INVOCATIONS, PACK, SHARED, gemm_launch, workgroup_count
+
+NAME = "phase_gemm_sgmat"
+TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
+FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
+COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
+PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb")
+MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
+# (sg_m, sg_n, cm, cn, kb) for 16 x 16 matrices, from the same H200 sweep (f16): 64 x 64 tiles up to 64
+# out-channels (128-wide ones were 2-2.5x slower there); wider, 128 x 128 by 4 subgroups of 4 x 4 matrices
+# where that makes 256 workgroups, by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64.
+_NARROW = (2, 2, 2, 2, 1)
+_WIDE = (2, 2, 4, 4, 1)
+_WIDE_FEW = (4, 2, 2, 4, 2)
+_SMALL = (2, 2, 2, 2, 2)
+
+
+def matrix_config(dtype: str, caps) -> dict | None:
+    """The device's best subgroup-matrix configuration for this dtype, or None: the narrower component
+    first (f16 halves staging), then the larger matrix."""
+    wanted = COMPONENTS[dtype]
+    usable = [c for c in caps.subgroup_matrix_configs
+              if c["resultComponentType"] == "f32" and c["componentType"] in wanted]
+    return min(usable, key=lambda c: (wanted.index(c["componentType"]), -c["M"] * c["N"] * c["K"]), default=None)
+
+
+def _subgroup_size(caps) -> int:
+    sizes = usable_subgroup_sizes(caps)
+    return sizes[1] if sizes else MAX_SUBGROUP_SIZE
+
+
+def _tile(t: dict, config: dict) -> tuple[int, int, int]:
+    """(tm, tn, reduction per step) of a shape on this matrix configuration."""
+    return t["sg_m"] * t["cm"] * config["M"], t["sg_n"] * t["cn"] * config["N"], t["kb"] * config["K"]
+
+
+def workgroup_bytes(t: dict, config: dict) -> int:
+    tm, tn, tks = _tile(t, config)
+    comp = 2 if config["componentType"] == "f16" else 4
+    return 2 * tks * (tm + tn) * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
+
+
+def default_tiles(geom, caps) -> dict:
+    config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16}
+
+    def shape(values: tuple) -> tuple[dict, int]:
+        t = dict(zip(PARAMS, values))
+        tm, tn, _ = _tile(t, config)
+        return t, workgroup_count(geom, {"tm": tm, "tn": tn})
+
+    if geom.out_per_group <= 64:
+        return shape(_NARROW)[0]
+    for values, enough in ((_WIDE, FILL), (_WIDE_FEW, FILL // 2)):
+        t, workgroups = shape(values)
+        if workgroups >= enough:
+            return t
+    return shape(_SMALL)[0]
+
+
+def tiles_refusal(t: dict, geom, caps) -> str | None:
+    """Why a shape cannot run here (None when it can): the device's matrices, limits and the staging rule."""
+    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in PARAMS):
+        return "tile sizes must be positive integers"
+    config = matrix_config(geom.dtype, caps)
+    if config is None:
+        return (f"needs a subgroup-matrix configuration with {' or '.join(COMPONENTS[geom.dtype])} components and "
+                f"f32 results; the device reports {list(caps.subgroup_matrix_configs)}")
+    tm, tn, tks = _tile(t, config)
+    sizes = usable_subgroup_sizes(caps)
+    if sizes and sizes[0] < config["M"]:
+        return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
+    threads = t["sg_m"] * t["sg_n"] * _subgroup_size(caps)
+    if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
+        return f"{threads} invocations per workgroup exceed the device's limit"
+    if tn % 4:
+        return "the tile's columns must be a multiple of 4 (weights are read as vec4)"
+    if threads % tm and tm % threads:
+        return "the invocation count must divide or be a multiple of the tile's rows"
+    if threads > tm and tks % (threads // tm):
+        return "the reduction step must be a multiple of invocations / tile rows"
+    if workgroup_bytes(t, config) > caps.limit(WORKGROUP_STORAGE):
+        return "the tiles exceed the device's workgroup memory"
+    return None
+
+
+TUNABLE = Tunable(default_tiles, tiles_refusal)
+
+
+def configure(geom, caps) -> Launch | Refusal:
+    t = tuning_tables.choose(NAME, geom, caps, TUNABLE)
+    refusal = tiles_refusal(t, geom, caps)
+    if refusal:
+        return Refusal(refusal)
+    config = matrix_config(geom.dtype, caps)
+    tm, tn, tks = _tile(t, config)
+    params = t | {"comp": config["componentType"], "sm": config["M"], "sn": config["N"], "sk": config["K"],
+                  "subgroup_size": _subgroup_size(caps), "tm": tm, "tn": tn}
+    return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t)
+
+
+SGMAT = Variant(
+    name=NAME, templates=(PACK, TEMPLATE, *SHARED),
+    summary="phase_gemm's GEMMs (every rank, stride, dense or grouped) on subgroup matrices: tensor cores where "
+            "the device offers matrices with f32 results (f16 components for float16, f32 ones for float32)",
+    conditions={"input": "nonempty", "finite_data": True},
+    configure=configure, features=FEATURES, tunable=TUNABLE,
+    requires=WORKGROUP_MEMORY | {"subgroup_matrix": "a configuration with f32 results and components that hold "
+                                                    "the dtype exactly (f32 for float32; f16 or f32 for float16)"})
+
+VARIANTS = (SGMAT,)
