@@ -2,9 +2,9 @@
 
 The rules are the ordered table RULES, data in one place: (variant, when, why). Going down the rules, a
 rule whose `when` conditions hold (the shape class where measurement showed it wins; same vocabulary as the
-variants' conditions, plus `adapter`: rules measured on real GPUs or on software adapters only) has its variant configured (app/variants/base.py Variant.configured: the variant's
-own conditions, features, then its `configure`, once); the first that returns a Launch, not a Refusal, is
-kept. The general gather kernels come last and cover everything, so a request always
+variants' conditions, plus `adapter`: "hardware" or "software", for rules measured on one kind) has its
+variant configured (app/variants/base.py Variant.configured: the variant's own conditions, features, then
+its `configure`, once); the first that returns a Launch, not a Refusal, is kept. The general gather kernels come last and cover everything, so a request always
 has a plan. A tuning table measured on this very adapter may name, for the request's shape class, a variant
 that beat the rules' choice there (app/tuning_tables.py): it is taken instead when it covers the request. The
 measurements behind each rule are in the README's variant table.
@@ -34,7 +34,8 @@ RULES: list[tuple[str, dict, str]] = [
     # grouped stride-phase kernel's 1.9); narrow groups (16 channels: 10x slower here) keep the grouped kernel.
     ("phase_gemm", {"adapter": "hardware", "min_in_per_group": 64, "min_out_per_group": 64},
      "a GPU, grouped with wide groups: the same GEMMs per group"),
-    # Software adapters (SwiftShader): these measured 2-5x faster there than phase_gemm's shapes.
+    # Every adapter from here on: all requests on software adapters (measured on SwiftShader, where these ran
+    # 2-5x faster than phase_gemm's shapes), and what the rules above leave on GPUs.
     ("ncl1d_phase_tiled", {"min_in_per_group": 8, "min_out_per_group": 4},
      "1D with enough channels per group: stride-phase taps, input tile and weights in workgroup memory"),
     ("ncl1d_grouped_stride_phase", {},
@@ -78,7 +79,8 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> La
             raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {launch.reason}")
         return launch
     for name, when, why in RULES:
-        if not _adapter_fits(when, caps) or unmet({k: v for k, v in when.items() if k != "adapter"}, geom) is not None:
+        shapes = {k: v for k, v in when.items() if k != "adapter"}
+        if not _adapter_fits(when, caps) or unmet(shapes, geom) is not None:
             continue
         launch = VARIANTS[name].configured(geom, caps, why)
         if isinstance(launch, Refusal):
