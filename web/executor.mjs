@@ -604,15 +604,7 @@ class Launch {
   /** Submits `times` untimed repetitions of the passes in one compute pass (keeps the GPU busy). */
   spin(times, bound) {
     const encoder = this.executor.device.createCommandEncoder();
-    const pass = encoder.beginComputePass();
-    for (let r = 0; r < times; r++) {
-      for (const p of this.passes) {
-        pass.setPipeline(p.pipeline);
-        pass.setBindGroup(0, this.group(p, bound));
-        pass.dispatchWorkgroups(...p.workgroups);
-      }
-    }
-    pass.end();
+    this.encode(encoder, Array(times).fill(this.passes).flat(), bound, false);
     this.executor.device.queue.submit([encoder.finish()]);
   }
 }
