@@ -17,7 +17,7 @@ from .kernel import validate
 from .split import Unfittable
 from .timing import time_call
 from .variants import VARIANTS
-from .variants.base import axis_phase
+from .variants.base import phase_taps
 
 
 HOLDOUT = "holdout"  # the tier kept out of tuning and rule-setting (app/tuner.py refuses its cases)
@@ -105,8 +105,7 @@ def reduction(geom) -> int:
     """The most products one output sums: in-channels per group times, per axis, the taps of one stride phase
     (ceil(k / step), step = s / gcd(s, d)), not the whole kernel: an iSTFT's output sums 4 of its 4096 taps,
     and a tolerance grown with all 4096 would pass any output."""
-    phases = [-(-k // axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations)]
-    return geom.in_per_group * math.prod(phases)
+    return geom.in_per_group * phase_taps(geom)
 
 
 FULL_CHECK_LIMIT = 20_000_000  # multiply-adds up to which the whole output is checked; past it, SAMPLES points

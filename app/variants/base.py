@@ -137,6 +137,17 @@ def axis_phase(s: int, d: int) -> AxisPhase:
     return AxisPhase(g, step, di, pow(di, -1, step) if step > 1 else 0)
 
 
+def phase_rows(geom: ConvGeometry) -> int:
+    """Outputs of the largest stride phase: batch x ceil(out / s) along every axis (a phase GEMM's rows)."""
+    return geom.batch * math.prod(-(-o // s) for o, s in zip(geom.out_spatial, geom.strides))
+
+
+def phase_taps(geom: ConvGeometry) -> int:
+    """Taps of the stride phase with the most: ceil(k / step) along every axis (what one output sums per
+    in-channel)."""
+    return math.prod(-(-k // axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations))
+
+
 def axis_uniforms(geom: ConvGeometry, closed_form: bool = False) -> list[tuple[str, int]]:
     """Per-axis sizes as i32 uniform fields: in0, out0, k0, s0, d0, pad0, step0 (and gcd0, inv0 with
     `closed_form`), in1, ..."""

@@ -17,8 +17,8 @@ import math
 
 from .. import tuning_tables
 from ..launch import Launch, Refusal, dispatch, grid
-from .base import (DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_phase,
-                   axis_uniforms, workgroup_refusal)
+from .base import (DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms,
+                   phase_rows, phase_taps, workgroup_refusal)
 
 NAME = "phase_gemm"
 TEMPLATE = "conv-transpose-phase-gemm.wgsl.jinja"
@@ -50,18 +50,8 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _phase_rows(geom) -> int:
-    """Rows of the largest phase's GEMM: batch x its output sub-grid."""
-    return geom.batch * math.prod(_ceil(o, s) for o, s in zip(geom.out_spatial, geom.strides))
-
-
-def _phase_taps(geom) -> int:
-    """Taps of the phase with the most (each axis: ceil(k / step))."""
-    return math.prod(_ceil(k, axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations))
-
-
 def workgroup_count(geom, t: dict) -> int:
-    return (geom.group * math.prod(geom.strides) * _ceil(_phase_rows(geom), t["tm"])
+    return (geom.group * math.prod(geom.strides) * _ceil(phase_rows(geom), t["tm"])
             * _ceil(geom.out_per_group, t["tn"]))
 
 
@@ -75,7 +65,7 @@ def default_tiles(geom, caps) -> dict:
         if workgroup_count(geom, t) < FILL:
             t = dict(zip(PARAMS, _GPU_WIDE_FEW))
     split = dict(zip(PARAMS, _GPU_SPLIT))
-    if (workgroup_count(geom, t) < SPLIT_BELOW and geom.in_per_group * _phase_taps(geom) >= SPLIT_DEPTH
+    if (workgroup_count(geom, t) < SPLIT_BELOW and geom.in_per_group * phase_taps(geom) >= SPLIT_DEPTH
             and tiles_refusal(split, geom, caps) is None):
         return split
     return t
@@ -134,7 +124,7 @@ def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step:
     pack = dispatch(PACK, {"dtype": geom.dtype, "workgroup_size": PACK_WORKGROUP}, ("w",), ("wp",),
                     [("packed_vec4s", packed_vec4s)] + shapes, grid(_ceil(packed_vec4s, PACK_WORKGROUP), max_dim))
 
-    row_tiles, col_tiles = _ceil(_phase_rows(geom), tm), _ceil(geom.out_per_group, tn)
+    row_tiles, col_tiles = _ceil(phase_rows(geom), tm), _ceil(geom.out_per_group, tn)
     phases = math.prod(geom.strides)
     tiles_total = geom.group * phases * row_tiles * col_tiles
     uniforms = ([("batch", geom.batch)] + shapes

@@ -16,17 +16,12 @@ from __future__ import annotations
 
 from .. import tuning_tables
 from ..launch import Launch, Refusal, dispatch, grid
-from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, io, workgroup_refusal
+from .base import (WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, io, phase_rows,
+                   workgroup_refusal)
 TEMPLATE = "conv-transpose2d-phase-gemm-tiled.wgsl.jinja"
 NAME = "nchw2d_phase_gemm_tiled"
 TILE_K = 16  # reduction steps staged per barrier pair
 F32_BYTES = 4  # tiles hold f32 whatever the storage dtype
-
-
-def _phase_rows(geom) -> int:
-    """Rows of the largest phase's GEMM: batch x its output sub-grid."""
-    (o0, o1), (s0, s1) = geom.out_spatial, geom.strides
-    return geom.batch * -(-o0 // s0) * -(-o1 // s1)
 
 
 def _fit(size: int, sizes: tuple[int, ...]) -> int:
@@ -38,7 +33,7 @@ def default_tiles(geom, caps) -> dict:
     """Built-in render params for the tile shape. Invariants the template relies on: thread_m | tile_m,
     thread_n | tile_n, tile_n / thread_n a multiple of 4 (a subgroup of 4 shares A rows and reads 4
     consecutive B columns), and the invocation count divides or is a multiple of each tile edge."""
-    rows, m = _phase_rows(geom), geom.out_channels
+    rows, m = phase_rows(geom), geom.out_channels
     if caps.is_software:
         # Few out-channels get narrow tiles (down to 4 columns, one per invocation of a subgroup): for M = 3
         # that measured 1.6x faster than a 16-wide tile.
@@ -77,7 +72,7 @@ def configure(geom, caps) -> Launch | Refusal:
     refusal = workgroup_refusal(need, caps)
     if refusal:
         return refusal
-    row_tiles = -(-_phase_rows(geom) // t["tile_m"])
+    row_tiles = -(-phase_rows(geom) // t["tile_m"])
     col_tiles = -(-geom.out_channels // t["tile_n"])
     total = geom.strides[0] * geom.strides[1] * row_tiles * col_tiles
     uniforms = ([("batch", geom.batch), ("in_channels", geom.in_channels), ("out_channels", geom.out_channels)]
