@@ -233,5 +233,5 @@ async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for
             "variants": best_per_class(results), "choices": best_variant_per_class(results),
             "rejected": [{"case": r["case"], "variant": r["variant"], "candidates": r["rejected"]}
                          for r in results if r and r["rejected"]],
-            "measured": [{k: r[k] for k in ("case", "variant", "class", "medians")} | {"candidates": len(r["medians"])}
+            "measured": [{k: r[k] for k in ("case", "variant", "class", "medians")}
                          for r in results if r]}

@@ -105,7 +105,7 @@ TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 def configure(geom, caps) -> Launch | Refusal:
     t = tuning_tables.choose(NAME, geom, caps, TUNABLE)
-    return gemm_launch(TEMPLATE, geom, caps, {**t}, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
+    return gemm_launch(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
 
 
 def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
