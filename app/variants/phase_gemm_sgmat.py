@@ -48,10 +48,14 @@ def _tile(t: dict, config: dict) -> tuple[int, int, int]:
     return t["sg_m"] * t["cm"] * config["M"], t["sg_n"] * t["cn"] * config["N"], t["kb"] * config["K"]
 
 
+ROW_PAD_BYTES = 16  # the template pads every staged k row by this much (bank conflicts)
+
+
 def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
     comp = 2 if config["componentType"] == "f16" else 4
-    return 2 * tks * (tm + tn) * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
+    pad = ROW_PAD_BYTES // comp
+    return 2 * tks * (tm + tn + 2 * pad) * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
 
 
 def default_tiles(geom, caps) -> dict:
