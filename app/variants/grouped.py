@@ -26,7 +26,7 @@ from .base import Tunable, Variant, channel_uniforms, io
 
 TEMPLATE = "conv-transpose-grouped-stride-phase.wgsl.jinja"
 NAMES = {1: "ncl1d_grouped_stride_phase", 2: "nchw2d_grouped_stride_phase", 3: "ncdhw3d_grouped_stride_phase"}
-VECS = (1, 2, 4)
+VECS = (1, 2, 4, 8)  # 8: float16 only, eight halves packed into one 16-byte store
 MAX_TERMS = 1024  # multiply-adds per input channel: past this the straight-line body is too long to compile well
 MAX_VALUES = 160  # window + taps + accumulators, f32 each: past this the registers spill
 
@@ -79,23 +79,30 @@ def resolved(params: dict, geom) -> tuple[int, int]:
     """(vec, outs) as launched: the store width drops to the largest that divides the last axis's length
     (every row then starts aligned), and outs rounds up to a multiple of the width and the stride."""
     out_last, s_last = geom.out_spatial[-1], geom.strides[-1]
-    vec = max(v for v in VECS if v <= params["vec"] and out_last % v == 0)
+    widest = params["vec"] if geom.dtype == "float16" else min(params["vec"], 4)
+    vec = max(v for v in VECS if v <= widest and out_last % v == 0)
     unit = vec * s_last // math.gcd(vec, s_last)
     return vec, -(-params["outs"] // unit) * unit
 
 
 def default_params(geom, caps) -> dict:
-    # GPUs, depthwise (memory-bound): one vec4 per row (outs 4), so that each store instruction of a warp
-    # covers 32 consecutive vectors (512 contiguous bytes in f32) instead of every other one. Grouped: each
-    # in-channel's taps are loaded per invocation, so 8 outputs per row share them (and the window) over
-    # twice the multiply-adds. Software adapters run invocations
-    # as SIMD lanes of CPU threads: fewer, longer invocations (16 outputs per row, at most 32 per invocation
-    # over the prod(outer strides) rows of a cell; SwiftShader's tuning found 16 over 8 and 4) win there.
+    # GPUs: one 16-byte store per row per invocation (a vec4 of f32, or eight packed halves), so that each
+    # store instruction of a warp covers 512 contiguous bytes. On an H200 the depthwise `large` case took
+    # 0.038 ms so in float32 against 0.047 with two stores per row (8 outputs), 0.057 with four
+    # (tools/gpu/kernel_probe.mjs); float16 with two 8-byte vec4 stores took 0.032 ms, with one 0.039.
+    # Grouped: each in-channel's taps are loaded per invocation, so 8 outputs per row share them (and the
+    # window) over twice the multiply-adds. Software adapters run invocations as SIMD lanes of CPU threads:
+    # fewer, longer invocations (16 outputs per row, at most 32 per invocation over the prod(outer strides)
+    # rows of a cell; SwiftShader's tuning found 16 over 8 and 4) win there.
     rows = math.prod(geom.strides[:-1])
-    wanted = ({"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64} if caps.is_software
-              else {"vec": 4, "outs": 4 if geom.in_per_group == 1 else 8, "workgroup_size": 128})
-    for outs in sorted({wanted["outs"], 8, 4, 1}, reverse=True):
-        for vec in (4, 2, 1):
+    widest = 8 if geom.dtype == "float16" else 4
+    if caps.is_software:
+        wanted = {"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64}
+    else:
+        wanted = {"vec": widest, "outs": widest if geom.in_per_group == 1 else 8, "workgroup_size": 128}
+    # Where the unrolled body would not fit, fewer outputs, then narrower stores.
+    for outs in [wanted["outs"]] + [o for o in (8, 4, 1) if o < wanted["outs"]]:
+        for vec in [v for v in reversed(VECS) if v <= wanted["vec"]]:
             params = wanted | {"vec": vec, "outs": outs}
             if _fits(params, geom):
                 return params
@@ -113,6 +120,8 @@ def params_refusal(params: dict, geom, caps) -> str | None:
         return f"params must be the positive integers {names}"
     if params["vec"] not in VECS:
         return f"vec must be one of {VECS}"
+    if params["vec"] == 8 and geom.dtype != "float16":
+        return "vec 8 packs float16 outputs; float32 stores are at most vec4"
     size = params["workgroup_size"]
     if size > caps.limit("maxComputeInvocationsPerWorkgroup") or size > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{size} invocations per workgroup exceed the device's limit"
@@ -149,7 +158,7 @@ def configure(geom, caps) -> Launch | Refusal:
     render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "rank": geom.rank,
               "strides": list(geom.strides), "vec": vec, "outs": outs,
               "kernel_taps": math.prod(geom.kernel)} | plan(geom, outs)
-    types = {"y": f"array<vec{vec}<T>>"} if vec > 1 else {}
+    types = {"y": "array<vec4<u32>>" if vec == 8 else f"array<vec{vec}<T>>"} if vec > 1 else {}
     workgroups = grid(-(-items // size), caps.limit("maxComputeWorkgroupsPerDimension"))
     return Launch("", "", (dispatch(TEMPLATE, render, *io(geom), uniforms, workgroups, types),),
                   tiles={"vec": vec, "outs": outs, "workgroup_size": size})

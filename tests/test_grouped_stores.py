@@ -1,0 +1,56 @@
+"""The grouped stride-phase kernel's store width in CPython: one 16-byte store per output row on GPUs (a
+vec4 of f32, or eight float16 outputs packed into a vec4<u32>), narrower where the row is not a multiple
+of the width, and refusals that say why."""
+import pytest
+
+from app.planner import plan
+from app.render import render
+from app.shapes import infer
+from app.variants import grouped
+from tests.test_gpu_caps import h200_caps
+
+DEPTHWISE = ((1, 256, 128, 128), (256, 1, 4, 4), {"group": 256, "strides": [2, 2], "pads": [1, 1, 1, 1]})
+GROUPED = ((1, 256, 32, 32), (256, 32, 4, 4), {"group": 8, "strides": [2, 2], "pads": [1, 1, 1, 1]})
+
+
+def geometry(case, dtype, bias=True):
+    x, w, attrs = case
+    m = w[1] * attrs["group"]
+    return infer(x, w, [m] if bias else None, attrs, {"x": dtype, "w": dtype} | ({"b": dtype} if bias else {}))
+
+
+@pytest.mark.parametrize("case, dtype, want", [
+    (DEPTHWISE, "float32", (4, 4)), (DEPTHWISE, "float16", (8, 8)),
+    (GROUPED, "float32", (4, 8)), (GROUPED, "float16", (8, 8)),
+])
+def test_gpus_store_16_bytes_per_row(case, dtype, want):
+    launch = plan(geometry(case, dtype), h200_caps(), "nchw2d_grouped_stride_phase")
+    assert (launch.tiles["vec"], launch.tiles["outs"]) == want
+
+
+def test_float16_rows_are_packed_into_one_wide_store():
+    launch = plan(geometry(DEPTHWISE, "float16"), h200_caps(), "nchw2d_grouped_stride_phase")
+    (d,) = launch.dispatches
+    source = render(d.template, d.params)
+    assert "var<storage, read_write> y: array<vec4<u32>>;" in source
+    assert source.count("pack2x16float(vec2<f32>(acc0 + bias, acc1 + bias))") == 1
+
+
+def test_rows_not_a_multiple_of_eight_store_narrower():
+    x, w, attrs = DEPTHWISE
+    geom = geometry(((1, 256, 6, 6), w, attrs), "float16")  # 12 outputs per row
+    assert grouped.resolved({"vec": 8, "outs": 8, "workgroup_size": 128}, geom)[0] == 4
+
+
+def test_eight_wide_stores_are_refused_for_float32():
+    geom = geometry(DEPTHWISE, "float32")
+    reason = grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128}, geom, h200_caps())
+    assert "float16" in reason
+    assert grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128}, geometry(DEPTHWISE, "float16"),
+                                  h200_caps()) is None
+
+
+def test_software_adapters_keep_vec4_and_long_rows():
+    caps = h200_caps(architecture="swiftshader", is_fallback=True)
+    launch = plan(geometry(DEPTHWISE, "float32"), caps, "nchw2d_grouped_stride_phase")
+    assert (launch.tiles["vec"], launch.tiles["outs"]) == (4, 16)

@@ -1,0 +1,135 @@
+// Times a launch written by tools/gpu/kernel_probe.py on this GPU: its main passes as rendered, then with
+// parts cut out (ablations), so that the differences say where the time goes. Results are not checked.
+// Usage (GPU machine, after `bash tools/gpu/run.sh device`): $NODE tools/gpu/kernel_probe.mjs probe.json...
+import { readFileSync } from "node:fs";
+import { create, globals } from "webgpu";
+
+Object.assign(globalThis, globals);
+const gpu = create([...(process.env.PROBE_NULL ? ["backend=null"] : []), "enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
+  "disable-dawn-features=timestamp_quantization"]);
+const adapter = await gpu.requestAdapter();
+const device = await adapter.requestDevice({
+  requiredFeatures: ["chromium-experimental-subgroup-matrix", "shader-f16", "subgroups", "timestamp-query"],
+  requiredLimits: Object.fromEntries(["maxComputeWorkgroupStorageSize", "maxComputeInvocationsPerWorkgroup",
+    "maxComputeWorkgroupSizeX", "maxStorageBufferBindingSize", "maxBufferSize"].map((k) => [k, adapter.limits[k]])),
+});
+device.addEventListener?.("uncapturederror", (e) => console.log("GPU error:", e.error.message.split("\n")[0]));
+
+// [name, pattern, replacement]: applied to every main pass's source.
+const ABLATIONS = [
+  ["as rendered", null, ""],
+  ["A loads from one address", /x\[select\(0, xo(\d+) \+ c \* p\.in_size, ok\)\]/g, "x[select(0, 0, ok)]"],
+  ["no A loads", /x\[select\(0, xo(\d+) \+ c \* p\.in_size, ok\)\]/g, "T(f32(c))"],
+  ["no B loads", /wp\[select\(0, \(w_step \+ k\) \* p\.m4 \+ m4, ok\)\]/g, "vec4<T>(T(f32(k)))"],
+  ["no A, B loads", [/x\[select\(0, xo(\d+) \+ c \* p\.in_size, ok\)\]/g, /wp\[select\(0, \(w_step \+ k\) \* p\.m4 \+ m4, ok\)\]/g],
+    ["T(f32(c))", "vec4<T>(T(f32(k)))"]],
+  ["no multiplies", /subgroupMatrixMultiplyAccumulate\((\w+), (\w+), (\w+)\)/g, "$3"],
+  ["no loop barrier", /workgroupBarrier\(\);\n  \}\n/, "\n  }\n"],
+  ["no y stores", /if \(col < m_left\) \{\n(\s+)y\[/g, "if (col < m_left && res_s[own + e] == 1234.5) {\n$1y["],
+  ["no write-out barriers", /let m_base[^]*$/, (tail) => tail.replace(/workgroupBarrier\(\);/g, "")],
+  ["no multiplies, A, B loads", [/subgroupMatrixMultiplyAccumulate\((\w+), (\w+), (\w+)\)/g,
+    /x\[select\(0, xo(\d+) \+ c \* p\.in_size, ok\)\]/g, /wp\[select\(0, \(w_step \+ k\) \* p\.m4 \+ m4, ok\)\]/g],
+    ["$3", "T(f32(c))", "vec4<T>(T(f32(k)))"]],
+];
+// The grouped stride-phase kernel: its window loads and its tap loads.
+ABLATIONS.push(["no x loads", /x\[xc \+ xo(\d+)\]/g, "T(f32(xo$1))"], ["no w loads", /w\[wc \+ (\d+)\]/g, "T(f32($1))"]);
+// Per-step cost and the fixed rest: the reduction loop cut to none and to half of its steps.
+ABLATIONS.push(["no reduction steps", /let chunks = taps \* p\.c_chunks;/, "let chunks = 0;"],
+  ["half the reduction steps", /let chunks = taps \* p\.c_chunks;/, "let chunks = taps * p.c_chunks / 2;"]);
+const BUSY_MS = 150;  // untimed work before each timed run: an idle H200 drops to a third of its clocks
+
+function buffer(size) {
+  const buf = device.createBuffer({ size: Math.max(16, Math.ceil(size / 16) * 16), usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  const words = new Uint32Array(buf.size / 4);
+  // Small finite values whether read as f16 pairs or f32: 0x3c00 is f16 1.0, 0x3c003c00 is f32 ~0.0078.
+  for (let i = 0; i < words.length; i++) words[i] = 0x3c003c00 ^ ((i * 2654435761) & 0x03ff03ff);
+  device.queue.writeBuffer(buf, 0, words);
+  return buf;
+}
+
+const qs = device.createQuerySet({ type: "timestamp", count: 2 });
+const qbuf = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+const rbuf = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+
+function encodePasses(enc, steps, timed) {
+  steps.forEach(({ pipeline, bind, workgroups }, n) => {
+    const writes = timed ? { querySet: qs, ...(n === 0 ? { beginningOfPassWriteIndex: 0 } : {}),
+      ...(n === steps.length - 1 ? { endOfPassWriteIndex: 1 } : {}) } : undefined;
+    const p = enc.beginComputePass(writes ? { timestampWrites: writes } : {});
+    p.setPipeline(pipeline); p.setBindGroup(0, bind); p.dispatchWorkgroups(...workgroups); p.end();
+  });
+}
+
+async function time(steps, spins) {
+  const enc = device.createCommandEncoder();
+  for (let r = 0; r < spins; r++) encodePasses(enc, steps, false);  // untimed: the GPU at its working clocks
+  encodePasses(enc, steps, true);
+  enc.resolveQuerySet(qs, 0, 2, qbuf, 0);
+  enc.copyBufferToBuffer(qbuf, 0, rbuf, 0, 16);
+  device.queue.submit([enc.finish()]);
+  await rbuf.mapAsync(GPUMapMode.READ);
+  const t = new BigUint64Array(rbuf.getMappedRange().slice(0));
+  rbuf.unmap();
+  return Number(t[1] - t[0]) / 1e6;
+}
+
+async function steps(passes, buffers, rewrite) {
+  const out = [];
+  for (const pass of passes) {
+    const module = device.createShaderModule({ code: rewrite(pass.code) });
+    const info = await module.getCompilationInfo();
+    const error = info.messages.find((m) => m.type === "error");
+    if (error) throw new Error(error.message);
+    const pipeline = await device.createComputePipelineAsync({ layout: "auto", compute: { module, entryPoint: "main" } });
+    const uniforms = device.createBuffer({ size: Math.max(16, pass.uniforms.length * 4), usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    device.queue.writeBuffer(uniforms, 0, new Int32Array([...pass.uniforms, 0, 0, 0].slice(0, Math.max(4, pass.uniforms.length))));
+    const names = [...pass.bindings, "__uniforms"];
+    const layout = pipeline.getBindGroupLayout(0);
+    // "auto" layouts drop bindings the (ablated) shader no longer reads: bind what is left.
+    const entries = [];
+    for (let i = 0; i < names.length; i++) {
+      entries.push({ binding: i, resource: { buffer: names[i] === "__uniforms" ? uniforms : buffers[names[i]] } });
+    }
+    let bind;
+    for (let keep = entries; ; ) {
+      device.pushErrorScope("validation");
+      bind = device.createBindGroup({ layout, entries: keep });
+      const err = await device.popErrorScope();
+      if (!err) break;
+      const m = /binding index (\d+) not present/.exec(err.message);
+      if (!m) throw new Error(err.message);
+      keep = keep.filter((e) => e.binding !== Number(m[1]));
+    }
+    out.push({ pipeline, bind, workgroups: pass.workgroups });
+  }
+  return out;
+}
+
+// PROBE_ONLY="as rendered,no reduction steps" limits the ablations to those labels.
+const only = process.env.PROBE_ONLY ? new Set(process.env.PROBE_ONLY.split(",")) : null;
+for (const file of process.argv.slice(2)) {
+  const probe = JSON.parse(readFileSync(file, "utf8"));
+  const buffers = Object.fromEntries(Object.entries(probe.sizes).map(([k, v]) => [k, buffer(v)]));
+  const weight = await steps(probe.passes.slice(0, probe.weight_passes), buffers, (c) => c);
+  await time(weight, 0);
+  const main = probe.passes.slice(probe.weight_passes);
+  console.log(`== ${file} ${JSON.stringify(probe.tiles)}`);
+  for (const [label, pattern, replacement] of ABLATIONS) {
+    if (only && !only.has(label)) continue;
+    const patterns = Array.isArray(pattern) ? pattern : [pattern];
+    const replacements = Array.isArray(replacement) ? replacement : [replacement];
+    const rewrite = (code) => patterns.reduce((c, p, i) => (p ? c.replace(p, replacements[i]) : c), code);
+    if (pattern && main.every((p) => rewrite(p.code) === p.code)) continue;
+    try {
+      const s = await steps(main, buffers, rewrite);
+      const ms = [];
+      const spins = Math.min(2000, Math.ceil(BUSY_MS / Math.max(0.005, await time(s, 0))));
+      for (let r = 0; r < 7; r++) ms.push(await time(s, spins));
+      ms.sort((a, b) => a - b);
+      console.log(`  ${label.padEnd(26)} ${ms[3].toFixed(4)} ms  ${(probe.flop / ms[3] / 1e9).toFixed(1)} TFLOP/s  ${(probe.bytes / ms[3] / 1e9).toFixed(2)} TB/s of x, w, y`);
+    } catch (e) {
+      console.log(`  ${label.padEnd(26)} failed: ${String(e.message).split("\n")[0]}`);
+    }
+  }
+}
+process.exit(0);
