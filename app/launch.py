@@ -17,6 +17,7 @@ BUFFER_TYPES = {
     "cols": "array<f32>",  # GEMM + col2im's column buffer: f32 whatever the storage dtype
     "data": "array<u32>",  # the non-finite check reads any input as raw words
     "flag": "atomic<u32>",  # ... and sets one flag
+    "parts": "array<f32>",  # split-K GEMMs' partial outputs: f32, summed again before rounding to T
     "wp": "array<vec4<T>>",  # weights packed for the stride-phase GEMMs: vec4 rows of out-channels
 }
 

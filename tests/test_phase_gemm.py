@@ -1,5 +1,6 @@
 """The stride-phase GEMMs' launch geometry in CPython: tile defaults as the H200 sweep set them, the split
-reduction, refusals that name the broken invariant, and the sweep helper that forces the variant."""
+reduction (inside the workgroup and across workgroups), refusals that name the broken invariant, and the
+sweep helper that forces the variant; split-K's results against the float64 reference on SwiftShader."""
 import json
 import subprocess
 import sys
@@ -7,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from app.host.node import NodeHost
 from app.planner import plan
 from app.shapes import infer
-from app.variants import phase_gemm
-from tests.test_gpu_caps import h200_caps
+from app.variants import phase_gemm, phase_gemm_sgmat
+from tests.test_gpu_caps import H200, h200_caps
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,15 +32,63 @@ def test_narrow_out_channels_get_64_wide_tiles_wide_ones_128():
 def test_few_outputs_with_a_long_reduction_split_it_in_one_dispatch():
     launch = plan(infer((1, 1024, 4, 4), (1024, 512, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
                   h200_caps(), "phase_gemm")
-    assert launch.tiles["ks"] > 1 and len(launch.dispatches) == 1 and len(launch.weight_passes) == 1
+    assert launch.tiles["ks"] > 1 and launch.tiles["kz"] == 1
+    assert len(launch.dispatches) == 1 and len(launch.weight_passes) == 1 and not launch.scratch
     # a short reduction is not split, however few the outputs
     assert tiles((1, 16, 4, 4), (16, 16, 2, 2), {"strides": [2, 2]})["ks"] == 1
+
+
+# Small, deep GEMMs the H200 timed at 2.5-2.7x cuDNN's time with too few workgroups (the split-K rule's cases).
+SMALL_DEEP = [((1, 256, 32, 32), (256, 256, 3, 3), {"pads": [1] * 4}),
+              ((1, 64, 16, 16, 16), (64, 64, 3, 3, 3), {"pads": [1] * 6}),
+              ((8, 256, 8, 8), (256, 128, 4, 4), {"strides": [2, 2], "pads": [1] * 4})]
+
+
+@pytest.mark.parametrize("x, w, attrs", SMALL_DEEP)
+@pytest.mark.parametrize("bias", [False, True])
+def test_many_rows_with_a_long_reduction_split_it_across_workgroups_then_sum(x, w, attrs, bias):
+    geom = infer(x, w, [w[1]] if bias else None, attrs)
+    launch = plan(geom, h200_caps(), "phase_gemm")
+    t = launch.tiles
+    assert t["kz"] > 1 and t["ks"] == 1 and (t["tm"], t["tn"]) == (64, 64)
+    gemm, total = launch.dispatches
+    assert phase_gemm.workgroup_count(geom, t) * t["kz"] >= 2 * phase_gemm.FILL
+    assert dict(gemm.uniforms)["tiles"] == phase_gemm.workgroup_count(geom, t) * t["kz"]
+    assert gemm.bindings == ("x", "wp", "parts") and not gemm.params["has_bias"]  # the bias is added once
+    assert total.template == phase_gemm.SPLIT_SUM
+    assert total.bindings == (("parts", "b", "y") if bias else ("parts", "y"))
+    assert launch.scratch == {"parts": t["kz"] * geom.y_size * 4}
+
+
+def test_split_k_stops_short_of_few_steps_per_split_and_skips_short_reductions():
+    # 64 in-channels x 9 taps = 36 steps of 16: 4 splits of 9 (8 would leave 4 each), short of 2 * FILL.
+    geom = infer((1, 64, 32, 32), (64, 64, 3, 3), None, {"pads": [1] * 4})
+    t = plan(geom, h200_caps(), "phase_gemm").tiles
+    assert t["kz"] == 4 and phase_gemm.workgroup_count(geom, t) * 4 < 2 * phase_gemm.FILL
+    # 16 x 9 = 144 multiply-adds per output: not split, however few the workgroups
+    assert tiles((1, 16, 64, 64), (16, 16, 3, 3), {"pads": [1] * 4})["kz"] == 1
+
+
+def test_split_k_needs_room_for_its_partial_sums():
+    x, w, attrs = SMALL_DEEP[0]
+    small = h200_caps(limits=H200["limits"] | {"maxStorageBufferBindingSize": 4 << 20})  # y is 1 MiB
+    assert tiles(x, w, attrs, small)["kz"] == 4  # 8 splits would need 8 MiB
+    assert tiles(x, w, attrs, h200_caps(limits=H200["limits"] | {"maxBufferSize": 1 << 20}))["kz"] == 1
+
+
+def test_float16_matrices_split_k_by_the_same_rule():
+    geom = infer(*SMALL_DEEP[0][:2], None, SMALL_DEEP[0][2], {"x": "float16", "w": "float16"})
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
+    assert launch.tiles["kz"] > 1 and launch.dispatches[0].bindings == ("x", "wp", "parts")
+    assert launch.dispatches[-1].template == phase_gemm.SPLIT_SUM
+    assert phase_gemm_sgmat.default_tiles(geom, h200_caps(architecture="swiftshader", is_fallback=True))["kz"] == 1
 
 
 def test_software_adapters_get_small_blocks():
     caps = h200_caps(architecture="swiftshader", is_fallback=True)
     assert tiles((1, 64, 9, 9), (64, 32, 4, 4), {"strides": [2, 2]}, caps) == dict(
         zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE))
+    assert all(tiles(x, w, attrs, caps)["kz"] == 1 for x, w, attrs in SMALL_DEEP)
 
 
 @pytest.mark.parametrize("change, words", [
@@ -46,11 +96,31 @@ def test_software_adapters_get_small_blocks():
     ({"tm": 100}, "register blocks must divide the tile"),
     ({"tm": 128, "tn": 128, "rm": 1, "rn": 4}, "exceed the device's limit"),
     ({"tm": 128, "tn": 128, "tk": 64}, "workgroup memory"),
+    ({"kz": 0}, "positive integers"),
+    ({"kz": 2.0}, "positive integers"),
 ])
 def test_tile_refusals_name_the_broken_invariant(change, words):
     geom = infer((1, 64, 9, 9), (64, 32, 4, 4), None, {"strides": [2, 2]})
     t = phase_gemm.default_tiles(geom, h200_caps()) | change
     assert words in phase_gemm.tiles_refusal(t, geom, h200_caps())
+
+
+@pytest.mark.parametrize("limits, words", [
+    ({"maxStorageBufferBindingSize": 1 << 20}, "storage buffer limit of 1048576 bytes"),
+    ({"maxBufferSize": 1 << 20}, "storage buffer limit of 1048576 bytes"),
+    ({"maxStorageBufferBindingSize": 1 << 40}, "past i32 indexing"),
+])
+@pytest.mark.parametrize("variant", [phase_gemm, phase_gemm_sgmat])
+def test_split_k_refuses_partial_sums_past_the_device_or_i32(variant, limits, words):
+    f16 = {"x": "float16", "w": "float16"}  # the H200's matrices are f16
+    # y of 512 elements (4 KiB of kz 2 partials), of 540800 (4.3 MB) and of 2^30 (2 x 2^30: past i32)
+    small = infer((1, 64, 1, 1), (64, 128, 2, 2), None, {}, f16)
+    geom = (infer((1, 1, 16384, 16384), (1, 1, 2, 2), None, {"strides": [2, 2]}, f16) if "i32" in words
+            else infer((1, 64, 64, 64), (64, 128, 2, 2), None, {}, f16))
+    caps = h200_caps(limits=H200["limits"] | limits)
+    t = variant.default_tiles(geom, caps) | {"kz": 2}
+    assert words in variant.tiles_refusal(t, geom, caps)
+    assert variant.tiles_refusal(t, small, caps) is None
 
 
 def test_the_sweep_helper_forces_the_variant_and_replaces_its_grid():
@@ -61,3 +131,31 @@ def test_the_sweep_helper_forces_the_variant_and_replaces_its_grid():
     assert {c["dtype"] for c in doc["cases"]} == {"float16"}
     assert {c["variant"] for c in doc["cases"]} == {"phase_gemm"}
     assert doc["tuning"]["grids"]["phase_gemm"] == grid
+
+
+# Forced split-K on SwiftShader: rank 1-3, grouped, with and without bias, vec4 and scalar sums (y sizes 360
+# and 1078), kz past some phases' step count (rank 1: 2 steps a phase; rank 3: 1 to 8), and stride 3 with
+# kernel 2, where a phase has outputs but no taps (its partial sums must still be written: zeros).
+SPLIT_K_CASES = [
+    ("rank1_grouped", [2, 12, 9], [12, 5, 4], True, {"group": 2, "strides": [2], "pads": [1, 1]}),
+    ("rank2_phase_without_taps", [1, 6, 4, 5], [6, 7, 2, 2], False, {"strides": [3, 3]}),
+    ("rank2_deep", [1, 40, 5, 5], [40, 8, 3, 3], True, {"pads": [1, 1, 1, 1], "dilations": [2, 1]}),
+    ("rank3", [1, 9, 3, 4, 3], [9, 10, 3, 2, 3], True, {"strides": [2, 1, 3], "pads": [1, 0, 0, 0, 1, 2]}),
+]
+SPLIT_K_GRID = {"kz": [2, 3, 4], "ks": [1, 2]}
+
+
+def test_forced_split_k_matches_the_reference_on_swiftshader():
+    """The tuner checks every candidate of the grid (over SwiftShader's defaults, kz 1) against the float64
+    reference before timing it; none may be rejected, and none refused (each is measured)."""
+    fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 5}
+    cases = [{"name": name, "tier": "t", "x": x, "w": w, "bias": bias, "attributes": attrs, "variant": "phase_gemm"}
+             for name, x, w, bias, attrs in SPLIT_K_CASES]
+    doc = {"fill": fill, "cases": cases, "tuning": {"grids": {"phase_gemm": SPLIT_K_GRID}}}
+    with NodeHost() as node:
+        table = node.py("tune", json.dumps(doc), "t", None, 1)["table"]
+    assert table["rejected"] == []
+    wanted = {(1, 1)} | {(ks, kz) for ks in SPLIT_K_GRID["ks"] for kz in SPLIT_K_GRID["kz"]}
+    measured = {m["case"]: {(json.loads(k)["ks"], json.loads(k)["kz"]) for k in m["medians"]}
+                for m in table["measured"]}
+    assert measured == {name: wanted for name, *_ in SPLIT_K_CASES}

@@ -8,8 +8,11 @@ kernel one tap, so this one kernel serves what a phase GEMM, an implicit stride-
 in every rank.
 
 The tile shape is the GPU's business: big tiles (128 x 128, 8 x 8 per invocation) where the GEMM has
-rows and columns to fill a GPU several times, smaller ones where it does not, and a reduction split among
-slices of the workgroup (ks) where even small tiles leave the GPU idle but the reduction is long.
+rows and columns to fill a GPU several times, smaller ones where it does not, and a long reduction split
+where even small tiles leave the GPU idle: among slices of the workgroup (ks) where the outputs are a few
+rows, else across kz workgroups (split-K), whose f32 partial sums a second, elementwise pass adds up
+(templates/conv-transpose-split-sum.wgsl.jinja): a second dispatch, but kz times the workgroups, each
+walking 1/kz of the reduction.
 """
 from __future__ import annotations
 
@@ -19,16 +22,20 @@ from .. import tuning_tables
 from ..launch import Launch, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms,
                    phase_rows, phase_taps, workgroup_refusal)
+from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
 TEMPLATE = "conv-transpose-phase-gemm.wgsl.jinja"
 PACK = "conv-transpose-weight-pack.wgsl.jinja"
+SPLIT_SUM = "conv-transpose-split-sum.wgsl.jinja"
 SHARED = ("_phase-gemm.wgsl.jinja", "_phase-axis.wgsl.jinja")  # included by both GEMM templates
 PACK_WORKGROUP = 256
+SUM_WORKGROUP = 256
 INVOCATIONS = "maxComputeInvocationsPerWorkgroup"
-PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks")
+PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
+PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
-# Tile shapes (tm, tn, rm, rn, tk, ks), from a sweep of every combination of tm, tn in {64, 128}, rm in {4, 8},
+# Tile shapes (tm, tn, rm, rn, tk, ks, kz), from a sweep of every combination of tm, tn in {64, 128}, rm in {4, 8},
 # rn 8, tk in {8, 16} over bench.json's `large` tier on an H200 (docs/h200/large/): 8x8 register blocks won
 # everywhere; columns sized to the out-channels (64 wide up to 64 of them: wider tiles idled half their
 # invocations, 1.5-2x slower); 128 x 128 with short steps when that still makes 256 workgroups, else 64 x 128
@@ -36,14 +43,25 @@ PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks")
 # a long reduction (a DCGAN head: 4096 in-channels x taps), splits the reduction among 8 slices of the
 # workgroup: 0.08 ms against 0.20 unsplit. Software adapters run few, small invocations best (SwiftShader
 # compiles each unrolled multiply, and runs a workgroup's invocations as fibers on a few cores).
-_GPU_NARROW = (128, 64, 8, 8, 16, 1)
-_GPU_WIDE = (128, 128, 8, 8, 8, 1)
-_GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1)
-_GPU_SPLIT = (16, 32, 4, 4, 8, 8)
-_CPU_SHAPE = (32, 32, 4, 4, 8, 1)
+_GPU_NARROW = (128, 64, 8, 8, 16, 1, 1)
+_GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
+_GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
+_GPU_SPLIT = (16, 32, 4, 4, 8, 8, 1)
+_CPU_SHAPE = (32, 32, 4, 4, 8, 1, 1)
 FILL = 256  # workgroups for the largest tiles: about two per multiprocessor of a large GPU (an H200 has 132)
 SPLIT_BELOW = 64  # workgroups under which a long reduction is split
 SPLIT_DEPTH = 1024  # reduction length from which splitting it among slices pays
+# Split-K across workgroups (provisional: proposed from H200 timings of three small, deep GEMMs, 2.5-2.7x
+# slower than cuDNN with too few workgroups each walking a long reduction; the thresholds are still to be
+# measured there). Where the tiles above make fewer than FILL workgroups, the reduction per phase is at least
+# SPLIT_K_DEPTH and a phase has rows for a 64-row tile, 64 x 64 tiles (narrower for fewer out-channels)
+# split the reduction over the smallest kz of SPLIT_K_CHOICES that makes 2 * FILL workgroups, keeping
+# SPLIT_K_MIN_STEPS reduction steps per split (else the largest kz that keeps them). Fewer rows (a DCGAN
+# head: 16 per phase) keep the in-workgroup split, one dispatch: a 64-row tile would idle most of its rows.
+_GPU_DEEP = (64, 64, 8, 8, 16, 1, 1)
+SPLIT_K_DEPTH = 512
+SPLIT_K_CHOICES = (2, 4, 8, 16)
+SPLIT_K_MIN_STEPS = 8
 
 
 def _ceil(a: int, b: int) -> int:
@@ -55,8 +73,20 @@ def workgroup_count(geom, t: dict) -> int:
             * _ceil(geom.out_per_group, t["tn"]))
 
 
+def split_k(geom, caps, tm: int, tn: int, step: int) -> int:
+    """The kz that tm x tn tiles reducing `step` in-channels per step split a GEMM too small for the GPU into
+    (the rule above; 1 where it is shallow, has few rows, or no kz keeps SPLIT_K_MIN_STEPS steps per split
+    and fits the device)."""
+    if geom.in_per_group * phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < _GPU_DEEP[0]:
+        return 1
+    workgroups = workgroup_count(geom, {"tm": tm, "tn": tn})
+    steps = phase_taps(geom) * _ceil(geom.in_per_group, step)
+    fits = [kz for kz in SPLIT_K_CHOICES if steps // kz >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
+    return next((kz for kz in fits if workgroups * kz >= 2 * FILL), fits[-1] if fits else 1)
+
+
 def default_tiles(geom, caps) -> dict:
-    if caps.is_software:
+    if caps.is_software:  # kz 1: SwiftShader has no idle multiprocessors to fill, only a second pass to pay
         return dict(zip(PARAMS, _CPU_SHAPE))
     if geom.out_per_group <= 64:
         t = dict(zip(PARAMS, _GPU_NARROW))
@@ -64,6 +94,11 @@ def default_tiles(geom, caps) -> dict:
         t = dict(zip(PARAMS, _GPU_WIDE))
         if workgroup_count(geom, t) < FILL:
             t = dict(zip(PARAMS, _GPU_WIDE_FEW))
+    if workgroup_count(geom, t) < FILL:
+        deep = dict(zip(PARAMS, _GPU_DEEP)) | {"tn": min(_GPU_DEEP[1], 8 * _ceil(geom.out_per_group, 8))}
+        deep["kz"] = split_k(geom, caps, deep["tm"], deep["tn"], deep["tk"])
+        if deep["kz"] > 1 and tiles_refusal(deep, geom, caps) is None:
+            return deep
     split = dict(zip(PARAMS, _GPU_SPLIT))
     if (workgroup_count(geom, t) < SPLIT_BELOW and geom.in_per_group * phase_taps(geom) >= SPLIT_DEPTH
             and tiles_refusal(split, geom, caps) is None):
@@ -97,6 +132,20 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "tk * ks must be a multiple of invocations / tm"
     if workgroup_bytes(t) > caps.limit(WORKGROUP_STORAGE):
         return "the tiles exceed the device's workgroup memory"
+    return parts_refusal(t["kz"], geom, caps)
+
+
+def parts_refusal(kz: int, geom, caps) -> str | None:
+    """Why kz split-K partial outputs do not fit this device (None when they do, or kz is 1: no buffer)."""
+    if kz == 1:
+        return None
+    elements = kz * geom.y_size
+    limit = min(caps.limit("maxStorageBufferBindingSize"), caps.limit("maxBufferSize"))
+    if elements * PARTS_BYTES > limit:
+        return (f"kz {kz} needs a partial-sum buffer of {elements * PARTS_BYTES} bytes, over this device's storage "
+                f"buffer limit of {limit} bytes")
+    if elements > MAX_INDEX:
+        return f"kz {kz} needs a partial-sum buffer of {elements} elements, past i32 indexing"
     return None
 
 
@@ -110,7 +159,8 @@ def configure(geom, caps) -> Launch | Refusal:
 
 def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
             tiles: dict) -> Launch | Refusal:
-    """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step."""
+    """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
+    > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y."""
     refusal = workgroup_refusal(need, caps)
     if refusal:
         return refusal
@@ -126,26 +176,42 @@ def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step:
 
     row_tiles, col_tiles = _ceil(phase_rows(geom), tm), _ceil(geom.out_per_group, tn)
     phases = math.prod(geom.strides)
-    tiles_total = geom.group * phases * row_tiles * col_tiles
+    split_tiles = geom.group * phases * row_tiles * col_tiles
+    kz = tiles["kz"]
+    out_size = math.prod(geom.out_spatial)
     uniforms = ([("batch", geom.batch)] + shapes
-                + [("in_size", math.prod(geom.in_spatial)), ("out_size", math.prod(geom.out_spatial)),
+                + [("in_size", math.prod(geom.in_spatial)), ("out_size", out_size),
                    ("c_chunks", _ceil(geom.in_per_group, step)), ("phases", phases),
-                   ("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", tiles_total)]
+                   ("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", split_tiles * kz)]
+                + ([("split_tiles", split_tiles), ("splits", kz), ("y_size", geom.y_size)] if kz > 1 else [])
                 + axis_uniforms(geom))
-    reads = ("x", "wp", "b") if geom.has_bias else ("x", "wp")
-    gemm = dispatch(template, {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | params,
-                    reads, ("y",), uniforms, grid(tiles_total, max_dim))
-    return Launch("", "", (gemm,), weight_passes=(pack,),
-                  prepared={"wp": packed_vec4s * 4 * DTYPE_BYTES[geom.dtype]}, tiles=tiles, workgroup_bytes=need)
+    prepared = {"wp": packed_vec4s * 4 * DTYPE_BYTES[geom.dtype]}
+    has_bias = geom.has_bias and kz == 1  # split: the sum pass adds the bias once, not each partial
+    gemm = dispatch(template, {"rank": geom.rank, "dtype": geom.dtype, "has_bias": has_bias} | params,
+                    ("x", "wp", "b") if has_bias else ("x", "wp"), ("y",) if kz == 1 else ("parts",), uniforms,
+                    grid(split_tiles * kz, max_dim))
+    if kz == 1:
+        return Launch("", "", (gemm,), weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
+    vec = 4 if geom.y_size % 4 == 0 else 1  # vec4 loads and stores where y divides into them
+    items = geom.y_size // vec
+    total = dispatch(SPLIT_SUM, {"dtype": geom.dtype, "has_bias": geom.has_bias, "vec": vec,
+                                 "workgroup_size": SUM_WORKGROUP},
+                     ("parts", "b") if geom.has_bias else ("parts",), ("y",),
+                     [("items", items), ("splits", kz), ("out_size", out_size), ("out_channels", geom.out_channels)],
+                     grid(_ceil(items, SUM_WORKGROUP), max_dim),
+                     {"parts": "array<vec4<f32>>", "y": "array<vec4<T>>"} if vec == 4 else None)
+    return Launch("", "", (gemm, total), scratch={"parts": kz * geom.y_size * PARTS_BYTES}, weight_passes=(pack,),
+                  prepared=prepared, tiles=tiles, workgroup_bytes=need)
 
 
 PORTABLE = Variant(
-    name=NAME, templates=(PACK, TEMPLATE, *SHARED),
+    name=NAME, templates=(PACK, TEMPLATE, SPLIT_SUM, *SHARED),
     summary="rank 1-3, dense or grouped, any stride: one implicit GEMM per (group, stride phase) in one "
             "dispatch (rows = batch x the phase's output sub-grid, cols = out-channels, reduction = "
             "in-channels x the phase's taps; stride 1 and 1x1 kernels included), weights packed once, "
             "double-buffered tiles, register blocks up to 8x8, the reduction split inside the workgroup "
-            "where outputs are few",
+            "where outputs are few, or across workgroups (summed by a second pass) where rows are many but "
+            "workgroups few",
     conditions={"input": "nonempty", "finite_data": True},
     configure=configure, tunable=TUNABLE, requires=WORKGROUP_MEMORY)
 

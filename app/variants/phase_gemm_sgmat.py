@@ -12,21 +12,23 @@ from .. import tuning_tables
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..launch import Launch, Refusal
 from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant
-from .phase_gemm import FILL, INVOCATIONS, PACK, SHARED, gemm_launch, workgroup_count
+from .phase_gemm import FILL, INVOCATIONS, PACK, SHARED, SPLIT_SUM, gemm_launch, parts_refusal, split_k, workgroup_count
 
 NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
 FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
-PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb")
+PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz")
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
-# (sg_m, sg_n, cm, cn, kb) for 16 x 16 matrices, from the same H200 sweep (f16): 64 x 64 tiles up to 64
+# (sg_m, sg_n, cm, cn, kb, kz) for 16 x 16 matrices, from the same H200 sweep (f16): 64 x 64 tiles up to 64
 # out-channels (128-wide ones were 2-2.5x slower there); wider, 128 x 128 by 4 subgroups of 4 x 4 matrices
-# where that makes 256 workgroups, by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64.
-_NARROW = (2, 2, 2, 2, 1)
-_WIDE = (2, 2, 4, 4, 1)
-_WIDE_FEW = (4, 2, 2, 4, 2)
-_SMALL = (2, 2, 2, 2, 2)
+# where that makes 256 workgroups, by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64. The 64 x 64
+# ones split a long reduction across workgroups by phase_gemm's provisional split-K rule (split_k) where
+# they make fewer than FILL workgroups: not yet measured with matrices.
+_NARROW = (2, 2, 2, 2, 1, 1)
+_WIDE = (2, 2, 4, 4, 1, 1)
+_WIDE_FEW = (4, 2, 2, 4, 2, 1)
+_SMALL = (2, 2, 2, 2, 2, 1)
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -66,13 +68,15 @@ def default_tiles(geom, caps) -> dict:
         tm, tn, _ = _tile(t, config)
         return t, workgroup_count(geom, {"tm": tm, "tn": tn})
 
-    if geom.out_per_group <= 64:
-        return shape(_NARROW)[0]
-    for values, enough in ((_WIDE, FILL), (_WIDE_FEW, FILL // 2)):
-        t, workgroups = shape(values)
-        if workgroups >= enough:
-            return t
-    return shape(_SMALL)[0]
+    if geom.out_per_group > 64:
+        for values, enough in ((_WIDE, FILL), (_WIDE_FEW, FILL // 2)):
+            t, workgroups = shape(values)
+            if workgroups >= enough:
+                return t
+    t, workgroups = shape(_NARROW if geom.out_per_group <= 64 else _SMALL)
+    if workgroups >= FILL or caps.is_software:
+        return t
+    return t | {"kz": split_k(geom, caps, *_tile(t, config))}
 
 
 def tiles_refusal(t: dict, geom, caps) -> str | None:
@@ -98,7 +102,7 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "the reduction step must be a multiple of invocations / tile rows"
     if workgroup_bytes(t, config) > caps.limit(WORKGROUP_STORAGE):
         return "the tiles exceed the device's workgroup memory"
-    return None
+    return parts_refusal(t["kz"], geom, caps)
 
 
 TUNABLE = Tunable(default_tiles, tiles_refusal)
@@ -117,7 +121,7 @@ def configure(geom, caps) -> Launch | Refusal:
 
 
 SGMAT = Variant(
-    name=NAME, templates=(PACK, TEMPLATE, *SHARED),
+    name=NAME, templates=(PACK, TEMPLATE, SPLIT_SUM, *SHARED),
     summary="phase_gemm's GEMMs (every rank, stride, dense or grouped) on subgroup matrices: tensor cores where "
             "the device offers matrices with f32 results (f16 components for float16, f32 ones for float32)",
     conditions={"input": "nonempty", "finite_data": True},
