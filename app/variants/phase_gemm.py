@@ -51,11 +51,13 @@ _CPU_SHAPE = (32, 32, 4, 4, 8, 1, 1)
 FILL = 256  # workgroups for the largest tiles: about two per multiprocessor of a large GPU (an H200 has 132)
 SPLIT_BELOW = 64  # workgroups under which a long reduction is split
 SPLIT_DEPTH = 1024  # reduction length from which splitting it among slices pays
-# Split-K across workgroups (provisional: proposed from H200 timings of three small, deep GEMMs, 2.5-2.7x
-# slower than cuDNN with too few workgroups each walking a long reduction; the thresholds are still to be
-# measured there). Where the tiles above make fewer than FILL workgroups, the reduction per phase is at least
+# Split-K across workgroups, from an H200 sweep of kz 1-8 on 64 x 64 tiles over three small, deep GEMMs of
+# the `full` tier (docs/h200/sweeps/phase_gemm-full-kz-f32.json): kz 4 (256 workgroups) won on all three,
+# 0.84-0.90x the time of the best unsplit tiles; kz 8 was 10-20% slower than 4. A GEMM of 128 workgroups
+# (`large` stride1_256_3x3) ran 0.32 ms split against 0.265 unsplit, so only GEMMs whose tiles above make
+# fewer than SPLIT_BELOW workgroups are split. There, where the reduction per phase is at least
 # SPLIT_K_DEPTH and a phase has rows for a 64-row tile, 64 x 64 tiles (narrower for fewer out-channels)
-# split the reduction over the smallest kz of SPLIT_K_CHOICES that makes 2 * FILL workgroups, keeping
+# split the reduction over the smallest kz of SPLIT_K_CHOICES that makes FILL workgroups, keeping
 # SPLIT_K_MIN_STEPS reduction steps per split (else the largest kz that keeps them). Fewer rows (a DCGAN
 # head: 16 per phase) keep the in-workgroup split, one dispatch: a 64-row tile would idle most of its rows.
 _GPU_DEEP = (64, 64, 8, 8, 16, 1, 1)
@@ -82,7 +84,7 @@ def split_k(geom, caps, tm: int, tn: int, step: int) -> int:
     workgroups = workgroup_count(geom, {"tm": tm, "tn": tn})
     steps = phase_taps(geom) * _ceil(geom.in_per_group, step)
     fits = [kz for kz in SPLIT_K_CHOICES if steps // kz >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
-    return next((kz for kz in fits if workgroups * kz >= 2 * FILL), fits[-1] if fits else 1)
+    return next((kz for kz in fits if workgroups * kz >= FILL), fits[-1] if fits else 1)
 
 
 def default_tiles(geom, caps) -> dict:
@@ -94,7 +96,7 @@ def default_tiles(geom, caps) -> dict:
         t = dict(zip(PARAMS, _GPU_WIDE))
         if workgroup_count(geom, t) < FILL:
             t = dict(zip(PARAMS, _GPU_WIDE_FEW))
-    if workgroup_count(geom, t) < FILL:
+    if workgroup_count(geom, t) < SPLIT_BELOW:
         deep = dict(zip(PARAMS, _GPU_DEEP)) | {"tn": min(_GPU_DEEP[1], 8 * _ceil(geom.out_per_group, 8))}
         deep["kz"] = split_k(geom, caps, deep["tm"], deep["tn"], deep["tk"])
         if deep["kz"] > 1 and tiles_refusal(deep, geom, caps) is None:

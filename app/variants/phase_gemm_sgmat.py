@@ -12,7 +12,7 @@ from .. import tuning_tables
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..launch import Launch, Refusal
 from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant
-from .phase_gemm import FILL, INVOCATIONS, PACK, SHARED, SPLIT_SUM, gemm_launch, parts_refusal, split_k, workgroup_count
+from .phase_gemm import FILL, INVOCATIONS, PACK, SHARED, SPLIT_SUM, gemm_launch, parts_refusal, workgroup_count
 
 NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
@@ -22,9 +22,7 @@ PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz")
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
 # (sg_m, sg_n, cm, cn, kb, kz) for 16 x 16 matrices, from the same H200 sweep (f16): 64 x 64 tiles up to 64
 # out-channels (128-wide ones were 2-2.5x slower there); wider, 128 x 128 by 4 subgroups of 4 x 4 matrices
-# where that makes 256 workgroups, by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64. The 64 x 64
-# ones split a long reduction across workgroups by phase_gemm's provisional split-K rule (split_k) where
-# they make fewer than FILL workgroups: not yet measured with matrices.
+# where that makes 256 workgroups, by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64.
 _NARROW = (2, 2, 2, 2, 1, 1)
 _WIDE = (2, 2, 4, 4, 1, 1)
 _WIDE_FEW = (4, 2, 2, 4, 2, 1)
@@ -73,10 +71,9 @@ def default_tiles(geom, caps) -> dict:
             t, workgroups = shape(values)
             if workgroups >= enough:
                 return t
-    t, workgroups = shape(_NARROW if geom.out_per_group <= 64 else _SMALL)
-    if workgroups >= FILL or caps.is_software:
-        return t
-    return t | {"kz": split_k(geom, caps, *_tile(t, config))}
+    # Not split across workgroups by default: on an H200, phase_gemm's split-K rule made `large`
+    # stride1_3d_64_3x3x3 slower here (0.295 ms against 0.238 unsplit). kz stays a tunable.
+    return shape(_NARROW if geom.out_per_group <= 64 else _SMALL)[0]
 
 
 def tiles_refusal(t: dict, geom, caps) -> str | None:
