@@ -2,18 +2,11 @@
 // parts cut out (ablations), so that the differences say where the time goes. Results are not checked.
 // Usage (GPU machine, after `bash tools/gpu/run.sh device`): $NODE tools/gpu/kernel_probe.mjs probe.json...
 import { readFileSync } from "node:fs";
-import { create, globals } from "webgpu";
+import { openDevice, timer } from "./probe_gpu.mjs";
 
-Object.assign(globalThis, globals);
-const gpu = create([...(process.env.PROBE_NULL ? ["backend=null"] : []), "enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
-  "disable-dawn-features=timestamp_quantization"]);
-const adapter = await gpu.requestAdapter();
-const device = await adapter.requestDevice({
-  requiredFeatures: ["chromium-experimental-subgroup-matrix", "shader-f16", "subgroups", "timestamp-query"],
-  requiredLimits: Object.fromEntries(["maxComputeWorkgroupStorageSize", "maxComputeInvocationsPerWorkgroup",
-    "maxComputeWorkgroupSizeX", "maxStorageBufferBindingSize", "maxBufferSize"].map((k) => [k, adapter.limits[k]])),
-});
-device.addEventListener?.("uncapturederror", (e) => console.log("GPU error:", e.error.message.split("\n")[0]));
+const { gpu, device } = await openDevice(["maxComputeWorkgroupStorageSize", "maxComputeInvocationsPerWorkgroup",
+  "maxComputeWorkgroupSizeX", "maxStorageBufferBindingSize", "maxBufferSize"]);
+const measure = timer(device);
 
 // [name, pattern, replacement]: applied to every main pass's source.
 const ABLATIONS = [
@@ -47,30 +40,20 @@ function buffer(size) {
   return buf;
 }
 
-const qs = device.createQuerySet({ type: "timestamp", count: 2 });
-const qbuf = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-const rbuf = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-
-function encodePasses(enc, steps, timed) {
+function encodePasses(enc, steps, querySet) {
   steps.forEach(({ pipeline, bind, workgroups }, n) => {
-    const writes = timed ? { querySet: qs, ...(n === 0 ? { beginningOfPassWriteIndex: 0 } : {}),
+    const writes = querySet ? { querySet, ...(n === 0 ? { beginningOfPassWriteIndex: 0 } : {}),
       ...(n === steps.length - 1 ? { endOfPassWriteIndex: 1 } : {}) } : undefined;
     const p = enc.beginComputePass(writes ? { timestampWrites: writes } : {});
     p.setPipeline(pipeline); p.setBindGroup(0, bind); p.dispatchWorkgroups(...workgroups); p.end();
   });
 }
 
-async function time(steps, spins) {
-  const enc = device.createCommandEncoder();
-  for (let r = 0; r < spins; r++) encodePasses(enc, steps, false);  // untimed: the GPU at its working clocks
-  encodePasses(enc, steps, true);
-  enc.resolveQuerySet(qs, 0, 2, qbuf, 0);
-  enc.copyBufferToBuffer(qbuf, 0, rbuf, 0, 16);
-  device.queue.submit([enc.finish()]);
-  await rbuf.mapAsync(GPUMapMode.READ);
-  const t = new BigUint64Array(rbuf.getMappedRange().slice(0));
-  rbuf.unmap();
-  return Number(t[1] - t[0]) / 1e6;
+function time(steps, spins) {
+  return measure((enc, querySet) => {
+    for (let r = 0; r < spins; r++) encodePasses(enc, steps, null);  // untimed: the GPU at its working clocks
+    encodePasses(enc, steps, querySet);
+  });
 }
 
 async function steps(passes, buffers, rewrite) {

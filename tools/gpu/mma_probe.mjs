@@ -1,17 +1,10 @@
 // Where a subgroup-matrix GEMM step's time goes on this GPU: throughput of bare multiply-accumulates, of
 // multiplies fed from workgroup memory, with a barrier per step, and fed straight from a storage buffer.
 // Usage (GPU machine, after `bash tools/gpu/run.sh device`): $NODE tools/gpu/mma_probe.mjs
-import { create, globals } from "webgpu";
+import { openDevice, timer } from "./probe_gpu.mjs";
 
-Object.assign(globalThis, globals);
-const gpu = create([...(process.env.PROBE_NULL ? ["backend=null"] : []), "enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
-  "disable-dawn-features=timestamp_quantization"]);
-const adapter = await gpu.requestAdapter();
-const device = await adapter.requestDevice({
-  requiredFeatures: ["chromium-experimental-subgroup-matrix", "shader-f16", "subgroups", "timestamp-query"],
-  requiredLimits: { maxComputeWorkgroupStorageSize: adapter.limits.maxComputeWorkgroupStorageSize },
-});
-device.addEventListener?.("uncapturederror", (e) => console.log("GPU error:", e.error.message));
+const { gpu, device } = await openDevice(["maxComputeWorkgroupStorageSize"]);
+const measure = timer(device);
 
 const SUBGROUPS = 4;
 const ITER = 256;
@@ -87,25 +80,14 @@ const groupLayout = device.createBindGroupLayout({ entries: [
   { binding: 1, visibility: GPUShaderStage.COMPUTE, buffer: { type: "read-only-storage" } },
   { binding: 2, visibility: GPUShaderStage.COMPUTE, buffer: { type: "storage" } }] });
 const layout = device.createPipelineLayout({ bindGroupLayouts: [groupLayout] });
-const qs = device.createQuerySet({ type: "timestamp", count: 2 });
-const qbuf = device.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-const rbuf = device.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-
-async function time(pipeline, bind, reps) {
-  const enc = device.createCommandEncoder();
-  for (let r = 0; r < reps; r++) {  // untimed: the GPU at its working clocks
-    const p = enc.beginComputePass(); p.setPipeline(pipeline); p.setBindGroup(0, bind);
-    p.dispatchWorkgroups(WORKGROUPS); p.end();
-  }
-  const p = enc.beginComputePass({ timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } });
-  p.setPipeline(pipeline); p.setBindGroup(0, bind); p.dispatchWorkgroups(WORKGROUPS); p.end();
-  enc.resolveQuerySet(qs, 0, 2, qbuf, 0);
-  enc.copyBufferToBuffer(qbuf, 0, rbuf, 0, 16);
-  device.queue.submit([enc.finish()]);
-  await rbuf.mapAsync(GPUMapMode.READ);
-  const t = new BigUint64Array(rbuf.getMappedRange().slice(0));
-  rbuf.unmap();
-  return Number(t[1] - t[0]) / 1e6;
+function time(pipeline, bind, reps) {
+  return measure((enc, querySet) => {
+    for (let r = 0; r <= reps; r++) {  // reps untimed (the GPU at its working clocks), then the timed one
+      const timed = r === reps ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 } } : {};
+      const p = enc.beginComputePass(timed);
+      p.setPipeline(pipeline); p.setBindGroup(0, bind); p.dispatchWorkgroups(WORKGROUPS); p.end();
+    }
+  });
 }
 
 const cases = [];
