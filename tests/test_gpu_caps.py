@@ -4,14 +4,17 @@ The configurations are the ones Dawn reported on the NVIDIA H200 (docs/h200/devi
 8-bit integer matrices only, so the f32 subgroup-matrix paths must refuse there and the f16 ones pick
 f16 components with f32 results."""
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from app import tuning_tables
 from app.caps import DeviceCaps, matrix_configs
 from app.errors import ConvTransposeError
 from app.planner import plan
 from app.shapes import infer
+from app.variants import phase_gemm_sgmat
 
 H200 = json.loads((Path(__file__).resolve().parents[1] / "docs" / "h200" / "device.json").read_text())
 SGMAT = ("chromium-experimental-subgroup-matrix", "subgroups", "shader-f16")
@@ -96,3 +99,29 @@ def test_without_the_feature_no_configuration_counts():
     geom = infer((1, 32, 8, 8), (32, 32, 1, 1), None, {}, {"x": "float16", "w": "float16"})
     with pytest.raises(ConvTransposeError, match="chromium-experimental-subgroup-matrix"):
         plan(geom, caps, "phase_gemm_sgmat")
+
+
+@pytest.mark.parametrize("x, w, attrs", SHAPES)
+def test_right_matrices_come_straight_from_packed_weights_of_their_type(x, w, attrs):
+    # bd: wp is bound as the matrices' component type and allocated past its last step and tile, so that
+    # no matrix load leaves it.
+    geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
+    gemm = launch.dispatches[0]
+    assert launch.tiles["bd"] == 1 and ["wp", "read", "array<C>"] in gemm.params["bindings"]
+    packed = geom.group * math.prod(geom.kernel) * geom.in_per_group * -(-geom.out_per_group // 4) * 4
+    step_rows = gemm.params["kb"] * gemm.params["sk"] * -(-geom.out_per_group // 4) * 4
+    assert launch.prepared["wp"] == 2 * (packed + step_rows + gemm.params["tn"])
+
+
+def test_f16_storage_on_f32_matrices_stages_the_right_matrices():
+    # An Apple-like list without f16 -> f32 matrices: float16 inputs ride f32 matrices, which cannot read
+    # wp's f16 directly, so the defaults stage B, bd is refused by name, and a table's bd is not taken.
+    caps = h200_caps(subgroup_matrix_configs=matrix_configs(APPLE_CONFIGS[:2]))
+    geom = infer(*SHAPES[1][:2], None, {}, {"x": "float16", "w": "float16"})
+    tiles = plan(geom, caps, "phase_gemm_sgmat").tiles
+    assert tiles["bd"] == 0
+    refusal = phase_gemm_sgmat.tiles_refusal(tiles | {"bd": 1}, geom, caps)
+    assert refusal.startswith("bd needs matrices of the storage type (f16)")
+    with tuning_tables.forcing("phase_gemm_sgmat", {"bd": 1}):
+        assert plan(geom, caps, "phase_gemm_sgmat").tiles["bd"] == 0

@@ -163,9 +163,11 @@ def configure(geom, caps) -> Launch | Refusal:
 
 
 def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
-            tiles: dict) -> Launch | Refusal:
+                tiles: dict, wp_view: str | None = None, wp_tail: int = 0) -> Launch | Refusal:
     """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
-    > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y."""
+    > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y. The GEMM
+    may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail` elements
+    longer than the pack writes."""
     refusal = workgroup_refusal(need, caps)
     if refusal:
         return refusal
@@ -190,11 +192,11 @@ def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step:
                    ("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", split_tiles * kz)]
                 + ([("split_tiles", split_tiles), ("splits", kz), ("y_size", geom.y_size)] if kz > 1 else [])
                 + axis_uniforms(geom))
-    prepared = {"wp": packed_vec4s * 4 * DTYPE_BYTES[geom.dtype]}
+    prepared = {"wp": (packed_vec4s * 4 + wp_tail) * DTYPE_BYTES[geom.dtype]}
     has_bias = geom.has_bias and kz == 1  # split: the sum pass adds the bias once, not each partial
     gemm = dispatch(template, {"rank": geom.rank, "dtype": geom.dtype, "has_bias": has_bias} | params,
                     ("x", "wp", "b") if has_bias else ("x", "wp"), ("y",) if kz == 1 else ("parts",), uniforms,
-                    grid(split_tiles * kz, max_dim))
+                    grid(split_tiles * kz, max_dim), {"wp": wp_view} if wp_view else None)
     if kz == 1:
         return Launch("", "", (gemm,), weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
     vec = 4 if geom.y_size % 4 == 0 else 1  # vec4 loads and stores where y divides into them

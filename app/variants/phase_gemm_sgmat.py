@@ -18,15 +18,19 @@ NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
 FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
-PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz")
+STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
+PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd")
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
-# (sg_m, sg_n, cm, cn, kb, kz) for 16 x 16 matrices, from the same H200 sweep (f16): 64 x 64 tiles up to 64
-# out-channels (128-wide ones were 2-2.5x slower there); wider, 128 x 128 by 4 subgroups of 4 x 4 matrices
-# where that makes 256 workgroups, by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64.
-_NARROW = (2, 2, 2, 2, 1, 1)
-_WIDE = (2, 2, 4, 4, 1, 1)
-_WIDE_FEW = (4, 2, 2, 4, 2, 1)
-_SMALL = (2, 2, 2, 2, 2, 1)
+# (sg_m, sg_n, cm, cn, kb, kz, bd) for 16 x 16 matrices, from H200 sweeps (f16): 64 x 64 tiles (_SMALL) up to 64
+# out-channels (128-wide ones were 2-2.5x slower there), 128 x 64 where that makes 256 workgroups (stride1_3d:
+# 0.154 ms against 0.200); wider, 128 x 128 by 4 subgroups of 4 x 4 matrices where that makes 256 workgroups,
+# by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64. Two matrix K-blocks per step and right
+# matrices read straight from the packed weights (bd) won or tied on all five f16 cases swept
+# (docs/h200/sweeps/phase_gemm_sgmat-f16-bd-*.json): the 1x1 projection 0.093 ms against 0.152 staged.
+_NARROW_TALL = (2, 2, 4, 2, 2, 1, 1)
+_WIDE = (2, 2, 4, 4, 2, 1, 1)
+_WIDE_FEW = (4, 2, 2, 4, 2, 1, 1)
+_SMALL = (2, 2, 2, 2, 2, 1, 1)
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -55,36 +59,44 @@ def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
     comp = 2 if config["componentType"] == "f16" else 4
     pad = ROW_PAD_BYTES // comp
-    return 2 * tks * (tm + tn + 2 * pad) * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
+    staged = tm + pad + (0 if t["bd"] else tn + pad)  # bd: B is read from wp, not staged
+    return 2 * tks * staged * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
 
 
 def default_tiles(geom, caps) -> dict:
-    config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16}
+    config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16, "componentType": None}
+    # bd reads wp's storage type into the matrices: only where they are of that type.
+    direct = int(config["componentType"] == STORAGE_COMPONENT[geom.dtype])
 
     def shape(values: tuple) -> tuple[dict, int]:
-        t = dict(zip(PARAMS, values))
+        t = dict(zip(PARAMS, values)) | {"bd": direct}
         tm, tn, _ = _tile(t, config)
         return t, workgroup_count(geom, {"tm": tm, "tn": tn})
 
-    if geom.out_per_group > 64:
-        for values, enough in ((_WIDE, FILL), (_WIDE_FEW, FILL // 2)):
-            t, workgroups = shape(values)
-            if workgroups >= enough:
-                return t
+    tall = ((_WIDE, FILL), (_WIDE_FEW, FILL // 2)) if geom.out_per_group > 64 else ((_NARROW_TALL, FILL),)
+    for values, enough in tall:
+        t, workgroups = shape(values)
+        if workgroups >= enough:
+            return t
     # Not split across workgroups by default: on an H200, phase_gemm's split-K rule made `large`
     # stride1_3d_64_3x3x3 slower here (0.295 ms against 0.238 unsplit). kz stays a tunable.
-    return shape(_NARROW if geom.out_per_group <= 64 else _SMALL)[0]
+    return shape(_SMALL)[0]
 
 
 def tiles_refusal(t: dict, geom, caps) -> str | None:
     """Why a shape cannot run here (None when it can): the device's matrices, limits and the staging rule."""
-    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in PARAMS):
+    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in PARAMS if k != "bd"):
         return "tile sizes must be positive integers"
     config = matrix_config(geom.dtype, caps)
     if config is None:
         return (f"needs a subgroup-matrix configuration with {' or '.join(COMPONENTS[geom.dtype])} components and "
                 f"f32 results; the device reports {list(caps.subgroup_matrix_configs)}")
     tm, tn, tks = _tile(t, config)
+    if t.get("bd") not in (0, 1):
+        return "bd (right matrices read straight from the packed weights) must be 0 or 1"
+    if t["bd"] and config["componentType"] != STORAGE_COMPONENT[geom.dtype]:
+        return (f"bd needs matrices of the storage type ({STORAGE_COMPONENT[geom.dtype]}), the device's are "
+                f"{config['componentType']}")
     sizes = usable_subgroup_sizes(caps)
     if sizes and sizes[0] < config["M"]:
         return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
@@ -114,7 +126,12 @@ def configure(geom, caps) -> Launch | Refusal:
     tm, tn, tks = _tile(t, config)
     params = t | {"comp": config["componentType"], "sm": config["M"], "sn": config["N"], "sk": config["K"],
                   "subgroup_size": _subgroup_size(caps), "tm": tm, "tn": tn}
-    return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t)
+    if not t["bd"]:
+        return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t)
+    # The last step's matrices reach up to tks rows and tn columns past the packed rows.
+    tail = tks * 4 * -(-geom.out_per_group // 4) + tn
+    return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
+                       wp_view="array<C>", wp_tail=tail)
 
 
 SGMAT = Variant(
