@@ -106,12 +106,23 @@ def test_right_matrices_come_straight_from_packed_weights_of_their_type(x, w, at
     # bd: wp is bound as the matrices' component type and allocated past its last step and tile, so that
     # no matrix load leaves it.
     geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
-    launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
+    with tuning_tables.forcing("phase_gemm_sgmat", {"bd": 1}):
+        launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
     gemm = launch.dispatches[0]
     assert launch.tiles["bd"] == 1 and ["wp", "read", "array<C>"] in gemm.params["bindings"]
     packed = geom.group * math.prod(geom.kernel) * geom.in_per_group * -(-geom.out_per_group // 4) * 4
     step_rows = gemm.params["kb"] * gemm.params["sk"] * -(-geom.out_per_group // 4) * 4
     assert launch.prepared["wp"] == 2 * (packed + step_rows + gemm.params["tn"])
+
+
+def test_tall_tiles_read_right_matrices_directly_small_ones_stage_them():
+    f16 = {"x": "float16", "w": "float16"}
+    proj = infer((1, 512, 128, 128), (512, 256, 1, 1), None, {}, f16)  # 128 x 128 tiles, 256 workgroups
+    assert plan(proj, h200_caps()).tiles["bd"] == 1
+    small = infer((1, 512, 64, 64), (512, 256, 1, 1), None, {}, f16)  # 64 x 64 tiles
+    assert plan(small, h200_caps()).tiles["bd"] == 0
+    narrow = infer((1, 512, 128, 128), (512, 8, 1, 1), None, {}, f16)  # 8-wide wp rows: shorter than a matrix
+    assert plan(narrow, h200_caps(), "phase_gemm_sgmat").tiles["bd"] == 0
 
 
 def test_f16_storage_on_f32_matrices_stages_the_right_matrices():

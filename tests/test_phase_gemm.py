@@ -77,14 +77,21 @@ def test_split_k_needs_room_for_its_partial_sums():
     assert tiles(x, w, attrs, h200_caps(limits=H200["limits"] | {"maxBufferSize": 1 << 20}))["kz"] == 1
 
 
-def test_float16_matrices_split_k_only_when_tuned():
-    geom = infer(*SMALL_DEEP[0][:2], None, SMALL_DEEP[0][2], {"x": "float16", "w": "float16"})
-    assert phase_gemm_sgmat.default_tiles(geom, h200_caps())["kz"] == 1  # split made an H200 case slower
-    split = phase_gemm_sgmat.default_tiles(geom, h200_caps()) | {"kz": 4}
-    with tuning_tables.forcing("phase_gemm_sgmat", split):
-        launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
-    assert launch.tiles["kz"] == 4 and launch.dispatches[0].bindings == ("x", "wp", "parts")
+@pytest.mark.parametrize("x, w, attrs", SMALL_DEEP)
+def test_float16_matrices_split_small_deep_gemms_as_phase_gemm_does(x, w, attrs):
+    geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
+    t = phase_gemm_sgmat.default_tiles(geom, h200_caps())
+    tm, tn, tks = phase_gemm_sgmat._tile(t, {"M": 16, "N": 16, "K": 16})
+    assert t["kz"] == phase_gemm.split_k(geom, h200_caps(), tm, tn, tks) > 1
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
+    assert launch.tiles["kz"] == t["kz"] and launch.dispatches[0].bindings == ("x", "wp", "parts")
     assert launch.dispatches[-1].template == phase_gemm.SPLIT_SUM
+
+
+def test_float16_matrices_do_not_split_a_gemm_that_fills_the_gpu():
+    # `large` stride1_3d_64_3x3x3: 256 workgroups of 128 x 64 tiles; split, it ran slower on an H200.
+    geom = infer((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), None, {"pads": [1] * 6}, {"x": "float16", "w": "float16"})
+    assert phase_gemm_sgmat.default_tiles(geom, h200_caps())["kz"] == 1
 
 
 def test_software_adapters_get_small_blocks():

@@ -12,7 +12,8 @@ from .. import tuning_tables
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..launch import Launch, Refusal
 from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant
-from .phase_gemm import FILL, INVOCATIONS, PACK, SHARED, SPLIT_SUM, gemm_launch, parts_refusal, workgroup_count
+from .phase_gemm import (FILL, INVOCATIONS, PACK, SHARED, SPLIT_SUM, gemm_launch, parts_refusal, split_k,
+                         workgroup_count)
 
 NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
@@ -21,16 +22,17 @@ COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
 STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
 PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd")
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
-# (sg_m, sg_n, cm, cn, kb, kz, bd) for 16 x 16 matrices, from H200 sweeps (f16): 64 x 64 tiles (_SMALL) up to 64
-# out-channels (128-wide ones were 2-2.5x slower there), 128 x 64 where that makes 256 workgroups (stride1_3d:
-# 0.154 ms against 0.200); wider, 128 x 128 by 4 subgroups of 4 x 4 matrices where that makes 256 workgroups,
-# by 8 subgroups of 2 x 4 down to 128 workgroups, else 64 x 64. Two matrix K-blocks per step and right
-# matrices read straight from the packed weights (bd) won or tied on all five f16 cases swept
-# (docs/h200/sweeps/phase_gemm_sgmat-f16-bd-*.json): the 1x1 projection 0.093 ms against 0.152 staged.
-_NARROW_TALL = (2, 2, 4, 2, 2, 1, 1)
+# (sg_m, sg_n, cm, cn, kb, kz, bd) for 16 x 16 matrices, from H200 sweeps (f16, docs/h200/sweeps/
+# phase_gemm_sgmat-f16-*.json): 4 subgroups of 2 x 2 subgroups, the tallest tile that still makes FILL
+# workgroups: 128 x 128 (4 x 4 matrices each) where there are more than 64 out-channels, else 128 x 64, else
+# 64 x 64 (on 11 `large` and `full` cases, within 8% of the best shape swept, mostly the best). Two matrix
+# K-blocks per step. The tall tiles read their right matrices straight from the packed weights, a step
+# ahead (bd): 1.2-3.2x faster on all nine `large` cases swept (the 1x1 projection 0.083 ms against 0.267
+# staged); 64 x 64 tiles stage them: bd was up to 1.3x slower there (`full` hifigan_k16s8p4, 0.071 ms
+# against 0.055), never more than 2% faster.
 _WIDE = (2, 2, 4, 4, 2, 1, 1)
-_WIDE_FEW = (4, 2, 2, 4, 2, 1, 1)
-_SMALL = (2, 2, 2, 2, 2, 1, 1)
+_TALL = (2, 2, 4, 2, 2, 1, 1)
+_SMALL = (2, 2, 2, 2, 2, 1, 0)
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -53,6 +55,16 @@ def _tile(t: dict, config: dict) -> tuple[int, int, int]:
 
 
 ROW_PAD_BYTES = 16  # the template pads every staged k row by this much (bank conflicts)
+MATRIX_ALIGN_BYTES = 16  # Vulkan: a cooperative-matrix load's address and stride (rows of 16 f16 here)
+
+
+def _wp_rows_fit(geom, config) -> bool:
+    """wp's rows (out-channels rounded up to 4) can be a right matrix's rows: a multiple of a matrix load's
+    alignment, and no shorter than the matrix (on an H200, shorter rows gave wrong results: 11 test.json
+    cases with 8 or fewer out-channels per group)."""
+    comp = 2 if config["componentType"] == "f16" else 4
+    cols = 4 * -(-geom.out_per_group // 4)
+    return (cols * comp) % MATRIX_ALIGN_BYTES == 0 and cols >= config["N"]
 
 
 def workgroup_bytes(t: dict, config: dict) -> int:
@@ -65,22 +77,28 @@ def workgroup_bytes(t: dict, config: dict) -> int:
 
 def default_tiles(geom, caps) -> dict:
     config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16, "componentType": None}
-    # bd reads wp's storage type into the matrices: only where they are of that type.
-    direct = int(config["componentType"] == STORAGE_COMPONENT[geom.dtype])
+    # bd reads wp's storage type into the matrices: only where they are of that type and its rows fit.
+    direct = int(config["componentType"] == STORAGE_COMPONENT[geom.dtype] and _wp_rows_fit(geom, config))
 
     def shape(values: tuple) -> tuple[dict, int]:
-        t = dict(zip(PARAMS, values)) | {"bd": direct}
+        t = dict(zip(PARAMS, values))
+        t["bd"] &= direct
         tm, tn, _ = _tile(t, config)
         return t, workgroup_count(geom, {"tm": tm, "tn": tn})
 
-    tall = ((_WIDE, FILL), (_WIDE_FEW, FILL // 2)) if geom.out_per_group > 64 else ((_NARROW_TALL, FILL),)
-    for values, enough in tall:
+    for values in (_WIDE, _TALL) if geom.out_per_group > 64 else (_TALL,):
         t, workgroups = shape(values)
-        if workgroups >= enough:
+        if workgroups >= FILL:
             return t
-    # Not split across workgroups by default: on an H200, phase_gemm's split-K rule made `large`
-    # stride1_3d_64_3x3x3 slower here (0.295 ms against 0.238 unsplit). kz stays a tunable.
-    return shape(_SMALL)[0]
+    # Short of FILL workgroups even on 64 x 64 tiles, a deep reduction is split across workgroups by
+    # phase_gemm's rule: on an H200, `full` stride1_3x3 and stride1_3x3x3 (64 workgroups unsplit) took
+    # 0.057 and 0.050 ms with kz 4 against 0.114 and 0.095 unsplit (docs/h200/sweeps/
+    # phase_gemm_sgmat-f16-ad-full.json); `large` stride1_3d, already at 256 workgroups, ran slower split.
+    t, workgroups = shape(_SMALL)
+    if workgroups < FILL:
+        tm, tn, tks = _tile(t, config)
+        t["kz"] = split_k(geom, caps, tm, tn, tks)
+    return t
 
 
 def tiles_refusal(t: dict, geom, caps) -> str | None:
@@ -97,6 +115,9 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     if t["bd"] and config["componentType"] != STORAGE_COMPONENT[geom.dtype]:
         return (f"bd needs matrices of the storage type ({STORAGE_COMPONENT[geom.dtype]}), the device's are "
                 f"{config['componentType']}")
+    if t["bd"] and not _wp_rows_fit(geom, config):
+        return (f"bd needs packed weight rows of at least a matrix's {config['N']} columns and a multiple of "
+                f"{MATRIX_ALIGN_BYTES} bytes (out-channels per group rounded up to 4)")
     sizes = usable_subgroup_sizes(caps)
     if sizes and sizes[0] < config["M"]:
         return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
