@@ -136,13 +136,3 @@ def test_f16_storage_on_f32_matrices_stages_the_right_matrices():
     assert refusal.startswith("bd needs matrices of the storage type (f16)")
     with tuning_tables.forcing("phase_gemm_sgmat", {"bd": 1}):
         assert plan(geom, caps, "phase_gemm_sgmat").tiles["bd"] == 0
-
-
-def test_write_out_takes_as_many_result_matrices_per_barrier_as_fit():
-    # 2 * cm * cn / wo barriers per tile: wo is the largest divisor of cn whose res_s slots fit beside the staging.
-    config = {"componentType": "f16", "M": 16, "N": 16, "K": 16}
-    wide = {"sg_m": 2, "sg_n": 2, "cm": 4, "cn": 4, "kb": 2, "kz": 1, "bd": 1}
-    assert phase_gemm_sgmat.write_out_width(wide, config, h200_caps()) == 4
-    deep = {"sg_m": 2, "sg_n": 4, "cm": 4, "cn": 2, "kb": 4, "kz": 2, "bd": 1}  # 34 KiB of staging
-    assert phase_gemm_sgmat.write_out_width(deep, config, h200_caps()) == 1
-    assert phase_gemm_sgmat.workgroup_bytes(deep, config, 2) > H200["limits"]["maxComputeWorkgroupStorageSize"]

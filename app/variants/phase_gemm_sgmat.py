@@ -67,21 +67,12 @@ def _wp_rows_fit(geom, config) -> bool:
     return (cols * comp) % MATRIX_ALIGN_BYTES == 0 and cols >= config["N"]
 
 
-def workgroup_bytes(t: dict, config: dict, wo: int = 1) -> int:
-    """Staging (double-buffered, rows padded) plus the write-out slots of wo result matrices per subgroup."""
+def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
     comp = 2 if config["componentType"] == "f16" else 4
     pad = ROW_PAD_BYTES // comp
     staged = tm + pad + (0 if t["bd"] else tn + pad)  # bd: B is read from wp, not staged
-    return 2 * tks * staged * comp + 4 * t["sg_m"] * t["sg_n"] * wo * config["M"] * config["N"]
-
-
-def write_out_width(t: dict, config: dict, caps) -> int:
-    """Result matrices a subgroup writes out per pair of barriers: the most (a divisor of cn) whose slots fit
-    the device's workgroup memory beside the staging, so a tile's write-out takes 2 * cm * cn / wo barriers."""
-    fits = [wo for wo in range(1, t["cn"] + 1)
-            if t["cn"] % wo == 0 and workgroup_bytes(t, config, wo) <= caps.limit(WORKGROUP_STORAGE)]
-    return max(fits, default=1)
+    return 2 * tks * staged * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
 
 
 def default_tiles(geom, caps) -> dict:
@@ -154,15 +145,14 @@ def configure(geom, caps) -> Launch | Refusal:
         return Refusal(refusal)
     config = matrix_config(geom.dtype, caps)
     tm, tn, tks = _tile(t, config)
-    wo = write_out_width(t, config, caps)
     params = t | {"comp": config["componentType"], "sm": config["M"], "sn": config["N"], "sk": config["K"],
-                  "subgroup_size": _subgroup_size(caps), "tm": tm, "tn": tn, "wo": wo}
-    need = workgroup_bytes(t, config, wo)
+                  "subgroup_size": _subgroup_size(caps), "tm": tm, "tn": tn}
     if not t["bd"]:
-        return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, need, t)
+        return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t)
     # The last step's matrices reach up to tks rows and tn columns past the packed rows.
     tail = tks * 4 * -(-geom.out_per_group // 4) + tn
-    return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, need, t, wp_view="array<C>", wp_tail=tail)
+    return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
+                       wp_view="array<C>", wp_tail=tail)
 
 
 SGMAT = Variant(
