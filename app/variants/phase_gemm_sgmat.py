@@ -23,9 +23,10 @@ STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
 PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd")
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
 # (sg_m, sg_n, cm, cn, kb, kz, bd) for 16 x 16 matrices, from H200 sweeps (f16, docs/h200/sweeps/
-# phase_gemm_sgmat-f16-*.json): 4 subgroups of 2 x 2 subgroups, the tallest tile that still makes FILL
-# workgroups: 128 x 128 (4 x 4 matrices each) where there are more than 64 out-channels, else 128 x 64, else
-# 64 x 64 (on 11 `large` and `full` cases, within 8% of the best shape swept, mostly the best). Two matrix
+# phase_gemm_sgmat-f16-*.json): 2 x 2 subgroups, the tallest tile that still makes FILL workgroups: 128 x 128
+# (4 x 4 matrices each) where there are more than 64 out-channels, else 128 x 64, else 64 x 64 (the fastest
+# 2 x 2-subgroup shape swept on each of the nine `large` dense cases; 8 subgroups with 4 K-blocks won on
+# stride1_256_3x3, an entry of the H200 table, but cost the other cases of its class 7-15%). Two matrix
 # K-blocks per step. The tall tiles read their right matrices straight from the packed weights, a step
 # ahead (bd): 1.2-3.2x faster on all nine `large` cases swept (the 1x1 projection 0.083 ms against 0.267
 # staged); 64 x 64 tiles stage them: bd was up to 1.3x slower there (`full` hifigan_k16s8p4, 0.071 ms
