@@ -75,12 +75,16 @@ def body_size(geom, outs: int) -> tuple[int, int]:
     return sum(len(t) for _, _, t in body["accs"]), len(body["loads"]) + len(body["taps"]) + len(body["accs"])
 
 
+def _widest_store(geom) -> int:
+    """Outputs per 16-byte store: a vec4 of f32, or eight float16 outputs packed into a vec4<u32>."""
+    return 8 if geom.dtype == "float16" else 4
+
+
 def resolved(params: dict, geom) -> tuple[int, int]:
     """(vec, outs) as launched: the store width drops to the largest that divides the last axis's length
     (every row then starts aligned), and outs rounds up to a multiple of the width and the stride."""
     out_last, s_last = geom.out_spatial[-1], geom.strides[-1]
-    widest = params["vec"] if geom.dtype == "float16" else min(params["vec"], 4)
-    vec = max(v for v in VECS if v <= widest and out_last % v == 0)
+    vec = max(v for v in VECS if v <= min(params["vec"], _widest_store(geom)) and out_last % v == 0)
     unit = vec * s_last // math.gcd(vec, s_last)
     return vec, -(-params["outs"] // unit) * unit
 
@@ -95,7 +99,7 @@ def default_params(geom, caps) -> dict:
     # fewer, longer invocations (16 outputs per row, at most 32 per invocation over the prod(outer strides)
     # rows of a cell; SwiftShader's tuning found 16 over 8 and 4) win there.
     rows = math.prod(geom.strides[:-1])
-    widest = 8 if geom.dtype == "float16" else 4
+    widest = _widest_store(geom)
     if caps.is_software:
         wanted = {"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64}
     else:
@@ -120,7 +124,7 @@ def params_refusal(params: dict, geom, caps) -> str | None:
         return f"params must be the positive integers {names}"
     if params["vec"] not in VECS:
         return f"vec must be one of {VECS}"
-    if params["vec"] == 8 and geom.dtype != "float16":
+    if params["vec"] > _widest_store(geom):
         return "vec 8 packs float16 outputs; float32 stores are at most vec4"
     size = params["workgroup_size"]
     if size > caps.limit("maxComputeInvocationsPerWorkgroup") or size > caps.limit("maxComputeWorkgroupSizeX"):

@@ -59,18 +59,33 @@ ROW_PAD_BYTES = 16  # the template pads every staged k row by this much (bank co
 MATRIX_ALIGN_BYTES = 16  # Vulkan: a cooperative-matrix load's address and stride (rows of 16 f16 here)
 
 
-def _wp_rows_fit(geom, config) -> bool:
-    """wp's rows (out-channels rounded up to 4) can be a right matrix's rows: a multiple of a matrix load's
-    alignment, and no shorter than the matrix (on an H200, shorter rows gave wrong results: 11 test.json
-    cases with 8 or fewer out-channels per group)."""
-    comp = 2 if config["componentType"] == "f16" else 4
-    cols = 4 * -(-geom.out_per_group // 4)
-    return (cols * comp) % MATRIX_ALIGN_BYTES == 0 and cols >= config["N"]
+def _component_bytes(config: dict) -> int:
+    return 2 if config["componentType"] == "f16" else 4
+
+
+def _wp_cols(geom) -> int:
+    """Elements in a row of wp: the group's out-channels rounded up to 4 (the pack writes vec4 rows)."""
+    return 4 * -(-geom.out_per_group // 4)
+
+
+def _direct_b_refusal(geom, config: dict) -> str | None:
+    """Why bd cannot read this request's right matrices straight from wp (None when it can): the matrices must
+    be of the storage type, and wp's rows a multiple of a matrix load's alignment and no shorter than the
+    matrix (on an H200, shorter rows gave wrong results: 11 test.json cases with 8 or fewer out-channels
+    per group)."""
+    if config["componentType"] != STORAGE_COMPONENT[geom.dtype]:
+        return (f"bd needs matrices of the storage type ({STORAGE_COMPONENT[geom.dtype]}), the device's are "
+                f"{config['componentType']}")
+    cols = _wp_cols(geom)
+    if (cols * _component_bytes(config)) % MATRIX_ALIGN_BYTES or cols < config["N"]:
+        return (f"bd needs packed weight rows of at least a matrix's {config['N']} columns and a multiple of "
+                f"{MATRIX_ALIGN_BYTES} bytes (out-channels per group rounded up to 4)")
+    return None
 
 
 def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
-    comp = 2 if config["componentType"] == "f16" else 4
+    comp = _component_bytes(config)
     pad = ROW_PAD_BYTES // comp
     staged = tm + pad + (0 if t["bd"] else tn + pad)  # bd: B is read from wp, not staged
     return 2 * tks * staged * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
@@ -78,8 +93,7 @@ def workgroup_bytes(t: dict, config: dict) -> int:
 
 def default_tiles(geom, caps) -> dict:
     config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16, "componentType": None}
-    # bd reads wp's storage type into the matrices: only where they are of that type and its rows fit.
-    direct = int(config["componentType"] == STORAGE_COMPONENT[geom.dtype] and _wp_rows_fit(geom, config))
+    direct = int(_direct_b_refusal(geom, config) is None)
 
     def shape(values: tuple) -> tuple[dict, int]:
         t = dict(zip(PARAMS, values))
@@ -113,12 +127,8 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     tm, tn, tks = _tile(t, config)
     if t.get("bd") not in (0, 1):
         return "bd (right matrices read straight from the packed weights) must be 0 or 1"
-    if t["bd"] and config["componentType"] != STORAGE_COMPONENT[geom.dtype]:
-        return (f"bd needs matrices of the storage type ({STORAGE_COMPONENT[geom.dtype]}), the device's are "
-                f"{config['componentType']}")
-    if t["bd"] and not _wp_rows_fit(geom, config):
-        return (f"bd needs packed weight rows of at least a matrix's {config['N']} columns and a multiple of "
-                f"{MATRIX_ALIGN_BYTES} bytes (out-channels per group rounded up to 4)")
+    if t["bd"] and _direct_b_refusal(geom, config):
+        return _direct_b_refusal(geom, config)
     sizes = usable_subgroup_sizes(caps)
     if sizes and sizes[0] < config["M"]:
         return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
@@ -151,7 +161,7 @@ def configure(geom, caps) -> Launch | Refusal:
     if not t["bd"]:
         return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t)
     # The last step's matrices reach up to tks rows and tn columns past the packed rows.
-    tail = tks * 4 * -(-geom.out_per_group // 4) + tn
+    tail = tks * _wp_cols(geom) + tn
     return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
                        wp_view="array<C>", wp_tail=tail)
 
