@@ -63,6 +63,25 @@ res = await kernel(x=x, w=w, b=b, variant={variant!r}, **{attrs!r})
         assert out["variant"] == variant
 
 
+@pytest.mark.parametrize("x, w, attrs", [
+    ([2, 20, 5, 6], [20, 1, 4, 4], {"group": 20, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ([1, 6, 3, 2, 3], [6, 2, 3, 2, 3], {"group": 3, "strides": [2, 3, 2], "pads": [1, 0, 1, 1, 0, 1]}),
+], ids=["2d", "3d"])
+def test_grouped_planes_past_the_grid_limit_loop_in_one_pass(page, x, w, attrs):
+    """The grouped kernel's grid runs z over (batch, channel) planes: where they outnumber the device's
+    per-dimension limit, each invocation loops over z instead of the request splitting."""
+    out = run_python(page, CHECK + f"""
+kernel = {KERNEL.format(extra=', limits={"maxComputeWorkgroupsPerDimension": 8}')}
+rng = np.random.default_rng(2)
+x = rng.uniform(-1, 1, {x}).astype(np.float32)
+w = rng.uniform(-1, 1, {w}).astype(np.float32)
+res = await kernel(x=x, w=w, **{attrs!r})
+{{"err": error(res, x, w, None, {attrs!r}), "pieces": res["meta"]["pieces"], "variant": res["meta"]["variant"]}}
+""")
+    assert out["err"] < 1e-3, out
+    assert out["pieces"] == 1 and "grouped_stride_phase" in out["variant"], out
+
+
 def test_what_cannot_split_to_fit_is_refused_before_gpu_work(page):
     out = run_python(page, CHECK + f"""
 kernel = {KERNEL.format(extra=', limits={"maxStorageBufferBindingSize": 64}')}

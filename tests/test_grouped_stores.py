@@ -39,14 +39,14 @@ def test_float16_rows_are_packed_into_one_wide_store():
 def test_rows_not_a_multiple_of_eight_store_narrower():
     x, w, attrs = DEPTHWISE
     geom = geometry(((1, 256, 6, 6), w, attrs), "float16")  # 12 outputs per row
-    assert grouped.resolved({"vec": 8, "outs": 8, "workgroup_size": 128}, geom)[0] == 4
+    assert grouped.resolved({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1}, geom)[0] == 4
 
 
 def test_eight_wide_stores_are_refused_for_float32():
     geom = geometry(DEPTHWISE, "float32")
-    reason = grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128}, geom, h200_caps())
+    reason = grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1}, geom, h200_caps())
     assert "float16" in reason
-    assert grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128}, geometry(DEPTHWISE, "float16"),
+    assert grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1}, geometry(DEPTHWISE, "float16"),
                                   h200_caps()) is None
 
 

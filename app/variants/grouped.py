@@ -6,9 +6,10 @@ input offset is a constant table (`plan`), and the template emits straight-line 
 no tap search, no per-tap test and no multiply by an inserted zero. Sizes come from uniforms.
 
 An invocation owns one stride cell along every outer axis (the s outputs, one per phase, that read one
-input window) and `outs` consecutive outputs along the last axis, starting at a multiple of `outs` (a
-multiple of both the stride and the store width): consecutive invocations write consecutive addresses
-with `vec`-wide stores. Per input channel of its group it loads its input window once into registers
+input window), `cells` consecutive ones along the next-to-last axis, and `outs` consecutive outputs along
+the last axis, starting at a multiple of `outs` (a multiple of both the stride and the store width):
+consecutive invocations write consecutive addresses with `vec`-wide stores. The dispatch grid has the
+output's shape (chunks of the last axis, cells of the next, planes), so no invocation divides by a size. Per input channel of its group it loads its input window once into registers
 (neighbouring invocations' overlapping windows hit L1, not DRAM) and each tap's weight once (uniform
 across the workgroup: a broadcast), then feeds every output the window reaches.
 
@@ -21,7 +22,7 @@ import itertools
 import math
 
 from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch, grid
+from ..launch import Launch, Refusal, dispatch
 from .base import Tunable, Variant, channel_uniforms, io
 
 TEMPLATE = "conv-transpose-grouped-stride-phase.wgsl.jinja"
@@ -41,16 +42,16 @@ def phase_taps(rel: int, k: int, s: int, d: int) -> list[tuple[int, int]]:
     return [(tap, (rel - tap * d) // s) for tap in range(k) if (rel - tap * d) % s == 0]
 
 
-def plan(geom, outs: int) -> dict:
-    """The unrolled body as render parameters. Outer axes own one cell (outputs q*s + r - pad, r < s); the
-    last axis owns `outs` outputs o0 + v, whose t = o0 + v + pad is q*s + (pad mod s) + v, q being the
+def plan(geom, outs: int, cells: int = 1) -> dict:
+    """The unrolled body as render parameters. Outer axes own one cell (outputs q*s + r - pad, r < s), the
+    next-to-last `cells` (r < s * cells); the last axis owns `outs` outputs o0 + v, whose t = o0 + v + pad is q*s + (pad mod s) + v, q being the
     axis's base. `windows`: per axis, the input offsets from q that the owned outputs' taps read; `loads`:
     the window's samples (per axis an index into `windows`); `rows`: the outer axes' phases, one output
     row each; `accs`: per owned output [row, v, [[load, flat tap], ...]]; `taps`: the flat taps used."""
     per_axis = []
     for a in range(geom.rank):
         _, _, k, s, d, pad = _axis(geom, a)
-        rels = range(s) if a < geom.rank - 1 else [pad % s + v for v in range(outs)]
+        rels = {geom.rank - 1: [pad % s + v for v in range(outs)], geom.rank - 2: range(s * cells)}.get(a, range(s))
         per_axis.append([phase_taps(rel, k, s, d) for rel in rels])
     windows = [sorted({off for pairs in axis for _, off in pairs}) for axis in per_axis]
     loads = list(itertools.product(*(range(len(w)) for w in windows)))
@@ -69,9 +70,9 @@ def plan(geom, outs: int) -> dict:
             "taps": taps}
 
 
-def body_size(geom, outs: int) -> tuple[int, int]:
+def body_size(geom, outs: int, cells: int) -> tuple[int, int]:
     """(multiply-adds, f32 values live) per input channel of the unrolled body."""
-    body = plan(geom, outs)
+    body = plan(geom, outs, cells)
     return sum(len(t) for _, _, t in body["accs"]), len(body["loads"]) + len(body["taps"]) + len(body["accs"])
 
 
@@ -101,31 +102,34 @@ def default_params(geom, caps) -> dict:
     rows = math.prod(geom.strides[:-1])
     widest = _widest_store(geom)
     if caps.is_software:
-        wanted = {"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64}
+        wanted = {"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64, "cells": 1}
     else:
-        wanted = {"vec": widest, "outs": widest if geom.in_per_group == 1 else 8, "workgroup_size": 128}
+        wanted = {"vec": widest, "outs": widest if geom.in_per_group == 1 else 8, "workgroup_size": 128,
+                  "cells": 1}
     # Where the unrolled body would not fit, fewer outputs, then narrower stores.
     for outs in [wanted["outs"]] + [o for o in (8, 4, 1) if o < wanted["outs"]]:
         for vec in [v for v in reversed(VECS) if v <= wanted["vec"]]:
             params = wanted | {"vec": vec, "outs": outs}
             if _fits(params, geom):
                 return params
-    return wanted | {"vec": 1, "outs": 1}
+    return wanted | {"vec": 1, "outs": 1, "cells": 1}
 
 
 def _fits(params: dict, geom) -> bool:
-    terms, values = body_size(geom, resolved(params, geom)[1])
+    terms, values = body_size(geom, resolved(params, geom)[1], params["cells"])
     return terms <= MAX_TERMS and values <= MAX_VALUES
 
 
 def params_refusal(params: dict, geom, caps) -> str | None:
-    names = ("vec", "outs", "workgroup_size")
+    names = ("vec", "outs", "workgroup_size", "cells")
     if set(params) != set(names) or any(not isinstance(params[n], int) or params[n] < 1 for n in names):
         return f"params must be the positive integers {names}"
     if params["vec"] not in VECS:
         return f"vec must be one of {VECS}"
     if params["vec"] > _widest_store(geom):
         return "vec 8 packs float16 outputs; float32 stores are at most vec4"
+    if geom.rank == 1 and params["cells"] != 1:
+        return "cells counts stride cells of the next-to-last axis: 1D has none"
     size = params["workgroup_size"]
     if size > caps.limit("maxComputeInvocationsPerWorkgroup") or size > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{size} invocations per workgroup exceed the device's limit"
@@ -137,15 +141,26 @@ def params_refusal(params: dict, geom, caps) -> str | None:
 TUNABLE = Tunable(default_params, params_refusal)
 
 
-def cell_uniforms(geom, outs: int) -> list[tuple[str, int]]:
+def cell_uniforms(geom, outs: int, cells: int) -> list[tuple[str, int]]:
     """Per axis: in, out, pad, q (outer axes: the first cell, floor(pad / s); last axis: floor(pad / s), the
-    base of chunk 0) and cells (outer axes: how many cells reach the output; last axis: chunks of outs)."""
+    base of chunk 0) and cells (outer axes: how many cells, or runs of `cells` cells on the next-to-last, reach
+    the output; last axis: chunks of outs); then zs, the grid's z extent: planes (3D: times axis 0's cells)."""
     fields = []
     for a in range(geom.rank):
         i, o, _, s, _, pad = _axis(geom, a)
         count = (o - 1 + pad) // s - pad // s + 1 if a < geom.rank - 1 else -(-o // outs)
+        if a == geom.rank - 2:
+            count = -(-count // cells)
         fields += [(f"in{a}", i), (f"out{a}", o), (f"pad{a}", pad), (f"q{a}", pad // s), (f"cells{a}", count)]
-    return fields
+    planes = geom.batch * geom.out_channels
+    return fields + [("zs", planes * (dict(fields)["cells0"] if geom.rank == 3 else 1))]
+
+
+def workgroup_shape(size: int, chunks: int) -> tuple[int, int]:
+    """(x, y) extents: x as many lanes as the last axis has chunks, up to the whole workgroup, so that short
+    rows do not leave lanes idle; the rest along the next axis's cells."""
+    wx = min(size, 1 << max(chunks - 1, 0).bit_length())
+    return (wx, size // wx) if size % wx == 0 else (size, 1)
 
 
 def configure(geom, caps) -> Launch | Refusal:
@@ -155,17 +170,23 @@ def configure(geom, caps) -> Launch | Refusal:
     if refusal:
         return Refusal(refusal)
     vec, outs = resolved(params, geom)
-    cells = cell_uniforms(geom, outs)
-    items = geom.batch * geom.out_channels * math.prod(dict(cells)[f"cells{a}"] for a in range(geom.rank))
-    uniforms = channel_uniforms(geom) + cells + [("items", items)]
+    cells = dict(cell_uniforms(geom, outs, params["cells"]))
+    last = geom.rank - 1
     size = params["workgroup_size"]
-    render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "rank": geom.rank,
-              "strides": list(geom.strides), "vec": vec, "outs": outs,
-              "kernel_taps": math.prod(geom.kernel)} | plan(geom, outs)
+    wx, wy = workgroup_shape(size, cells[f"cells{last}"]) if geom.rank > 1 else (size, 1)
+    limit = caps.limit("maxComputeWorkgroupsPerDimension")
+    workgroups = (-(-cells[f"cells{last}"] // wx), -(-cells[f"cells{last - 1}"] // wy) if geom.rank > 1 else 1,
+                  min(cells["zs"], limit))
+    if max(workgroups[:2]) > limit:
+        return Refusal(f"{workgroups[:2]} workgroups along x, y exceed the device's {limit} per dimension")
+    uniforms = channel_uniforms(geom) + list(cells.items())
+    render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "wx": wx,
+              "z_loop": cells["zs"] > limit, "rank": geom.rank, "strides": list(geom.strides), "vec": vec, "outs": outs,
+              "cells": params["cells"],
+              "kernel_taps": math.prod(geom.kernel)} | plan(geom, outs, params["cells"])
     types = {"y": "array<vec4<u32>>" if vec == 8 else f"array<vec{vec}<T>>"} if vec > 1 else {}
-    workgroups = grid(-(-items // size), caps.limit("maxComputeWorkgroupsPerDimension"))
     return Launch("", "", (dispatch(TEMPLATE, render, *io(geom), uniforms, workgroups, types),),
-                  tiles={"vec": vec, "outs": outs, "workgroup_size": size})
+                  tiles={"vec": vec, "outs": outs, "workgroup_size": size, "cells": params["cells"]})
 
 
 VARIANTS = tuple(Variant(
