@@ -1,10 +1,12 @@
 """The grouped stride-phase kernel's store width in CPython: one 16-byte store per output row on GPUs (a
 vec4 of f32, or eight float16 outputs packed into a vec4<u32>), narrower where the row is not a multiple
-of the width, and refusals that say why."""
+of the width, about 32 outputs per invocation through stride cells of the next-to-last axis, and refusals
+that say why."""
 import pytest
 
 from app.planner import plan
 from app.render import render
+from app.shapes import infer
 from app.shapes import infer
 from app.variants import grouped
 from tests.test_gpu_caps import h200_caps
@@ -20,12 +22,12 @@ def geometry(case, dtype, bias=True):
 
 
 @pytest.mark.parametrize("case, dtype, want", [
-    (DEPTHWISE, "float32", (4, 4)), (DEPTHWISE, "float16", (8, 8)),
-    (GROUPED, "float32", (4, 8)), (GROUPED, "float16", (8, 8)),
+    (DEPTHWISE, "float32", (4, 4, 4)), (DEPTHWISE, "float16", (8, 8, 2)),
+    (GROUPED, "float32", (4, 4, 4)), (GROUPED, "float16", (8, 8, 2)),
 ])
-def test_gpus_store_16_bytes_per_row(case, dtype, want):
+def test_gpus_store_16_bytes_per_row_over_32_outputs(case, dtype, want):
     launch = plan(geometry(case, dtype), h200_caps(), "nchw2d_grouped_stride_phase")
-    assert (launch.tiles["vec"], launch.tiles["outs"]) == want
+    assert (launch.tiles["vec"], launch.tiles["outs"], launch.tiles["cells"]) == want
 
 
 def test_float16_rows_are_packed_into_one_wide_store():
@@ -54,3 +56,18 @@ def test_software_adapters_keep_vec4_and_long_rows():
     caps = h200_caps(architecture="swiftshader", is_fallback=True)
     launch = plan(geometry(DEPTHWISE, "float32"), caps, "nchw2d_grouped_stride_phase")
     assert (launch.tiles["vec"], launch.tiles["outs"]) == (4, 16)
+
+
+def test_cells_drop_where_the_body_would_not_fit():
+    # A 10x10 kernel at stride 2: four cells of 2 rows x 4 outputs would keep 180 values live per invocation
+    geom = infer((1, 8, 8, 8), (8, 1, 10, 10), attributes={"group": 8, "strides": [2, 2]})
+    params = grouped.default_params(geom, h200_caps())
+    assert (params["vec"], params["outs"], params["cells"]) == (4, 4, 2)
+    assert "unrolled body" in grouped.params_refusal(params | {"cells": 4}, geom, h200_caps())
+
+
+def test_one_dimension_has_no_cells_to_take():
+    geom = infer((1, 8, 16), (8, 1, 4), attributes={"group": 8, "strides": [2]})
+    assert grouped.default_params(geom, h200_caps())["cells"] == 1
+    assert "1D has none" in grouped.params_refusal({"vec": 4, "outs": 4, "workgroup_size": 128, "cells": 2},
+                                                   geom, h200_caps())

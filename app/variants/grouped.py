@@ -92,26 +92,29 @@ def resolved(params: dict, geom) -> tuple[int, int]:
 
 def default_params(geom, caps) -> dict:
     # GPUs: one 16-byte store per row per invocation (a vec4 of f32, or eight packed halves), so that each
-    # store instruction of a warp covers 512 contiguous bytes. On an H200 the depthwise `large` case took
-    # 0.038 ms so in float32 against 0.047 with two stores per row (8 outputs), 0.057 with four
-    # (tools/gpu/kernel_probe.mjs); float16 with two 8-byte vec4 stores took 0.032 ms, with one 0.039.
-    # Grouped: each in-channel's taps are loaded per invocation, so 8 outputs per row share them (and the
-    # window) over twice the multiply-adds. Software adapters run invocations as SIMD lanes of CPU threads:
-    # fewer, longer invocations (16 outputs per row, at most 32 per invocation over the prod(outer strides)
-    # rows of a cell; SwiftShader's tuning found 16 over 8 and 4) win there.
+    # store instruction of a warp covers 512 contiguous bytes, and about 32 outputs per invocation through
+    # more stride cells of the next-to-last axis (they share window rows and the index arithmetic). On an
+    # H200 (tools/gpu/kernel_probe.mjs, docs/h200/sweeps/grouped-cells-*, grouped-probe.txt) the depthwise `large` case took
+    # 0.0328 ms in float32 with 4 cells against 0.0337 with 1 (0.0378 before the output-shaped grid), and
+    # 0.0248 ms in float16 with 2 cells against 0.0254; the grouped g32 case 0.055 ms against 0.075 in
+    # float32, 0.060 against 0.073 in float16. Wider rows per invocation (8 float32 outputs: two stores a
+    # row) were slower everywhere. Software adapters run invocations as SIMD lanes of CPU threads: fewer,
+    # longer invocations (16 outputs per row, at most 32 per invocation over the prod(outer strides) rows of
+    # a cell; SwiftShader's tuning found 16 over 8 and 4) win there.
     rows = math.prod(geom.strides[:-1])
     widest = _widest_store(geom)
     if caps.is_software:
         wanted = {"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64, "cells": 1}
     else:
-        wanted = {"vec": widest, "outs": widest if geom.in_per_group == 1 else 8, "workgroup_size": 128,
-                  "cells": 1}
-    # Where the unrolled body would not fit, fewer outputs, then narrower stores.
+        cells = max(1, 32 // (widest * rows)) if geom.rank > 1 else 1
+        wanted = {"vec": widest, "outs": widest, "workgroup_size": 128, "cells": cells}
+    # Where the unrolled body would not fit, fewer cells, then fewer outputs, then narrower stores.
     for outs in [wanted["outs"]] + [o for o in (8, 4, 1) if o < wanted["outs"]]:
         for vec in [v for v in reversed(VECS) if v <= wanted["vec"]]:
-            params = wanted | {"vec": vec, "outs": outs}
-            if _fits(params, geom):
-                return params
+            for cells in range(wanted["cells"], 0, -1):
+                params = wanted | {"vec": vec, "outs": outs, "cells": cells}
+                if _fits(params, geom):
+                    return params
     return wanted | {"vec": 1, "outs": 1, "cells": 1}
 
 
