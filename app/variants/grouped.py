@@ -94,8 +94,8 @@ def default_params(geom, caps) -> dict:
     # GPUs: one 16-byte store per row per invocation (a vec4 of f32, or eight packed halves), so that each
     # store instruction of a warp covers 512 contiguous bytes, and about 32 outputs per invocation through
     # more stride cells of the next-to-last axis (they share window rows and the index arithmetic). On an
-    # H200 (tools/gpu/kernel_probe.mjs, docs/h200/sweeps/grouped-cells-*, grouped-probe.txt) the depthwise `large` case took
-    # 0.0328 ms in float32 with 4 cells against 0.0337 with 1 (0.0378 before the output-shaped grid), and
+    # H200 (tools/gpu/kernel_probe.mjs; docs/h200/sweeps/grouped-cells-*, grouped-probe.txt) the depthwise
+    # `large` case took 0.0328 ms in float32 with 4 cells against 0.0337 with 1 (0.0378 before the output-shaped grid), and
     # 0.0248 ms in float16 with 2 cells against 0.0254; the grouped g32 case 0.055 ms against 0.075 in
     # float32, 0.060 against 0.073 in float16. Wider rows per invocation (8 float32 outputs: two stores a
     # row) were slower everywhere. Software adapters run invocations as SIMD lanes of CPU threads: fewer,
