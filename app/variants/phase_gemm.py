@@ -163,11 +163,11 @@ def configure(geom, caps) -> Launch | Refusal:
 
 
 def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
-                tiles: dict, wp_view: str | None = None, wp_tail: int = 0) -> Launch | Refusal:
+                tiles: dict, wp_view: str | None = None, wp_tail: int = 0, x_view: str | None = None) -> Launch | Refusal:
     """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
     > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y. The GEMM
     may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail` elements
-    longer than the pack writes."""
+    longer than the pack writes, and x as `x_view`."""
     refusal = workgroup_refusal(need, caps)
     if refusal:
         return refusal
@@ -196,7 +196,8 @@ def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step:
     has_bias = geom.has_bias and kz == 1  # split: the sum pass adds the bias once, not each partial
     gemm = dispatch(template, {"rank": geom.rank, "dtype": geom.dtype, "has_bias": has_bias} | params,
                     ("x", "wp", "b") if has_bias else ("x", "wp"), ("y",) if kz == 1 else ("parts",), uniforms,
-                    grid(split_tiles * kz, max_dim), {"wp": wp_view} if wp_view else None)
+                    grid(split_tiles * kz, max_dim),
+                    {n: v for n, v in (("wp", wp_view), ("x", x_view)) if v} or None)
     if kz == 1:
         return Launch("", "", (gemm,), weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
     vec = 4 if geom.y_size % 4 == 0 else 1  # vec4 loads and stores where y divides into them

@@ -8,6 +8,8 @@ storage needs f32 components (f16 would round every input to 11 bits), f16 stora
 """
 from __future__ import annotations
 
+import math
+
 from .. import tuning_tables
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..launch import Launch, Refusal
@@ -20,9 +22,10 @@ TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
 FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
 STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
-PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd")
+PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd", "va")
+SWITCHES = ("bd", "va")  # 0 or 1
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
-# (sg_m, sg_n, cm, cn, kb, kz, bd) for 16 x 16 matrices, from H200 sweeps (f16, docs/h200/sweeps/
+# (sg_m, sg_n, cm, cn, kb, kz, bd, va) for 16 x 16 matrices, from H200 sweeps (f16, docs/h200/sweeps/
 # phase_gemm_sgmat-f16-*.json): 2 x 2 subgroups, the tallest tile that still makes FILL workgroups: 128 x 128
 # (4 x 4 matrices each) where there are more than 64 out-channels, else 128 x 64, else 64 x 64 (the fastest
 # 2 x 2-subgroup shape swept on each of the nine `large` dense cases; 8 subgroups with 4 K-blocks won on
@@ -31,9 +34,9 @@ MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a 
 # ahead (bd): 1.2-3.2x faster on all nine `large` cases swept (the 1x1 projection 0.083 ms against 0.267
 # staged); 64 x 64 tiles stage them: bd was up to 1.3x slower there (`full` hifigan_k16s8p4, 0.071 ms
 # against 0.055), never more than 2% faster.
-_WIDE = (2, 2, 4, 4, 2, 1, 1)
-_TALL = (2, 2, 4, 2, 2, 1, 1)
-_SMALL = (2, 2, 2, 2, 2, 1, 0)
+_WIDE = (2, 2, 4, 4, 2, 1, 1, 1)
+_TALL = (2, 2, 4, 2, 2, 1, 1, 1)
+_SMALL = (2, 2, 2, 2, 2, 1, 0, 1)
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -83,6 +86,24 @@ def _direct_b_refusal(geom, config: dict) -> str | None:
     return None
 
 
+def _vector_a_refusal(t: dict, geom, caps, config: dict) -> str | None:
+    """Why va cannot load this request's A rows as vec4s of x (None when it can): every phase must have one
+    tap reading x's pixels in order, in runs of 4 that stay inside an image, in the staging type, and the
+    workgroup must cover a staged k row of vec4s evenly."""
+    if config["componentType"] != STORAGE_COMPONENT[geom.dtype]:
+        return f"va stages x as it is stored ({STORAGE_COMPONENT[geom.dtype]}); the device's matrices are {config['componentType']}"
+    natural = all(k == s and o == i * s for k, s, o, i in zip(geom.kernel, geom.strides, geom.out_spatial, geom.in_spatial))
+    if not natural or any(geom.pads_begin) or any(d != 1 for d in geom.dilations):
+        return "va needs kernel = strides with no pads, dilations or extra outputs (one tap per phase)"
+    if math.prod(geom.in_spatial) % 4:
+        return "va needs x's images to hold a multiple of 4 pixels"
+    tm, _, tks = _tile(t, config)
+    threads = t["sg_m"] * t["sg_n"] * _subgroup_size(caps)
+    if threads % (tm // 4) or tks % (threads * 4 // tm):
+        return "va needs the workgroup to load whole k rows of the tile's vec4s"
+    return None
+
+
 def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
     comp = _component_bytes(config)
@@ -98,6 +119,7 @@ def default_tiles(geom, caps) -> dict:
     def shape(values: tuple) -> tuple[dict, int]:
         t = dict(zip(PARAMS, values))
         t["bd"] &= direct
+        t["va"] = int(t["va"] and _vector_a_refusal(t, geom, caps, config) is None)
         tm, tn, _ = _tile(t, config)
         return t, workgroup_count(geom, {"tm": tm, "tn": tn})
 
@@ -118,7 +140,7 @@ def default_tiles(geom, caps) -> dict:
 
 def tiles_refusal(t: dict, geom, caps) -> str | None:
     """Why a shape cannot run here (None when it can): the device's matrices, limits and the staging rule."""
-    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in PARAMS if k != "bd"):
+    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in PARAMS if k not in SWITCHES):
         return "tile sizes must be positive integers"
     config = matrix_config(geom.dtype, caps)
     if config is None:
@@ -129,6 +151,10 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "bd (right matrices read straight from the packed weights) must be 0 or 1"
     if t["bd"] and _direct_b_refusal(geom, config):
         return _direct_b_refusal(geom, config)
+    if t.get("va") not in (0, 1):
+        return "va (A rows loaded as vec4s of x) must be 0 or 1"
+    if t["va"] and _vector_a_refusal(t, geom, caps, config):
+        return _vector_a_refusal(t, geom, caps, config)
     sizes = usable_subgroup_sizes(caps)
     if sizes and sizes[0] < config["M"]:
         return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
@@ -158,12 +184,13 @@ def configure(geom, caps) -> Launch | Refusal:
     tm, tn, tks = _tile(t, config)
     params = t | {"comp": config["componentType"], "sm": config["M"], "sn": config["N"], "sk": config["K"],
                   "subgroup_size": _subgroup_size(caps), "tm": tm, "tn": tn}
+    x_view = "array<vec4<T>>" if t["va"] else None
     if not t["bd"]:
-        return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t)
+        return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t, x_view=x_view)
     # The last step's matrices reach up to tks rows and tn columns past the packed rows.
     tail = tks * _wp_cols(geom) + tn
     return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
-                       wp_view="array<C>", wp_tail=tail)
+                       wp_view="array<C>", wp_tail=tail, x_view=x_view)
 
 
 SGMAT = Variant(
