@@ -136,3 +136,28 @@ def test_f16_storage_on_f32_matrices_stages_the_right_matrices():
     assert refusal.startswith("bd needs matrices of the storage type (f16)")
     with tuning_tables.forcing("phase_gemm_sgmat", {"bd": 1}):
         assert plan(geom, caps, "phase_gemm_sgmat").tiles["bd"] == 0
+
+
+def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
+    # va: one tap per phase reading x's pixels in order (1x1, kernel = stride, no pads), images a multiple
+    # of 4 pixels, matrices of the storage type; x is then bound as vec4s.
+    f16 = {"x": "float16", "w": "float16"}
+    for x, w, attrs in [((1, 512, 128, 128), (512, 256, 1, 1), {}),
+                        ((1, 256, 16, 16, 16), (256, 128, 2, 2, 2), {"strides": [2, 2, 2]})]:
+        launch = plan(infer(x, w, None, attrs, f16), h200_caps(), "phase_gemm_sgmat")
+        assert launch.tiles["va"] == 1
+        assert ["x", "read", "array<vec4<T>>"] in launch.dispatches[0].params["bindings"]
+    padded = infer((1, 64, 32, 32), (64, 64, 3, 3), None, {"pads": [1] * 4}, f16)
+    assert plan(padded, h200_caps(), "phase_gemm_sgmat").tiles["va"] == 0
+    odd = infer((1, 64, 5, 5), (64, 64, 2, 2), None, {"strides": [2, 2]}, f16)  # 25 pixels an image
+    tiles = plan(odd, h200_caps(), "phase_gemm_sgmat").tiles
+    assert tiles["va"] == 0
+    assert "multiple of 4 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1}, odd, h200_caps())
+    with tuning_tables.forcing("phase_gemm_sgmat", {"va": 1}):
+        assert plan(padded, h200_caps(), "phase_gemm_sgmat").tiles["va"] == 0  # refused: the defaults run
+    # float16 on f32 matrices stages converted values: va is refused by name
+    caps = h200_caps(subgroup_matrix_configs=matrix_configs(APPLE_CONFIGS[:2]))
+    proj = infer((1, 512, 128, 128), (512, 256, 1, 1), None, {}, f16)
+    tiles = plan(proj, caps, "phase_gemm_sgmat").tiles
+    assert tiles["va"] == 0
+    assert phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1}, proj, caps).startswith("va stages x as it is stored")

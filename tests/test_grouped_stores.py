@@ -48,8 +48,8 @@ def test_eight_wide_stores_are_refused_for_float32():
     geom = geometry(DEPTHWISE, "float32")
     reason = grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1}, geom, h200_caps())
     assert "float16" in reason
-    assert grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1}, geometry(DEPTHWISE, "float16"),
-                                  h200_caps()) is None
+    params = {"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1}
+    assert grouped.params_refusal(params, geometry(DEPTHWISE, "float16"), h200_caps()) is None
 
 
 def test_software_adapters_keep_vec4_and_long_rows():

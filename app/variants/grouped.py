@@ -9,9 +9,10 @@ An invocation owns one stride cell along every outer axis (the s outputs, one pe
 input window), `cells` consecutive ones along the next-to-last axis, and `outs` consecutive outputs along
 the last axis, starting at a multiple of `outs` (a multiple of both the stride and the store width):
 consecutive invocations write consecutive addresses with `vec`-wide stores. The dispatch grid has the
-output's shape (chunks of the last axis, cells of the next, planes), so no invocation divides by a size. Per input channel of its group it loads its input window once into registers
-(neighbouring invocations' overlapping windows hit L1, not DRAM) and each tap's weight once (uniform
-across the workgroup: a broadcast), then feeds every output the window reaches.
+output's shape (chunks of the last axis, cells of the next, planes), so no invocation divides by a size.
+Per input channel of its group it loads its input window once into registers (neighbouring invocations'
+overlapping windows hit L1, not DRAM) and each tap's weight once (uniform across the workgroup: a
+broadcast), then feeds every output the window reaches.
 
 Out-of-range inputs load as zero, so the variant needs finite data (see base.CONDITIONS' finite_data);
 kernels whose unrolled body would not fit in registers are refused (the gather kernels cover them).
@@ -44,8 +45,8 @@ def phase_taps(rel: int, k: int, s: int, d: int) -> list[tuple[int, int]]:
 
 def plan(geom, outs: int, cells: int = 1) -> dict:
     """The unrolled body as render parameters. Outer axes own one cell (outputs q*s + r - pad, r < s), the
-    next-to-last `cells` (r < s * cells); the last axis owns `outs` outputs o0 + v, whose t = o0 + v + pad is q*s + (pad mod s) + v, q being the
-    axis's base. `windows`: per axis, the input offsets from q that the owned outputs' taps read; `loads`:
+    next-to-last `cells` (r < s * cells); the last axis owns `outs` outputs o0 + v, whose t = o0 + v + pad
+    is q*s + (pad mod s) + v, q being the axis's base. `windows`: per axis, the input offsets from q that the owned outputs' taps read; `loads`:
     the window's samples (per axis an index into `windows`); `rows`: the outer axes' phases, one output
     row each; `accs`: per owned output [row, v, [[load, flat tap], ...]]; `taps`: the flat taps used."""
     per_axis = []
@@ -95,8 +96,8 @@ def default_params(geom, caps) -> dict:
     # store instruction of a warp covers 512 contiguous bytes, and about 32 outputs per invocation through
     # more stride cells of the next-to-last axis (they share window rows and the index arithmetic). On an
     # H200 (tools/gpu/kernel_probe.mjs; docs/h200/sweeps/grouped-cells-*, grouped-probe.txt) the depthwise
-    # `large` case took 0.0328 ms in float32 with 4 cells against 0.0337 with 1 (0.0378 before the output-shaped grid), and
-    # 0.0248 ms in float16 with 2 cells against 0.0254; the grouped g32 case 0.055 ms against 0.075 in
+    # `large` case took 0.0328 ms in float32 with 4 cells against 0.0337 with 1 (0.0378 before the grid
+    # took the output's shape), and 0.0248 ms in float16 with 2 cells against 0.0254; the grouped g32 case 0.055 ms against 0.075 in
     # float32, 0.060 against 0.073 in float16. Wider rows per invocation (8 float32 outputs: two stores a
     # row) were slower everywhere. Software adapters run invocations as SIMD lanes of CPU threads: fewer,
     # longer invocations (16 outputs per row, at most 32 per invocation over the prod(outer strides) rows of
@@ -184,9 +185,8 @@ def configure(geom, caps) -> Launch | Refusal:
         return Refusal(f"{workgroups[:2]} workgroups along x, y exceed the device's {limit} per dimension")
     uniforms = channel_uniforms(geom) + list(cells.items())
     render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "wx": wx,
-              "z_loop": cells["zs"] > limit, "rank": geom.rank, "strides": list(geom.strides), "vec": vec, "outs": outs,
-              "cells": params["cells"],
-              "kernel_taps": math.prod(geom.kernel)} | plan(geom, outs, params["cells"])
+              "z_loop": cells["zs"] > limit, "rank": geom.rank, "strides": list(geom.strides), "vec": vec,
+              "outs": outs, "cells": params["cells"], "kernel_taps": math.prod(geom.kernel)} | plan(geom, outs, params["cells"])
     types = {"y": "array<vec4<u32>>" if vec == 8 else f"array<vec{vec}<T>>"} if vec > 1 else {}
     return Launch("", "", (dispatch(TEMPLATE, render, *io(geom), uniforms, workgroups, types),),
                   tiles={"vec": vec, "outs": outs, "workgroup_size": size, "cells": params["cells"]})

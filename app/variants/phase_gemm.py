@@ -163,7 +163,8 @@ def configure(geom, caps) -> Launch | Refusal:
 
 
 def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
-                tiles: dict, wp_view: str | None = None, wp_tail: int = 0, x_view: str | None = None) -> Launch | Refusal:
+                tiles: dict, wp_view: str | None = None, wp_tail: int = 0,
+                x_view: str | None = None) -> Launch | Refusal:
     """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
     > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y. The GEMM
     may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail` elements

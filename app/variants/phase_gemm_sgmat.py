@@ -91,8 +91,10 @@ def _vector_a_refusal(t: dict, geom, caps, config: dict) -> str | None:
     tap reading x's pixels in order, in runs of 4 that stay inside an image, in the staging type, and the
     workgroup must cover a staged k row of vec4s evenly."""
     if config["componentType"] != STORAGE_COMPONENT[geom.dtype]:
-        return f"va stages x as it is stored ({STORAGE_COMPONENT[geom.dtype]}); the device's matrices are {config['componentType']}"
-    natural = all(k == s and o == i * s for k, s, o, i in zip(geom.kernel, geom.strides, geom.out_spatial, geom.in_spatial))
+        return (f"va stages x as it is stored ({STORAGE_COMPONENT[geom.dtype]}); the device's matrices are "
+                f"{config['componentType']}")
+    natural = all(k == s and o == i * s
+                  for k, s, o, i in zip(geom.kernel, geom.strides, geom.out_spatial, geom.in_spatial))
     if not natural or any(geom.pads_begin) or any(d != 1 for d in geom.dilations):
         return "va needs kernel = strides with no pads, dilations or extra outputs (one tap per phase)"
     if math.prod(geom.in_spatial) % 4:
