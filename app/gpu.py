@@ -174,8 +174,10 @@ class Gpu:
                 ("data",), ("flag",), ("words",))
             check = await self.executor.pipeline(f"{NONFINITE_CHECK}|{sorted(params.items())!r}",
                                                  render(NONFINITE_CHECK, params), "nonfinite_check")
+        scanned = list(VARIANTS[plan.variant].unsafe_nonfinite) if finite_only else []
         spec = {"variant": plan.variant, "reason": plan.reason, "dtype": geom.dtype,
-                "finite_only": finite_only, "finite_check": check, "check_workgroup": CHECK_WORKGROUP,
+                "finite_only": finite_only, "finite_check": check, "finite_scanned": scanned,
+                "check_workgroup": CHECK_WORKGROUP,
                 "y_shape": list(geom.y_shape), "y_bytes": sizes["y"],
                 "inputs": {n: sizes[n] for n in ("x", "w", "b") if n in bound},
                 "scratch": dict(plan.scratch), "prepared": dict(plan.prepared),

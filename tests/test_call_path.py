@@ -185,6 +185,34 @@ def test_nonfinite_data_on_a_cached_signature_takes_an_exact_variant(page):
     np.testing.assert_allclose(got[finite], want[finite], atol=1e-4, rtol=1e-4)
 
 
+def test_nonfinite_x_stays_on_the_grouped_kernel_nonfinite_w_leaves_it(page):
+    # The grouped kernel multiplies the zeros it loads outside x by weights, never x by a weight that is not
+    # its tap: the check before a call scans w alone, so NaN and Inf in x keep the fast kernel, exactly.
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const shape = [1, 4, 5, 6], wShape = [4, 1, 4, 4], attrs = {group: 4, strides: [2, 2], pads: [1, 1, 1, 1]};
+        const x = rand(120, 11), w = rand(64, 12);
+        x[0] = NaN; x[37] = Infinity; x[80] = -Infinity;
+        const wInf = w.slice(); wInf[3] = Infinity;
+        const code = (a) => Array.from(a).map((v) => (Number.isNaN(v) ? "nan" : v === Infinity ? "inf" : v === -Infinity ? "-inf" : v));
+        const xs = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs});
+        const ws = await kernel({x: {data: x, shape}, w: {data: wInf, shape: wShape}, ...attrs});
+        return {x: code(x), w: code(w), wInf: code(wInf), variants: [xs.meta.variant, ws.meta.variant],
+                y: [code(xs.y.data), code(ws.y.data)], shape: xs.y.shape};
+    """)
+    decode = lambda a: np.array([{"nan": np.nan, "inf": np.inf, "-inf": -np.inf}.get(v, v) for v in a], np.float64)  # noqa: E731
+    x = decode(out["x"]).astype(np.float32).reshape(1, 4, 5, 6)
+    attrs = {"group": 4, "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    assert out["variants"][0] == "nchw2d_grouped_stride_phase" and out["variants"][1] != out["variants"][0], out
+    for weights, got in zip((out["w"], out["wInf"]), out["y"]):
+        want = reference(x, decode(weights).astype(np.float32).reshape(4, 1, 4, 4), **attrs)
+        got = decode(got).reshape(out["shape"])
+        assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
+        assert np.isnan(want).any() and np.isinf(want).any()
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], atol=1e-4, rtol=1e-4)
+
+
 def test_python_api_keeps_tensors_on_the_gpu(page):
     out = run_python(page, """
 import numpy as np, app

@@ -221,7 +221,7 @@ class Launch {
     if (spec.finite_check) {
       // one uniform (the word count) per input that may be checked, and the flag they set
       this.checks = {};
-      for (const name of ["x", "w"]) {
+      for (const name of spec.finite_scanned) {
         if (!(name in spec.inputs)) continue;
         const words = Math.ceil(spec.inputs[name] / 4);
         const ubuf = this.hold(16, USAGE.UNIFORM | USAGE.COPY_DST, "check params");

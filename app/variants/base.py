@@ -85,6 +85,9 @@ class Variant:
     dtypes: tuple[str, ...] = ("float32", "float16")
     tunable: Tunable | None = None
     requires: dict = field(default_factory=dict)  # what configure checks, in words (WORKGROUP_MEMORY, ...)
+    # With finite_data: the inputs whose NaN or Inf it would turn into wrong values (scanned on the GPU
+    # before a call on CPU data); the rest it multiplies only by their real factors.
+    unsafe_nonfinite: tuple[str, ...] = ("x", "w")
 
     def configured(self, geom: ConvGeometry, caps: DeviceCaps, reason: str = "") -> Launch | Refusal:
         """The declaration's checks (features, dtype, conditions), then configure: once per candidate."""

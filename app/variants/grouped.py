@@ -14,7 +14,8 @@ Per input channel of its group it loads its input window once into registers (ne
 overlapping windows hit L1, not DRAM) and each tap's weight once (uniform across the workgroup: a
 broadcast), then feeds every output the window reaches.
 
-Out-of-range inputs load as zero, so the variant needs finite data (see base.CONDITIONS' finite_data);
+Out-of-range inputs load as zero, so the variant needs finite weights (see base.CONDITIONS' finite_data: a
+NaN or Inf in x meets only its real taps, so the check before a call scans w alone);
 kernels whose unrolled body would not fit in registers are refused (the gather kernels cover them).
 """
 from __future__ import annotations
@@ -199,4 +200,6 @@ VARIANTS = tuple(Variant(
             "axis and `outs` consecutive outputs of the last axis, stored `vec` wide, its input window and "
             "taps loaded once per input channel; any dilation, pads, output_padding",
     conditions={"rank": [rank], "group": ["grouped"], "min_stride": 2, "input": "nonempty", "finite_data": True},
+    # Every in-range x sample meets only its real taps; the zeros loaded outside x meet weights.
+    unsafe_nonfinite=("w",),
     configure=configure, tunable=TUNABLE) for rank, name in NAMES.items())
