@@ -151,12 +151,12 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     tm, tn, tks = _tile(t, config)
     if t.get("bd") not in (0, 1):
         return "bd (right matrices read straight from the packed weights) must be 0 or 1"
-    if t["bd"] and _direct_b_refusal(geom, config):
-        return _direct_b_refusal(geom, config)
+    if t["bd"] and (why := _direct_b_refusal(geom, config)):
+        return why
     if t.get("va") not in (0, 1):
         return "va (A rows loaded as vec4s of x) must be 0 or 1"
-    if t["va"] and _vector_a_refusal(t, geom, caps, config):
-        return _vector_a_refusal(t, geom, caps, config)
+    if t["va"] and (why := _vector_a_refusal(t, geom, caps, config)):
+        return why
     sizes = usable_subgroup_sizes(caps)
     if sizes and sizes[0] < config["M"]:
         return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
