@@ -1,8 +1,12 @@
 // The Tests view: runs a case file (test.json, or one the user picks) in this page, case by case, with a
 // progress bar, a live pass/fail table, a failures-only filter and a summary. The page stays responsive:
-// every case yields to the event loop before the next one.
+// every case yields to the next frame before the next one, so the bar moves case by case.
 const $ = (id) => document.getElementById(id);
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
+// A task boundary alone need not paint: a run of fast cases could end inside one frame. Hidden tabs draw no frames,
+// so a timer stands in for the frame there.
+const nextFrame = () => Promise.race([new Promise((resolve) => requestAnimationFrame(() => resolve())),
+  new Promise((resolve) => setTimeout(resolve, 100))]);
 
 let kernel = null, running = false, stopRequested = false;
 
@@ -65,7 +69,7 @@ async function run(label, readText) {
       addRow(i, result);
       progress.value = i + 1;
       $("tests-count").textContent = `${i + 1} / ${names.length} · ${counts.PASS} passed, ${counts.FAIL} failed, ${counts.SKIP} skipped`;
-      await nextTask(); // let clicks, scrolling and painting through between cases
+      await nextFrame(); // let clicks, scrolling and painting through between cases
     }
     summarize(counts, names.length, (performance.now() - start) / 1000, stopRequested);
     window.dispatchEvent(new Event("gpu-work"));
