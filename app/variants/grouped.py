@@ -11,8 +11,9 @@ the last axis, starting at a multiple of `outs` (a multiple of both the stride a
 consecutive invocations write consecutive addresses with `vec`-wide stores. The dispatch grid has the
 output's shape (chunks of the last axis, cells of the next, planes), so no invocation divides by a size.
 Per input channel of its group it loads its input window once into registers (neighbouring invocations'
-overlapping windows hit L1, not DRAM) and each tap's weight once (uniform across the workgroup: a
-broadcast), then feeds every output the window reaches.
+overlapping windows hit L1, not DRAM) and its taps' weights four at a time (uniform across the workgroup: a
+broadcast; a weight pass, once per weight content, lays them out as f32 rows padded to vec4s), then feeds
+every output the window reaches.
 
 Out-of-range inputs load as zero, so the variant needs finite weights (see base.CONDITIONS' finite_data: a
 NaN or Inf in x meets only its real taps, so the check before a call scans w alone);
@@ -24,10 +25,12 @@ import itertools
 import math
 
 from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch
-from .base import Tunable, Variant, channel_uniforms, io
+from ..launch import Launch, Refusal, dispatch, grid
+from .base import Tunable, Variant, channel_uniforms
 
 TEMPLATE = "conv-transpose-grouped-stride-phase.wgsl.jinja"
+WEIGHT_ROWS = "conv-transpose-grouped-weight-rows.wgsl.jinja"
+ROWS_WORKGROUP = 64
 NAMES = {1: "ncl1d_grouped_stride_phase", 2: "nchw2d_grouped_stride_phase", 3: "ncdhw3d_grouped_stride_phase"}
 VECS = (1, 2, 4, 8)  # 8: float16 only, eight halves packed into one 16-byte store
 MAX_TERMS = 1024  # multiply-adds per input channel: past this the straight-line body is too long to compile well
@@ -72,10 +75,11 @@ def plan(geom, outs: int, cells: int = 1) -> dict:
             "taps": taps}
 
 
-def body_size(geom, outs: int, cells: int) -> tuple[int, int]:
+def body_size(geom, outs: int, cells: int, chans: int = 1) -> tuple[int, int]:
     """(multiply-adds, f32 values live) per input channel of the unrolled body."""
     body = plan(geom, outs, cells)
-    return sum(len(t) for _, _, t in body["accs"]), len(body["loads"]) + len(body["taps"]) + len(body["accs"])
+    return (chans * sum(len(t) for _, _, t in body["accs"]),
+            len(body["loads"]) + chans * (len(body["taps"]) + len(body["accs"])))
 
 
 def _widest_store(geom) -> int:
@@ -106,10 +110,10 @@ def default_params(geom, caps) -> dict:
     rows = math.prod(geom.strides[:-1])
     widest = _widest_store(geom)
     if caps.is_software:
-        wanted = {"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64, "cells": 1}
+        wanted = {"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64, "cells": 1, "chans": 1}
     else:
         cells = max(1, 32 // (widest * rows)) if geom.rank > 1 else 1
-        wanted = {"vec": widest, "outs": widest, "workgroup_size": 128, "cells": cells}
+        wanted = {"vec": widest, "outs": widest, "workgroup_size": 128, "cells": cells, "chans": 1}
     # Where the unrolled body would not fit, fewer cells, then fewer outputs, then narrower stores.
     for outs in [wanted["outs"]] + [o for o in (8, 4, 1) if o < wanted["outs"]]:
         for vec in [v for v in reversed(VECS) if v <= wanted["vec"]]:
@@ -121,12 +125,12 @@ def default_params(geom, caps) -> dict:
 
 
 def _fits(params: dict, geom) -> bool:
-    terms, values = body_size(geom, resolved(params, geom)[1], params["cells"])
+    terms, values = body_size(geom, resolved(params, geom)[1], params["cells"], params["chans"])
     return terms <= MAX_TERMS and values <= MAX_VALUES
 
 
 def params_refusal(params: dict, geom, caps) -> str | None:
-    names = ("vec", "outs", "workgroup_size", "cells")
+    names = ("vec", "outs", "workgroup_size", "cells", "chans")
     if set(params) != set(names) or any(not isinstance(params[n], int) or params[n] < 1 for n in names):
         return f"params must be the positive integers {names}"
     if params["vec"] not in VECS:
@@ -135,6 +139,8 @@ def params_refusal(params: dict, geom, caps) -> str | None:
         return "vec 8 packs float16 outputs; float32 stores are at most vec4"
     if geom.rank == 1 and params["cells"] != 1:
         return "cells counts stride cells of the next-to-last axis: 1D has none"
+    if geom.out_per_group % params["chans"]:
+        return f"chans {params['chans']} does not divide the {geom.out_per_group} output channels of a group"
     size = params["workgroup_size"]
     if size > caps.limit("maxComputeInvocationsPerWorkgroup") or size > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{size} invocations per workgroup exceed the device's limit"
@@ -146,10 +152,11 @@ def params_refusal(params: dict, geom, caps) -> str | None:
 TUNABLE = Tunable(default_params, params_refusal)
 
 
-def cell_uniforms(geom, outs: int, cells: int) -> list[tuple[str, int]]:
+def cell_uniforms(geom, outs: int, cells: int, chans: int = 1) -> list[tuple[str, int]]:
     """Per axis: in, out, pad, q (outer axes: the first cell, floor(pad / s); last axis: floor(pad / s), the
     base of chunk 0) and cells (outer axes: how many cells, or runs of `cells` cells on the next-to-last, reach
-    the output; last axis: chunks of outs); then zs, the grid's z extent: planes (3D: times axis 0's cells)."""
+    the output; last axis: chunks of outs); then zs, the grid's z extent: planes of `chans` output channels
+    (3D: times axis 0's cells)."""
     fields = []
     for a in range(geom.rank):
         i, o, _, s, _, pad = _axis(geom, a)
@@ -157,7 +164,7 @@ def cell_uniforms(geom, outs: int, cells: int) -> list[tuple[str, int]]:
         if a == geom.rank - 2:
             count = -(-count // cells)
         fields += [(f"in{a}", i), (f"out{a}", o), (f"pad{a}", pad), (f"q{a}", pad // s), (f"cells{a}", count)]
-    planes = geom.batch * geom.out_channels
+    planes = geom.batch * geom.out_channels // chans
     return fields + [("zs", planes * (dict(fields)["cells0"] if geom.rank == 3 else 1))]
 
 
@@ -175,7 +182,7 @@ def configure(geom, caps) -> Launch | Refusal:
     if refusal:
         return Refusal(refusal)
     vec, outs = resolved(params, geom)
-    cells = dict(cell_uniforms(geom, outs, params["cells"]))
+    cells = dict(cell_uniforms(geom, outs, params["cells"], params["chans"]))
     last = geom.rank - 1
     size = params["workgroup_size"]
     wx, wy = workgroup_shape(size, cells[f"cells{last}"]) if geom.rank > 1 else (size, 1)
@@ -184,17 +191,29 @@ def configure(geom, caps) -> Launch | Refusal:
                   min(cells["zs"], limit))
     if max(workgroups[:2]) > limit:
         return Refusal(f"{workgroups[:2]} workgroups along x, y exceed the device's {limit} per dimension")
+    # Each (channel, out-channel) row of taps padded to whole vec4s of f32: a tap costs a quarter of a load
+    # and no conversion in the kernel (weights read once per channel by every invocation).
+    taps = math.prod(geom.kernel)
+    row_vec4s = -(-taps // 4)
+    rows = geom.in_channels * geom.out_per_group
+    weight_rows = dispatch(WEIGHT_ROWS, {"dtype": geom.dtype, "workgroup_size": ROWS_WORKGROUP}, ("w",), ("wt",),
+                           [("rows", rows), ("row_vec4s", row_vec4s), ("taps", taps)],
+                           grid(-(-rows * row_vec4s // ROWS_WORKGROUP), limit))
     uniforms = channel_uniforms(geom) + list(cells.items())
     render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "wx": wx,
               "z_loop": cells["zs"] > limit, "rank": geom.rank, "strides": list(geom.strides), "vec": vec,
-              "outs": outs, "cells": params["cells"], "kernel_taps": math.prod(geom.kernel)} | plan(geom, outs, params["cells"])
+              "outs": outs, "cells": params["cells"], "chans": params["chans"],
+              "row_vec4s": row_vec4s} | plan(geom, outs, params["cells"])
     types = {"y": "array<vec4<u32>>" if vec == 8 else f"array<vec{vec}<T>>"} if vec > 1 else {}
-    return Launch("", "", (dispatch(TEMPLATE, render, *io(geom), uniforms, workgroups, types),),
-                  tiles={"vec": vec, "outs": outs, "workgroup_size": size, "cells": params["cells"]})
+    reads = ("x", "wt", "b") if geom.has_bias else ("x", "wt")
+    return Launch("", "", (dispatch(TEMPLATE, render, reads, ("y",), uniforms, workgroups, types),),
+                  weight_passes=(weight_rows,), prepared={"wt": rows * row_vec4s * 16},
+                  tiles={"vec": vec, "outs": outs, "workgroup_size": size, "cells": params["cells"],
+                         "chans": params["chans"]})
 
 
 VARIANTS = tuple(Variant(
-    name=name, templates=(TEMPLATE,),
+    name=name, templates=(TEMPLATE, WEIGHT_ROWS),
     summary=f"grouped/depthwise {rank}D, strides >= 2: stride phases unrolled from tables made at render time "
             "(taps and input offsets per output, no tap search); an invocation owns one stride cell per outer "
             "axis and `outs` consecutive outputs of the last axis, stored `vec` wide, its input window and "
