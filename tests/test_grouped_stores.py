@@ -25,12 +25,12 @@ def geometry(case, dtype, bias=True):
 
 
 @pytest.mark.parametrize("case, dtype, want", [
-    (DEPTHWISE, "float32", (4, 4, 4)), (DEPTHWISE, "float16", (8, 8, 2)),
-    (GROUPED, "float32", (4, 4, 4)), (GROUPED, "float16", (8, 8, 2)),
+    (DEPTHWISE, "float32", (4, 4, 4, 1)), (DEPTHWISE, "float16", (8, 8, 2, 1)),
+    (GROUPED, "float32", (4, 4, 1, 4)), (GROUPED, "float16", (4, 4, 1, 4)),
 ])
 def test_gpus_store_16_bytes_per_row_over_32_outputs(case, dtype, want):
     launch = plan(geometry(case, dtype), h200_caps(), "nchw2d_grouped_stride_phase")
-    assert (launch.tiles["vec"], launch.tiles["outs"], launch.tiles["cells"]) == want
+    assert (launch.tiles["vec"], launch.tiles["outs"], launch.tiles["cells"], launch.tiles["chans"]) == want
 
 
 def test_float16_rows_are_packed_into_one_wide_store():
@@ -44,14 +44,14 @@ def test_float16_rows_are_packed_into_one_wide_store():
 def test_rows_not_a_multiple_of_eight_store_narrower():
     x, w, attrs = DEPTHWISE
     geom = geometry(((1, 256, 6, 6), w, attrs), "float16")  # 12 outputs per row
-    assert grouped.resolved({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1, "chans": 1}, geom)[0] == 4
+    assert grouped.resolved({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1, "chans": 1, "xv": 0}, geom)[0] == 4
 
 
 def test_eight_wide_stores_are_refused_for_float32():
     geom = geometry(DEPTHWISE, "float32")
-    reason = grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1, "chans": 1}, geom, h200_caps())
+    reason = grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1, "chans": 1, "xv": 0}, geom, h200_caps())
     assert "float16" in reason
-    params = {"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1, "chans": 1}
+    params = {"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1, "chans": 1, "xv": 0}
     assert grouped.params_refusal(params, geometry(DEPTHWISE, "float16"), h200_caps()) is None
 
 
@@ -72,7 +72,7 @@ def test_cells_drop_where_the_body_would_not_fit():
 def test_one_dimension_has_no_cells_to_take():
     geom = infer((1, 8, 16), (8, 1, 4), attributes={"group": 8, "strides": [2]})
     assert grouped.default_params(geom, h200_caps())["cells"] == 1
-    assert "1D has none" in grouped.params_refusal({"vec": 4, "outs": 4, "workgroup_size": 128, "cells": 2, "chans": 1},
+    assert "1D has none" in grouped.params_refusal({"vec": 4, "outs": 4, "workgroup_size": 128, "cells": 2, "chans": 1, "xv": 0},
                                                    geom, h200_caps())
 
 
@@ -83,7 +83,8 @@ def test_output_channels_per_invocation_divide_the_group_and_fit_the_registers()
     assert "does not divide the 1 output channels" in grouped.params_refusal(
         params, geometry(DEPTHWISE, "float32"), h200_caps())
     assert "unrolled body" in grouped.params_refusal(params | {"chans": 4, "cells": 4}, geom, h200_caps())
-    launch = plan(geom, h200_caps(), "nchw2d_grouped_stride_phase")
+    with tuning_tables.forcing("nchw2d_grouped_stride_phase", {"chans": 1, "cells": 2}):
+        launch = plan(geom, h200_caps(), "nchw2d_grouped_stride_phase")
     with tuning_tables.forcing("nchw2d_grouped_stride_phase", {"chans": 2, "cells": 2}):
         forced = plan(geom, h200_caps(), "nchw2d_grouped_stride_phase")
     # half the planes on the grid, each invocation storing two channels' rows
@@ -92,13 +93,13 @@ def test_output_channels_per_invocation_divide_the_group_and_fit_the_registers()
     assert "let bias1 = f32(b[m + 1]);" in source and "(yr + y_chan) / 4" in source
 
 
-# Grouped shapes of every rank with several output channels per group, with and without bias: every
-# channel block, cell count and the default store shape must match the float64 reference.
+# Grouped shapes of every rank with several output channels per group and even rows, with and without bias:
+# every channel block, cell count and x read as scalars or vec2s must match the float64 reference.
 CHANS_CASES = [
-    ("g1d", [2, 8, 9], [8, 4, 4], True, {"group": 2, "strides": [2], "pads": [1, 1]}),
+    ("g1d", [2, 8, 10], [8, 4, 4], True, {"group": 2, "strides": [2], "pads": [1, 1]}),
     ("g2d", [1, 8, 7, 6], [8, 4, 3, 3], False, {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1],
                                                 "output_padding": [1, 1]}),
-    ("g3d", [1, 4, 3, 4, 5], [4, 4, 2, 3, 2], True, {"group": 2, "strides": [2, 3, 2], "dilations": [1, 2, 1]}),
+    ("g3d", [1, 4, 3, 4, 6], [4, 4, 2, 3, 2], True, {"group": 2, "strides": [2, 3, 2], "dilations": [1, 2, 1]}),
 ]
 VARIANT_OF = {1: "ncl1d_grouped_stride_phase", 2: "nchw2d_grouped_stride_phase", 3: "ncdhw3d_grouped_stride_phase"}
 
@@ -110,15 +111,32 @@ def test_forced_channel_blocks_match_the_reference_on_swiftshader():
     cases = [{"name": name, "tier": "t", "x": x, "w": w, "bias": bias, "attributes": attrs,
               "variant": VARIANT_OF[len(x) - 2]} for name, x, w, bias, attrs in CHANS_CASES]
     # four outputs per row, so that every block of four channels fits the registers
-    grids = {v: {"chans": [1, 2, 4], "cells": [1] if v.startswith("ncl1d") else [1, 2], "outs": [4]}
+    grids = {v: {"chans": [1, 2, 4], "cells": [1] if v.startswith("ncl1d") else [1, 2], "outs": [4], "xv": [0, 1]}
              for v in VARIANT_OF.values()}
     doc = {"fill": fill, "cases": cases, "tuning": {"grids": grids}}
     with NodeHost() as node:
         table = node.py("tune", json.dumps(doc), "t", None, 1)["table"]
     assert table["rejected"] == []
-    measured = {m["case"]: {(p["chans"], p["cells"]) for p in map(json.loads, m["medians"]) if p["outs"] == 4}
+    measured = {m["case"]: {(p["chans"], p["cells"], p["xv"]) for p in map(json.loads, m["medians"]) if p["outs"] == 4}
                 for m in table["measured"]}
-    assert measured == {"g1d": {(c, 1) for c in (1, 2, 4)},
-                        "g2d": {(c, n) for c in (1, 2, 4) for n in (1, 2)},
+    assert measured == {"g1d": {(c, 1, v) for c in (1, 2, 4) for v in (0, 1)},
+                        "g2d": {(c, n, v) for c in (1, 2, 4) for n in (1, 2) for v in (0, 1)},
                         # four channels of two cells of 2 x 6 rows would keep 192 accumulators: refused
-                        "g3d": {(c, n) for c in (1, 2, 4) for n in (1, 2)} - {(4, 2)}}
+                        "g3d": {(c, n, v) for c in (1, 2, 4) for n in (1, 2) for v in (0, 1) if (c, n) != (4, 2)}}
+
+
+def test_x_reads_as_vectors_where_every_chunk_starts_on_one():
+    caps = h200_caps()
+    dw16 = plan(geometry(DEPTHWISE, "float16"), caps, "nchw2d_grouped_stride_phase")
+    assert dw16.tiles["xv"] == 4  # 8 outputs per row at stride 2: 4 inputs, read as one vec4 of halves
+    source = render(dw16.dispatches[0].template, dw16.dispatches[0].params)
+    assert "var<storage, read> x: array<vec4<T>>;" in source and "let xs0 = f32(xq0.w);" in source
+    # a row of odd length does not start every row on a vector: scalar reads, and forcing vectors is refused
+    x, w, attrs = DEPTHWISE
+    odd = geometry(((1, 256, 9, 9), w, attrs), "float32")
+    params = grouped.default_params(odd, caps)
+    assert params["xv"] == 0
+    assert "must start every chunk and row" in grouped.params_refusal(params | {"xv": 1}, odd, caps)
+    # pads of 2 at stride 2 start chunk 0 one input in, off a vec2
+    shifted = geometry(((1, 256, 8, 8), w, attrs | {"pads": [2, 2, 2, 2]}), "float32")
+    assert grouped.default_params(shifted, caps)["xv"] == 0

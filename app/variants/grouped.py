@@ -75,6 +75,28 @@ def plan(geom, outs: int, cells: int = 1) -> dict:
             "taps": taps}
 
 
+def vector_reads(body: dict, xv: int) -> dict:
+    """The window's loads as vec{xv} reads of x's last axis: `vector_reads`, per outer window position and
+    vector j, the vector at q + j*xv; `vector_parts`, per load, [its read, its component]."""
+    last = body["windows"][-1]
+    reads, parts = [], []
+    for load in body["loads"]:
+        j, part = divmod(last[load[-1]], xv)
+        key = [load[:-1], j]
+        if key not in reads:
+            reads.append(key)
+        parts.append([reads.index(key), part])
+    return {"vector_reads": reads, "vector_parts": parts}
+
+
+def x_vector(geom, outs: int) -> int:
+    """The width x can be read at: the inputs a chunk advances by (outs / stride), where 2 or 4 of them
+    start every chunk, and so every row, on a multiple of that width."""
+    width = outs // geom.strides[-1]
+    aligned = geom.in_spatial[-1] % width == 0 and (geom.pads_begin[-1] // geom.strides[-1]) % width == 0
+    return width if width in (2, 4) and outs % geom.strides[-1] == 0 and aligned else 1
+
+
 def body_size(geom, outs: int, cells: int, chans: int = 1) -> tuple[int, int]:
     """(multiply-adds, f32 values live) per input channel of the unrolled body."""
     body = plan(geom, outs, cells)
@@ -102,26 +124,35 @@ def default_params(geom, caps) -> dict:
     # more stride cells of the next-to-last axis (they share window rows and the index arithmetic). On an
     # H200 (tools/gpu/kernel_probe.mjs; docs/h200/sweeps/grouped-cells-*, grouped-probe.txt) the depthwise
     # `large` case took 0.0328 ms in float32 with 4 cells against 0.0337 with 1 (0.0378 before the grid
-    # took the output's shape), and 0.0248 ms in float16 with 2 cells against 0.0254; the grouped g32 case 0.055 ms against 0.075 in
-    # float32, 0.060 against 0.073 in float16. Wider rows per invocation (8 float32 outputs: two stores a
-    # row) were slower everywhere. Software adapters run invocations as SIMD lanes of CPU threads: fewer,
-    # longer invocations (16 outputs per row, at most 32 per invocation over the prod(outer strides) rows of
-    # a cell; SwiftShader's tuning found 16 over 8 and 4) win there.
+    # took the output's shape), and 0.0248 ms in float16 with 2 cells against 0.0254. Wider rows per
+    # invocation (8 float32 outputs: two stores a row) were slower everywhere.
+    # With several output channels per group, the 32 accumulators go to up to 4 channels first (each loaded
+    # input then feeds 4 channels' taps: the grouped g32 case is bound by loads, not multiply-adds), in vec4
+    # rows whatever the dtype: g32 took 0.0498 ms in float32 and 0.0479 in float16 with 4 channels of one
+    # cell, against 0.054 / 0.061 with 1 channel of 4 / 2 cells (docs/h200/sweeps/grouped-chans-*.json).
+    # Software adapters run invocations as SIMD lanes of CPU threads: fewer, longer invocations (16 outputs
+    # per row, at most 32 per invocation over the prod(outer strides) rows of a cell; SwiftShader's tuning
+    # found 16 over 8 and 4) win there.
     rows = math.prod(geom.strides[:-1])
     widest = _widest_store(geom)
     if caps.is_software:
         wanted = {"vec": 4, "outs": min(16, max(4, 32 // rows)), "workgroup_size": 64, "cells": 1, "chans": 1}
+    elif geom.out_per_group > 1:
+        chans = max(c for c in (1, 2, 4) if geom.out_per_group % c == 0 and (c == 1 or 4 * rows * c <= 32))
+        cells = max(1, 32 // (4 * rows * chans)) if geom.rank > 1 else 1
+        wanted = {"vec": 4, "outs": 4, "workgroup_size": 128, "cells": cells, "chans": chans}
     else:
         cells = max(1, 32 // (widest * rows)) if geom.rank > 1 else 1
         wanted = {"vec": widest, "outs": widest, "workgroup_size": 128, "cells": cells, "chans": 1}
-    # Where the unrolled body would not fit, fewer cells, then fewer outputs, then narrower stores.
+    # Where the unrolled body would not fit, fewer channels and cells, then fewer outputs, then narrower stores.
     for outs in [wanted["outs"]] + [o for o in (8, 4, 1) if o < wanted["outs"]]:
         for vec in [v for v in reversed(VECS) if v <= wanted["vec"]]:
-            for cells in range(wanted["cells"], 0, -1):
-                params = wanted | {"vec": vec, "outs": outs, "cells": cells}
-                if _fits(params, geom):
-                    return params
-    return wanted | {"vec": 1, "outs": 1, "cells": 1}
+            for chans in [c for c in (4, 2, 1) if c <= wanted["chans"]]:
+                for cells in range(wanted["cells"], 0, -1):
+                    params = wanted | {"vec": vec, "outs": outs, "cells": cells, "chans": chans}
+                    if _fits(params, geom):
+                        return params | {"xv": int(not caps.is_software and x_vector(geom, resolved(params, geom)[1]) > 1)}
+    return wanted | {"vec": 1, "outs": 1, "cells": 1, "chans": 1, "xv": 0}
 
 
 def _fits(params: dict, geom) -> bool:
@@ -130,15 +161,19 @@ def _fits(params: dict, geom) -> bool:
 
 
 def params_refusal(params: dict, geom, caps) -> str | None:
-    names = ("vec", "outs", "workgroup_size", "cells", "chans")
-    if set(params) != set(names) or any(not isinstance(params[n], int) or params[n] < 1 for n in names):
-        return f"params must be the positive integers {names}"
+    names = ("vec", "outs", "workgroup_size", "cells", "chans", "xv")
+    if set(params) != set(names) or any(not isinstance(params[n], int) or params[n] < (0 if n == "xv" else 1) for n in names):
+        return f"params must be the positive integers {names} (xv: 0 or 1)"
     if params["vec"] not in VECS:
         return f"vec must be one of {VECS}"
     if params["vec"] > _widest_store(geom):
         return "vec 8 packs float16 outputs; float32 stores are at most vec4"
     if geom.rank == 1 and params["cells"] != 1:
         return "cells counts stride cells of the next-to-last axis: 1D has none"
+    if params["xv"] not in (0, 1):
+        return "xv is a switch: 0 or 1"
+    if params["xv"] and x_vector(geom, resolved(params, geom)[1]) == 1:
+        return "xv reads x as vectors of outs / stride (2 or 4) inputs, which must start every chunk and row"
     if geom.out_per_group % params["chans"]:
         return f"chans {params['chans']} does not divide the {geom.out_per_group} output channels of a group"
     size = params["workgroup_size"]
@@ -200,16 +235,20 @@ def configure(geom, caps) -> Launch | Refusal:
                            [("rows", rows), ("row_vec4s", row_vec4s), ("taps", taps)],
                            grid(-(-rows * row_vec4s // ROWS_WORKGROUP), limit))
     uniforms = channel_uniforms(geom) + list(cells.items())
+    xv = x_vector(geom, outs) if params["xv"] else 1
+    body = plan(geom, outs, params["cells"])
     render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "wx": wx,
               "z_loop": cells["zs"] > limit, "rank": geom.rank, "strides": list(geom.strides), "vec": vec,
               "outs": outs, "cells": params["cells"], "chans": params["chans"],
-              "row_vec4s": row_vec4s} | plan(geom, outs, params["cells"])
+              "row_vec4s": row_vec4s, "xv": xv} | body | (vector_reads(body, xv) if xv > 1 else {})
     types = {"y": "array<vec4<u32>>" if vec == 8 else f"array<vec{vec}<T>>"} if vec > 1 else {}
+    if xv > 1:
+        types["x"] = f"array<vec{xv}<T>>"
     reads = ("x", "wt", "b") if geom.has_bias else ("x", "wt")
     return Launch("", "", (dispatch(TEMPLATE, render, reads, ("y",), uniforms, workgroups, types),),
                   weight_passes=(weight_rows,), prepared={"wt": rows * row_vec4s * 16},
                   tiles={"vec": vec, "outs": outs, "workgroup_size": size, "cells": params["cells"],
-                         "chans": params["chans"]})
+                         "chans": params["chans"], "xv": xv})
 
 
 VARIANTS = tuple(Variant(
