@@ -117,6 +117,7 @@ for _rank in (1, 2, 3):
         ([1, 8, *_sp], [8, 8, *_k3], {"strides": [3] * _rank, "dilations": [2] * _rank}),
     ]
 _SHAPES += [
+    ([1, 8, 5, 5, 6], [8, 4, 2, 2, 2], {"group": 2, "strides": [2, 2, 2]}),        # 3D grouped: 4 channels a block
     ([1, 16, 64], [16, 8, 16], {"strides": [8], "pads": [4, 4]}),                    # vocoder phase tiles
     ([1, 8, 32], [8, 4, 300], {"strides": [100]}),                                   # phases split, long kernel
     ([1, 16, 16], [16, 2, 2], {"strides": [3], "auto_pad": "SAME_LOWER"}),          # negative pads

@@ -11,9 +11,10 @@ the last axis, starting at a multiple of `outs` (a multiple of both the stride a
 consecutive invocations write consecutive addresses with `vec`-wide stores. The dispatch grid has the
 output's shape (chunks of the last axis, cells of the next, planes), so no invocation divides by a size.
 Per input channel of its group it loads its input window once into registers (neighbouring invocations'
-overlapping windows hit L1, not DRAM) and its taps' weights four at a time (uniform across the workgroup: a
-broadcast; a weight pass, once per weight content, lays them out as f32 rows padded to vec4s), then feeds
-every output the window reaches.
+overlapping windows hit L1, not DRAM; with `xv`, as vectors of x's last axis) and its taps' weights four at
+a time (uniform across the workgroup: a broadcast; a weight pass, once per weight content, lays them out as
+f32 rows padded to vec4s), then feeds every output the window reaches, in each of its `chans` output
+channels: with several channels per group the kernel is bound by load instructions, and these share them.
 
 Out-of-range inputs load as zero, so the variant needs finite weights (see base.CONDITIONS' finite_data: a
 NaN or Inf in x meets only its real taps, so the check before a call scans w alone);
@@ -21,6 +22,7 @@ kernels whose unrolled body would not fit in registers are refused (the gather k
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -48,24 +50,31 @@ def phase_taps(rel: int, k: int, s: int, d: int) -> list[tuple[int, int]]:
 
 
 def plan(geom, outs: int, cells: int = 1) -> dict:
+    """The unrolled body of `outs` outputs along the last axis and `cells` cells along the next (see _plan)."""
+    return _plan(tuple(_axis(geom, a)[2:] for a in range(geom.rank)), outs, cells)
+
+
+@functools.lru_cache(maxsize=4096)  # the tuner and the shader matrix ask for the same bodies many times
+def _plan(axes: tuple, outs: int, cells: int) -> dict:
+    # axes: per axis (kernel, stride, dilation, pad)
     """The unrolled body as render parameters. Outer axes own one cell (outputs q*s + r - pad, r < s), the
     next-to-last `cells` (r < s * cells); the last axis owns `outs` outputs o0 + v, whose t = o0 + v + pad
     is q*s + (pad mod s) + v, q being the axis's base. `windows`: per axis, the input offsets from q that the owned outputs' taps read; `loads`:
     the window's samples (per axis an index into `windows`); `rows`: the outer axes' phases, one output
     row each; `accs`: per owned output [row, v, [[load, flat tap], ...]]; `taps`: the flat taps used."""
+    rank = len(axes)
     per_axis = []
-    for a in range(geom.rank):
-        _, _, k, s, d, pad = _axis(geom, a)
-        rels = {geom.rank - 1: [pad % s + v for v in range(outs)], geom.rank - 2: range(s * cells)}.get(a, range(s))
+    for a, (k, s, d, pad) in enumerate(axes):
+        rels = {rank - 1: [pad % s + v for v in range(outs)], rank - 2: range(s * cells)}.get(a, range(s))
         per_axis.append([phase_taps(rel, k, s, d) for rel in rels])
     windows = [sorted({off for pairs in axis for _, off in pairs}) for axis in per_axis]
     loads = list(itertools.product(*(range(len(w)) for w in windows)))
-    strides = [math.prod(geom.kernel[a + 1:]) for a in range(geom.rank)]
+    strides = [math.prod(k for k, *_ in axes[a + 1:]) for a in range(rank)]
     accs = []
     rows = list(itertools.product(*(range(len(axis)) for axis in per_axis[:-1])))
     for r, row in enumerate(rows):
         for v, last in enumerate(per_axis[-1]):
-            pairs = [per_axis[a][row[a]] for a in range(geom.rank - 1)] + [last]
+            pairs = [per_axis[a][row[a]] for a in range(rank - 1)] + [last]
             terms = [[loads.index(tuple(windows[a].index(off) for a, (_, off) in enumerate(combo))),
                       sum(tap * strides[a] for a, (tap, _) in enumerate(combo))]
                      for combo in itertools.product(*pairs)]
@@ -151,8 +160,17 @@ def default_params(geom, caps) -> dict:
                 for cells in range(wanted["cells"], 0, -1):
                     params = wanted | {"vec": vec, "outs": outs, "cells": cells, "chans": chans}
                     if _fits(params, geom):
-                        return params | {"xv": int(not caps.is_software and x_vector(geom, resolved(params, geom)[1]) > 1)}
+                        return params | {"xv": int(_reads_vectors(geom, caps, params))}
     return wanted | {"vec": 1, "outs": 1, "cells": 1, "chans": 1, "xv": 0}
+
+
+def _reads_vectors(geom, caps, params: dict) -> bool:
+    # x as vectors pays for float16, whose scalar reads move 2 bytes each (depthwise `large` 0.0225 ms against
+    # 0.0265 read by scalars), and where each read feeds several channels (g32 float32 0.0525 against 0.0577);
+    # float32 depthwise gains nothing (0.0318 with 2 cells against 0.0323 by scalars with 4, and 0.0352 with 4):
+    # docs/h200/sweeps/grouped-xv-probe.txt. Software adapters keep scalar reads.
+    wanted = geom.dtype == "float16" or params["chans"] > 1
+    return wanted and not caps.is_software and x_vector(geom, resolved(params, geom)[1]) > 1
 
 
 def _fits(params: dict, geom) -> bool:

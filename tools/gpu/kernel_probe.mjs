@@ -25,7 +25,7 @@ const ABLATIONS = [
     ["$3", "T(f32(c))", "vec4<T>(T(f32(k)))"]],
 ];
 // The grouped stride-phase kernel: its window loads and its tap loads.
-ABLATIONS.push(["no x loads", /x\[xc \+ xo(\d+)\]/g, "T(f32(xo$1))"], ["no w loads", /wt\[wc( \+ \d+)?\]/g, "vec4<f32>(f32(wc))"]);
+ABLATIONS.push(["no x loads", /(xs|xq)(\d+) = (f32\()?x\[xc \+ xo\d+\]\)?/g, "$1$2 = $1$2"], ["no w loads", /wt\[wc( \+ \d+)?\]/g, "vec4<f32>(f32(wc))"]);
 // Per-step cost and the fixed rest: the reduction loop cut to none and to half of its steps.
 ABLATIONS.push(["no reduction steps", /let chunks = taps \* p\.c_chunks;/, "let chunks = 0;"],
   ["half the reduction steps", /let chunks = taps \* p\.c_chunks;/, "let chunks = taps * p.c_chunks / 2;"]);
