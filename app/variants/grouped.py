@@ -11,9 +11,9 @@ the last axis, starting at a multiple of `outs` (a multiple of both the stride a
 consecutive invocations write consecutive addresses with `vec`-wide stores. The dispatch grid has the
 output's shape (chunks of the last axis, cells of the next, planes), so no invocation divides by a size.
 Per input channel of its group it loads its input window once into registers (neighbouring invocations'
-overlapping windows hit L1, not DRAM; with `xv`, as vectors of x's last axis) and its taps' weights four at
-a time (uniform across the workgroup: a broadcast; a weight pass, once per weight content, lays them out as
-f32 rows padded to vec4s), then feeds every output the window reaches, in each of its `chans` output
+overlapping windows hit L1, not DRAM; with `xv`, as vectors of x's last axis) and its taps' weights (uniform
+across the workgroup: a broadcast; on GPUs four at a time, laid out as f32 rows padded to vec4s by a weight
+pass once per weight content), then feeds every output the window reaches, in each of its `chans` output
 channels: with several channels per group the kernel is bound by load instructions, and these share them.
 
 Out-of-range inputs load as zero, so the variant needs finite weights (see base.CONDITIONS' finite_data: a
@@ -165,12 +165,13 @@ def default_params(geom, caps) -> dict:
 
 
 def _reads_vectors(geom, caps, params: dict) -> bool:
-    # x as vectors pays for float16, whose scalar reads move 2 bytes each (depthwise `large` 0.0225 ms against
-    # 0.0265 read by scalars), and where each read feeds several channels (g32 float32 0.0525 against 0.0577);
-    # float32 depthwise gains nothing (0.0318 with 2 cells against 0.0323 by scalars with 4, and 0.0352 with 4):
-    # docs/h200/sweeps/grouped-xv-probe.txt. Software adapters keep scalar reads.
-    wanted = geom.dtype == "float16" or params["chans"] > 1
-    return wanted and not caps.is_software and x_vector(geom, resolved(params, geom)[1]) > 1
+    # x as vectors pays for float16, whose scalar reads move 2 bytes each: on the H200 through the bench
+    # path, depthwise `large` 0.024 ms against 0.028 read by scalars, g32 0.042 against 0.048. In float32 it
+    # does not: depthwise 0.037 against 0.034, g32 with 4 channels 0.058-0.060 against 0.050 (the kernel
+    # timed alone, tools/gpu/kernel_probe.mjs, had g32 the other way round, 0.0525 against 0.0577; the
+    # bench path is what a caller gets). docs/h200/sweeps/grouped-xv-probe.txt, docs/h200/grouped-check/.
+    # Software adapters keep scalar reads.
+    return geom.dtype == "float16" and not caps.is_software and x_vector(geom, resolved(params, geom)[1]) > 1
 
 
 def _fits(params: dict, geom) -> bool:
@@ -244,27 +245,34 @@ def configure(geom, caps) -> Launch | Refusal:
                   min(cells["zs"], limit))
     if max(workgroups[:2]) > limit:
         return Refusal(f"{workgroups[:2]} workgroups along x, y exceed the device's {limit} per dimension")
-    # Each (channel, out-channel) row of taps padded to whole vec4s of f32: a tap costs a quarter of a load
-    # and no conversion in the kernel (weights read once per channel by every invocation).
+    # On GPUs each (channel, out-channel) row of taps is padded to whole vec4s of f32 by a weight pass, once
+    # per weight content: a tap costs a quarter of a load and no conversion in the kernel (the H200's g32
+    # case 0.0554 -> 0.0513 ms f32, 0.0605 -> 0.0562 f16; docs/h200/sweeps/grouped-wt-chans-probe.txt).
+    # SwiftShader ran the small tier's grouped_up case slower with it (1.07-1.30 ms against 0.79-0.83 by
+    # scalar taps, min of 10, two rounds each), so software adapters read w as it is.
     taps = math.prod(geom.kernel)
+    packed_w = not caps.is_software
     row_vec4s = -(-taps // 4)
     rows = geom.in_channels * geom.out_per_group
-    weight_rows = dispatch(WEIGHT_ROWS, {"dtype": geom.dtype, "workgroup_size": ROWS_WORKGROUP}, ("w",), ("wt",),
-                           [("rows", rows), ("row_vec4s", row_vec4s), ("taps", taps)],
-                           grid(-(-rows * row_vec4s // ROWS_WORKGROUP), limit))
+    weight_passes, prepared = (), {}
+    if packed_w:
+        weight_passes = (dispatch(WEIGHT_ROWS, {"dtype": geom.dtype, "workgroup_size": ROWS_WORKGROUP}, ("w",), ("wt",),
+                                  [("rows", rows), ("row_vec4s", row_vec4s), ("taps", taps)],
+                                  grid(-(-rows * row_vec4s // ROWS_WORKGROUP), limit)),)
+        prepared = {"wt": rows * row_vec4s * 16}
     uniforms = channel_uniforms(geom) + list(cells.items())
     xv = x_vector(geom, outs) if params["xv"] else 1
     body = plan(geom, outs, params["cells"])
     render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "wx": wx,
               "z_loop": cells["zs"] > limit, "rank": geom.rank, "strides": list(geom.strides), "vec": vec,
               "outs": outs, "cells": params["cells"], "chans": params["chans"],
-              "row_vec4s": row_vec4s, "xv": xv} | body | (vector_reads(body, xv) if xv > 1 else {})
+              "packed_w": packed_w, "w_row": row_vec4s if packed_w else taps, "xv": xv} | body | (vector_reads(body, xv) if xv > 1 else {})
     types = {"y": "array<vec4<u32>>" if vec == 8 else f"array<vec{vec}<T>>"} if vec > 1 else {}
     if xv > 1:
         types["x"] = f"array<vec{xv}<T>>"
-    reads = ("x", "wt", "b") if geom.has_bias else ("x", "wt")
+    reads = ("x", "wt" if packed_w else "w") + (("b",) if geom.has_bias else ())
     return Launch("", "", (dispatch(TEMPLATE, render, reads, ("y",), uniforms, workgroups, types),),
-                  weight_passes=(weight_rows,), prepared={"wt": rows * row_vec4s * 16},
+                  weight_passes=weight_passes, prepared=prepared,
                   tiles={"vec": vec, "outs": outs, "workgroup_size": size, "cells": params["cells"],
                          "chans": params["chans"], "xv": xv})
 
