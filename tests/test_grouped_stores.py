@@ -49,9 +49,9 @@ def test_rows_not_a_multiple_of_eight_store_narrower():
 
 def test_eight_wide_stores_are_refused_for_float32():
     geom = geometry(DEPTHWISE, "float32")
-    reason = grouped.params_refusal({"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1, "chans": 1, "xv": 0}, geom, h200_caps())
-    assert "float16" in reason
     params = {"vec": 8, "outs": 8, "workgroup_size": 128, "cells": 1, "chans": 1, "xv": 0}
+    reason = grouped.params_refusal(params, geom, h200_caps())
+    assert "float16" in reason
     assert grouped.params_refusal(params, geometry(DEPTHWISE, "float16"), h200_caps()) is None
 
 
@@ -72,8 +72,8 @@ def test_cells_drop_where_the_body_would_not_fit():
 def test_one_dimension_has_no_cells_to_take():
     geom = infer((1, 8, 16), (8, 1, 4), attributes={"group": 8, "strides": [2]})
     assert grouped.default_params(geom, h200_caps())["cells"] == 1
-    assert "1D has none" in grouped.params_refusal({"vec": 4, "outs": 4, "workgroup_size": 128, "cells": 2, "chans": 1, "xv": 0},
-                                                   geom, h200_caps())
+    params = {"vec": 4, "outs": 4, "workgroup_size": 128, "cells": 2, "chans": 1, "xv": 0}
+    assert "1D has none" in grouped.params_refusal(params, geom, h200_caps())
 
 
 def test_output_channels_per_invocation_divide_the_group_and_fit_the_registers():

@@ -56,12 +56,12 @@ def plan(geom, outs: int, cells: int = 1) -> dict:
 
 @functools.lru_cache(maxsize=4096)  # the tuner and the shader matrix ask for the same bodies many times
 def _plan(axes: tuple, outs: int, cells: int) -> dict:
-    # axes: per axis (kernel, stride, dilation, pad)
-    """The unrolled body as render parameters. Outer axes own one cell (outputs q*s + r - pad, r < s), the
-    next-to-last `cells` (r < s * cells); the last axis owns `outs` outputs o0 + v, whose t = o0 + v + pad
-    is q*s + (pad mod s) + v, q being the axis's base. `windows`: per axis, the input offsets from q that the owned outputs' taps read; `loads`:
-    the window's samples (per axis an index into `windows`); `rows`: the outer axes' phases, one output
-    row each; `accs`: per owned output [row, v, [[load, flat tap], ...]]; `taps`: the flat taps used."""
+    """The unrolled body as render parameters, from per axis (kernel, stride, dilation, pad). Outer axes own
+    one cell (outputs q*s + r - pad, r < s), the next-to-last `cells` (r < s * cells); the last axis owns
+    `outs` outputs o0 + v, whose t = o0 + v + pad is q*s + (pad mod s) + v, q being the axis's base.
+    `windows`: per axis, the input offsets from q that the owned outputs' taps read; `loads`: the window's
+    samples (per axis an index into `windows`); `rows`: the outer axes' phases, one output row each; `accs`:
+    per owned output [row, v, [[load, flat tap], ...]]; `taps`: the flat taps used."""
     rank = len(axes)
     per_axis = []
     for a, (k, s, d, pad) in enumerate(axes):
@@ -181,7 +181,8 @@ def _fits(params: dict, geom) -> bool:
 
 def params_refusal(params: dict, geom, caps) -> str | None:
     names = ("vec", "outs", "workgroup_size", "cells", "chans", "xv")
-    if set(params) != set(names) or any(not isinstance(params[n], int) or params[n] < (0 if n == "xv" else 1) for n in names):
+    lowest = {n: 0 if n == "xv" else 1 for n in names}
+    if set(params) != set(names) or any(not isinstance(params[n], int) or params[n] < lowest[n] for n in names):
         return f"params must be the positive integers {names} (xv: 0 or 1)"
     if params["vec"] not in VECS:
         return f"vec must be one of {VECS}"
@@ -256,8 +257,8 @@ def configure(geom, caps) -> Launch | Refusal:
     rows = geom.in_channels * geom.out_per_group
     weight_passes, prepared = (), {}
     if packed_w:
-        weight_passes = (dispatch(WEIGHT_ROWS, {"dtype": geom.dtype, "workgroup_size": ROWS_WORKGROUP}, ("w",), ("wt",),
-                                  [("rows", rows), ("row_vec4s", row_vec4s), ("taps", taps)],
+        weight_passes = (dispatch(WEIGHT_ROWS, {"dtype": geom.dtype, "workgroup_size": ROWS_WORKGROUP},
+                                  ("w",), ("wt",), [("rows", rows), ("row_vec4s", row_vec4s), ("taps", taps)],
                                   grid(-(-rows * row_vec4s // ROWS_WORKGROUP), limit)),)
         prepared = {"wt": rows * row_vec4s * 16}
     uniforms = channel_uniforms(geom) + list(cells.items())
@@ -266,7 +267,9 @@ def configure(geom, caps) -> Launch | Refusal:
     render = {"dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": size, "wx": wx,
               "z_loop": cells["zs"] > limit, "rank": geom.rank, "strides": list(geom.strides), "vec": vec,
               "outs": outs, "cells": params["cells"], "chans": params["chans"],
-              "packed_w": packed_w, "w_row": row_vec4s if packed_w else taps, "xv": xv} | body | (vector_reads(body, xv) if xv > 1 else {})
+              "packed_w": packed_w, "w_row": row_vec4s if packed_w else taps, "xv": xv} | body
+    if xv > 1:
+        render |= vector_reads(body, xv)
     types = {"y": "array<vec4<u32>>" if vec == 8 else f"array<vec{vec}<T>>"} if vec > 1 else {}
     if xv > 1:
         types["x"] = f"array<vec{xv}<T>>"
@@ -280,9 +283,9 @@ def configure(geom, caps) -> Launch | Refusal:
 VARIANTS = tuple(Variant(
     name=name, templates=(TEMPLATE, WEIGHT_ROWS),
     summary=f"grouped/depthwise {rank}D, strides >= 2: stride phases unrolled from tables made at render time "
-            "(taps and input offsets per output, no tap search); an invocation owns one stride cell per outer "
-            "axis and `outs` consecutive outputs of the last axis, stored `vec` wide, its input window and "
-            "taps loaded once per input channel; any dilation, pads, output_padding",
+            "(taps and input offsets per output, no tap search); an invocation owns `chans` output channels, one "
+            "stride cell per outer axis and `outs` consecutive outputs of the last axis, stored `vec` wide, its "
+            "input window and taps loaded once per input channel; any dilation, pads, output_padding",
     conditions={"rank": [rank], "group": ["grouped"], "min_stride": 2, "input": "nonempty", "finite_data": True},
     # Every in-range x sample meets only its real taps; the zeros loaded outside x meet weights.
     unsafe_nonfinite=("w",),
