@@ -33,6 +33,7 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "stride": ("every stride is {}", lambda g, v: all(s == v for s in g.strides)),
     "dilation": ("every dilation is {}", lambda g, v: all(d == v for d in g.dilations)),
     "kernel": ("every kernel dim is {}", lambda g, v: all(k == v for k in g.kernel)),
+    "min_taps": ("the kernel has at least {} taps", lambda g, v: math.prod(g.kernel) >= v),
     "no_padding": ("pads and output_padding are all 0 (given {})",
                    lambda g, v: not v or (not any(g.pads_begin) and not any(g.pads_end) and not any(g.output_padding))),
     "min_in_per_group": ("each group has at least {} input channels", lambda g, v: g.in_per_group >= v),

@@ -162,6 +162,21 @@ def configure(geom, caps) -> Launch | Refusal:
     return gemm_launch(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
 
 
+def weight_pack(geom, caps) -> tuple:
+    """The cached pass that packs w into [group][tap][in][out] vec4 rows (wp), the vec4s it writes, and the
+    channel and kernel sizes (uniform fields) it shares with the GEMMs that read wp."""
+    kernel_size = math.prod(geom.kernel)
+    m4 = _ceil(geom.out_per_group, 4)
+    packed_vec4s = geom.group * kernel_size * geom.in_per_group * m4
+    shapes = [("in_channels", geom.in_channels), ("out_channels", geom.out_channels),
+              ("in_per_group", geom.in_per_group), ("out_per_group", geom.out_per_group),
+              ("kernel_size", kernel_size), ("m4", m4)]
+    pack = dispatch(PACK, {"dtype": geom.dtype, "workgroup_size": PACK_WORKGROUP}, ("w",), ("wp",),
+                    [("packed_vec4s", packed_vec4s)] + shapes,
+                    grid(_ceil(packed_vec4s, PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")))
+    return pack, packed_vec4s, shapes
+
+
 def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
                 tiles: dict, wp_view: str | None = None, wp_tail: int = 0,
                 x_view: str | None = None) -> Launch | Refusal:
@@ -173,15 +188,7 @@ def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step:
     if refusal:
         return refusal
     max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
-    kernel_size = math.prod(geom.kernel)
-    m4 = _ceil(geom.out_per_group, 4)
-    packed_vec4s = geom.group * kernel_size * geom.in_per_group * m4
-    shapes = [("in_channels", geom.in_channels), ("out_channels", geom.out_channels),
-              ("in_per_group", geom.in_per_group), ("out_per_group", geom.out_per_group),
-              ("kernel_size", kernel_size), ("m4", m4)]
-    pack = dispatch(PACK, {"dtype": geom.dtype, "workgroup_size": PACK_WORKGROUP}, ("w",), ("wp",),
-                    [("packed_vec4s", packed_vec4s)] + shapes, grid(_ceil(packed_vec4s, PACK_WORKGROUP), max_dim))
-
+    pack, packed_vec4s, shapes = weight_pack(geom, caps)
     row_tiles, col_tiles = _ceil(phase_rows(geom), tm), _ceil(geom.out_per_group, tn)
     phases = math.prod(geom.strides)
     split_tiles = geom.group * phases * row_tiles * col_tiles

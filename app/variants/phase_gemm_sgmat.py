@@ -48,7 +48,7 @@ def matrix_config(dtype: str, caps) -> dict | None:
     return min(usable, key=lambda c: (wanted.index(c["componentType"]), -c["M"] * c["N"] * c["K"]), default=None)
 
 
-def _subgroup_size(caps) -> int:
+def subgroup_size(caps) -> int:
     sizes = usable_subgroup_sizes(caps)
     return sizes[1] if sizes else MAX_SUBGROUP_SIZE
 
@@ -62,26 +62,26 @@ ROW_PAD_BYTES = 16  # the template pads every staged k row by this much (bank co
 MATRIX_ALIGN_BYTES = 16  # Vulkan: a cooperative-matrix load's address and stride (rows of 16 f16 here)
 
 
-def _component_bytes(config: dict) -> int:
+def component_bytes(config: dict) -> int:
     return 2 if config["componentType"] == "f16" else 4
 
 
-def _wp_cols(geom) -> int:
+def wp_cols(geom) -> int:
     """Elements in a row of wp: the group's out-channels rounded up to 4 (the pack writes vec4 rows)."""
     return 4 * -(-geom.out_per_group // 4)
 
 
-def _direct_b_refusal(geom, config: dict) -> str | None:
-    """Why bd cannot read this request's right matrices straight from wp (None when it can): the matrices must
+def direct_b_refusal(geom, config: dict, who: str = "bd ") -> str | None:
+    """Why `who` cannot read this request's right matrices straight from wp (None when it can): the matrices must
     be of the storage type, and wp's rows a multiple of a matrix load's alignment and no shorter than the
     matrix (on an H200, shorter rows gave wrong results: 11 test.json cases with 8 or fewer out-channels
     per group)."""
     if config["componentType"] != STORAGE_COMPONENT[geom.dtype]:
-        return (f"bd needs matrices of the storage type ({STORAGE_COMPONENT[geom.dtype]}), the device's are "
+        return (f"{who}needs matrices of the storage type ({STORAGE_COMPONENT[geom.dtype]}), the device's are "
                 f"{config['componentType']}")
-    cols = _wp_cols(geom)
-    if (cols * _component_bytes(config)) % MATRIX_ALIGN_BYTES or cols < config["N"]:
-        return (f"bd needs packed weight rows of at least a matrix's {config['N']} columns and a multiple of "
+    cols = wp_cols(geom)
+    if (cols * component_bytes(config)) % MATRIX_ALIGN_BYTES or cols < config["N"]:
+        return (f"{who}needs packed weight rows of at least a matrix's {config['N']} columns and a multiple of "
                 f"{MATRIX_ALIGN_BYTES} bytes (out-channels per group rounded up to 4)")
     return None
 
@@ -100,7 +100,7 @@ def _vector_a_refusal(t: dict, geom, caps, config: dict) -> str | None:
     if math.prod(geom.in_spatial) % 4:
         return "va needs x's images to hold a multiple of 4 pixels"
     tm, _, tks = _tile(t, config)
-    threads = t["sg_m"] * t["sg_n"] * _subgroup_size(caps)
+    threads = t["sg_m"] * t["sg_n"] * subgroup_size(caps)
     if threads % (tm // 4) or tks % (threads * 4 // tm):
         return "va needs the workgroup to load whole k rows of the tile's vec4s"
     return None
@@ -108,7 +108,7 @@ def _vector_a_refusal(t: dict, geom, caps, config: dict) -> str | None:
 
 def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
-    comp = _component_bytes(config)
+    comp = component_bytes(config)
     pad = ROW_PAD_BYTES // comp
     staged = tm + pad + (0 if t["bd"] else tn + pad)  # bd: B is read from wp, not staged
     return 2 * tks * staged * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
@@ -116,7 +116,7 @@ def workgroup_bytes(t: dict, config: dict) -> int:
 
 def default_tiles(geom, caps) -> dict:
     config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16, "componentType": None}
-    direct = int(_direct_b_refusal(geom, config) is None)
+    direct = int(direct_b_refusal(geom, config) is None)
 
     def shape(values: tuple) -> tuple[dict, int]:
         t = dict(zip(PARAMS, values))
@@ -151,7 +151,7 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     tm, tn, tks = _tile(t, config)
     if t.get("bd") not in (0, 1):
         return "bd (right matrices read straight from the packed weights) must be 0 or 1"
-    if t["bd"] and (why := _direct_b_refusal(geom, config)):
+    if t["bd"] and (why := direct_b_refusal(geom, config)):
         return why
     if t.get("va") not in (0, 1):
         return "va (A rows loaded as vec4s of x) must be 0 or 1"
@@ -160,7 +160,7 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     sizes = usable_subgroup_sizes(caps)
     if sizes and sizes[0] < config["M"]:
         return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
-    threads = t["sg_m"] * t["sg_n"] * _subgroup_size(caps)
+    threads = t["sg_m"] * t["sg_n"] * subgroup_size(caps)
     if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{threads} invocations per workgroup exceed the device's limit"
     if tn % 4:
@@ -185,12 +185,12 @@ def configure(geom, caps) -> Launch | Refusal:
     config = matrix_config(geom.dtype, caps)
     tm, tn, tks = _tile(t, config)
     params = t | {"comp": config["componentType"], "sm": config["M"], "sn": config["N"], "sk": config["K"],
-                  "subgroup_size": _subgroup_size(caps), "tm": tm, "tn": tn}
+                  "subgroup_size": subgroup_size(caps), "tm": tm, "tn": tn}
     x_view = "array<vec4<T>>" if t["va"] else None
     if not t["bd"]:
         return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t, x_view=x_view)
     # The last step's matrices reach up to tks rows and tn columns past the packed rows.
-    tail = tks * _wp_cols(geom) + tn
+    tail = tks * wp_cols(geom) + tn
     return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
                        wp_view="array<C>", wp_tail=tail, x_view=x_view)
 
