@@ -366,9 +366,10 @@ def variant_family_cases() -> None:
             name = re.sub(r"[^a-z0-9]+", "_", f"{path.stem}_{case['name']}".lower()).strip("_")
             ort = _why_ort_cannot(case["x"], case["w"], attributes)
             valid(name, case["x"], case["w"], case.get("bias", False), ort=ort, **attributes)
-            # Every third spec again in float16, so that each fast variant meets f16 storage on the shapes
-            # it was written for (they SKIP on adapters without shader-f16).
-            if i % F16_EVERY == 0:
+            # Every third spec (or every F16_EVERY-th, where the spec file sets it) again in float16, so that
+            # each fast variant meets f16 storage on the shapes it was written for (they SKIP on adapters
+            # without shader-f16).
+            if i % getattr(module, "F16_EVERY", F16_EVERY) == 0:
                 valid(f"{name}_f16", case["x"], case["w"], case.get("bias", False), dtype="float16", ort=ort,
                       **attributes)
 

@@ -130,7 +130,7 @@ def configure(geom, caps) -> Launch | Refusal:
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias, "comp": config["componentType"],
               "sm": config["M"], "sn": config["N"], "sk": config["K"], "sg_m": t["sg_m"], "sg_n": t["sg_n"],
               "kt": t["kt"], "cm": t["cm"], "cn": t["cn"], "kb": t["kb"], "subgroup_size": subgroup_size(caps), "tn": tn,
-              "box": list(extent), "kernel": list(geom.kernel), "dilation": list(geom.dilations),
+              "tw": t["tw"], "th": t["th"], "box": list(extent), "kernel": list(geom.kernel), "dilation": list(geom.dilations),
               "halo": list(reach), "halo_strides": list(strides), "halo_pixels": math.prod(reach)}
     pack, packed_vec4s, shapes = weight_pack(geom, caps)
     boxes = [_ceil(o, b) for o, b in zip(geom.out_spatial, extent)]

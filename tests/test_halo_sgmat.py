@@ -1,0 +1,107 @@
+"""stride1_halo_sgmat (app/variants/halo_sgmat.py) in CPython: where the planner takes it, the box it picks,
+what it refuses, and that its launch agrees with the rendered shader. The kernel itself runs only where
+subgroup matrices exist (an H200 here: `VARIANTS=stride1_halo_sgmat bash tools/gpu/run.sh variants`, over
+test.json's stride1_halo_* cases among others); SwiftShader has none."""
+import math
+import re
+
+import pytest
+
+from app import tuning_tables
+from app.host.wgsl_matrix import devices
+from app.launch import Refusal
+from app.planner import plan
+from app.render import render
+from app.shapes import infer
+from app.variants import VARIANTS, halo_sgmat
+
+from .test_gpu_caps import h200_caps
+
+HALO = VARIANTS["stride1_halo_sgmat"]
+F16 = {"x": "float16", "w": "float16"}
+STRIDE1_3D = ([1, 64, 32, 32, 32], [64, 64, 3, 3, 3], {"pads": [1] * 6})  # bench.json `large` stride1_3d
+STRIDE1_2D = ([1, 256, 64, 64], [256, 256, 3, 3], {"pads": [1] * 4})  # `large` stride1_256_3x3
+
+
+def _geom(x, w, attrs, dtypes=F16):
+    return infer(x, w, None, attrs, dtypes)
+
+
+@pytest.mark.parametrize("shape", [STRIDE1_3D, STRIDE1_2D])
+def test_the_planner_takes_it_for_large_stride1_float16_outputs_on_the_h200(shape):
+    assert plan(_geom(*shape), h200_caps()).variant == "stride1_halo_sgmat"
+
+
+@pytest.mark.parametrize("x, w, attrs, dtypes, why", [
+    (*STRIDE1_3D, {"x": "float32", "w": "float32"}, "no f32 matrices on the H200"),
+    ([1, 512, 128, 128], [512, 256, 1, 1], {}, F16, "1x1: one tap, nothing to share"),
+    ([1, 256, 32, 32], [256, 256, 3, 3], {"pads": [1] * 4}, F16, "256K outputs: the split GEMM won"),
+    ([1, 64, 32, 32], [64, 32, 4, 4], {"strides": [2, 2], "pads": [1] * 4}, F16, "stride 2"),
+])
+def test_the_planner_leaves_it_elsewhere(x, w, attrs, dtypes, why):
+    assert plan(_geom(x, w, attrs, dtypes), h200_caps()).variant != "stride1_halo_sgmat", why
+
+
+def test_float32_uses_f32_matrices_where_the_device_has_them():
+    caps = devices()["gpu-sgmat-f32-8x8x8"]
+    launch = plan(_geom(*STRIDE1_3D, {"x": "float32", "w": "float32"}), caps, "stride1_halo_sgmat")
+    params = launch.dispatches[-1].params
+    assert (params["comp"], params["sm"], params["box"][-1] % 8) == ("f32", 8, 0)
+
+
+@pytest.mark.parametrize("shape, box, halo", [
+    (STRIDE1_3D, [4, 2, 16], [6, 4, 18]),  # 432 halo pixels; 1 x 4 x 32 would stage 612
+    (STRIDE1_2D, [8, 16], [10, 18]),  # 180; 4 x 32 would stage 204
+    (([1, 16, 300], [16, 16, 5], {"dilations": [2]}), [128], [136]),
+])
+def test_the_default_box_stages_the_fewest_halo_pixels(shape, box, halo):
+    params = plan(_geom(*shape), h200_caps(), "stride1_halo_sgmat").dispatches[-1].params
+    assert (params["box"], params["halo"], params["halo_pixels"]) == (box, halo, math.prod(halo))
+    assert math.prod(box) == params["sg_m"] * params["cm"] * params["sm"]  # the box is the tile's rows
+
+
+def test_workgroup_memory_and_grid_match_the_rendered_shader():
+    launch = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat")
+    gemm = launch.dispatches[-1]
+    source = render(gemm.template, gemm.params)
+    sizes = {"f16": 2, "f32": 4}
+    declared = sum(sizes[t] * int(n) for t, n in re.findall(r"var<workgroup> \w+: array<(\w+), (\d+)>",
+                                                            source.replace("array<C,", f"array<{gemm.params['comp']},")))
+    assert declared == launch.workgroup_bytes
+    uniforms = dict(gemm.uniforms)
+    boxes = [uniforms[f"boxes{a}"] for a in range(3)]
+    assert boxes == [8, 16, 2]  # 32 / 4, 32 / 2, 32 / 16
+    assert uniforms["tiles"] == math.prod(boxes) * uniforms["col_tiles"] == gemm.workgroups[0]
+    threads = re.search(r"@workgroup_size\((\d+)\)", source).group(1)
+    assert int(threads) == 2 * 2 * 4 * 32  # sg_m x sg_n x kt subgroups of the H200's 32 invocations
+
+
+def _refusal(shape, params, caps=None):
+    geom = _geom(*shape)
+    caps = caps or h200_caps()
+    return halo_sgmat.tiles_refusal(halo_sgmat.default_tiles(geom, caps) | params, geom, caps)
+
+
+@pytest.mark.parametrize("shape, params, words", [
+    (STRIDE1_2D, {"tw": 8}, "tw must be a multiple of the matrix's M = 16"),
+    (STRIDE1_3D, {"tw": 32, "th": 8}, "the box must hold the tile's rows"),
+    (STRIDE1_2D, {"th": 2}, "th shapes 3D boxes only"),
+    (([1, 16, 300], [16, 16, 5], {}), {"tw": 32}, "in 1D, tw must equal them"),
+    (STRIDE1_3D, {"kb": 4}, "the halo exceeds the device's workgroup memory"),
+    (STRIDE1_3D, {"kt": 16}, "invocations per workgroup exceed the device's limit"),
+    (([1, 16, 8, 8], [16, 8, 3, 3], {}), {}, "needs packed weight rows of at least a matrix's 16 columns"),
+])
+def test_refusals_name_the_problem(shape, params, words):
+    assert words in _refusal(shape, params)
+
+
+def test_a_device_without_matrices_of_the_storage_type_is_refused():
+    caps = h200_caps(subgroup_matrix_configs=())
+    assert "needs a subgroup-matrix configuration" in _refusal(STRIDE1_3D, {}, caps)
+    assert isinstance(HALO.configured(_geom(*STRIDE1_3D), caps), Refusal)
+
+
+def test_forced_tiles_reach_the_shader():
+    with tuning_tables.forcing("stride1_halo_sgmat", {"kt": 2, "kb": 2, "cm": 2, "tw": 32, "th": 1}):
+        params = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat").dispatches[-1].params
+    assert (params["kt"], params["kb"], params["box"], params["halo"]) == (2, 2, [2, 1, 32], [4, 3, 34])
