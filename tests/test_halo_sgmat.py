@@ -65,8 +65,8 @@ def test_workgroup_memory_and_grid_match_the_rendered_shader():
     gemm = launch.dispatches[-1]
     source = render(gemm.template, gemm.params)
     sizes = {"f16": 2, "f32": 4}
-    declared = sum(sizes[t] * int(n) for t, n in re.findall(r"var<workgroup> \w+: array<(\w+), (\d+)>",
-                                                            source.replace("array<C,", f"array<{gemm.params['comp']},")))
+    source = source.replace("array<C,", f"array<{gemm.params['comp']},")
+    declared = sum(sizes[t] * int(n) for t, n in re.findall(r"var<workgroup> \w+: array<(\w+), (\d+)>", source))
     assert declared == launch.workgroup_bytes
     uniforms = dict(gemm.uniforms)
     boxes = [uniforms[f"boxes{a}"] for a in range(3)]

@@ -13,12 +13,11 @@ from __future__ import annotations
 import math
 
 from .. import tuning_tables
-from ..caps import usable_subgroup_sizes
 from ..launch import Launch, Refusal, dispatch, grid
 from .base import DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms
-from .phase_gemm import INVOCATIONS, PACK, weight_pack
+from .phase_gemm import PACK, weight_pack
 from .phase_gemm_sgmat import (FEATURES, ROW_PAD_BYTES, component_bytes, direct_b_refusal, matrix_config,
-                               subgroup_size, wp_cols)
+                               subgroup_size, workgroup_refusal, wp_cols)
 
 NAME = "stride1_halo_sgmat"
 TEMPLATE = "conv-transpose-stride1-halo-sgmat.wgsl.jinja"
@@ -54,7 +53,8 @@ def halo(extent: tuple[int, ...], geom) -> tuple[int, ...]:
 
 def workgroup_bytes(t: dict, geom, config: dict, extent: tuple[int, ...]) -> int:
     row = t["kb"] * config["K"] * component_bytes(config) + ROW_PAD_BYTES
-    return math.prod(halo(extent, geom)) * row + 4 * t["sg_m"] * t["sg_n"] * t["kt"] * config["M"] * config["N"]
+    results = t["sg_m"] * t["sg_n"] * t["kt"] * config["M"] * config["N"]  # res_s: a matrix per subgroup
+    return math.prod(halo(extent, geom)) * row + 4 * results
 
 
 def _box_default(t: dict, geom, config: dict) -> dict:
@@ -101,12 +101,8 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return f"tw must be a multiple of the matrix's M = {config['M']} (a left matrix's rows stay in one line)"
     if (t["kb"] * config["K"]) % 4:
         return "a chunk of in-channels must be a multiple of 4 (the halo is staged 4 channels at a time)"
-    sizes = usable_subgroup_sizes(caps)
-    if sizes and sizes[0] < config["M"]:
-        return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
-    threads = t["sg_m"] * t["sg_n"] * t["kt"] * subgroup_size(caps)
-    if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
-        return f"{threads} invocations per workgroup exceed the device's limit"
+    if why := workgroup_refusal(t["sg_m"] * t["sg_n"] * t["kt"], caps, config):
+        return why
     if workgroup_bytes(t, geom, config, extent) > caps.limit(WORKGROUP_STORAGE):
         return "the halo exceeds the device's workgroup memory"
     return None
@@ -127,11 +123,11 @@ def configure(geom, caps) -> Launch | Refusal:
     strides = tuple(math.prod(reach[a + 1:]) for a in range(geom.rank))
     tn = t["sg_n"] * t["cn"] * config["N"]
     kc = t["kb"] * config["K"]
-    params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias, "comp": config["componentType"],
-              "sm": config["M"], "sn": config["N"], "sk": config["K"], "sg_m": t["sg_m"], "sg_n": t["sg_n"],
-              "kt": t["kt"], "cm": t["cm"], "cn": t["cn"], "kb": t["kb"], "subgroup_size": subgroup_size(caps), "tn": tn,
-              "tw": t["tw"], "th": t["th"], "box": list(extent), "kernel": list(geom.kernel), "dilation": list(geom.dilations),
-              "halo": list(reach), "halo_strides": list(strides), "halo_pixels": math.prod(reach)}
+    params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t | {
+        "comp": config["componentType"], "sm": config["M"], "sn": config["N"], "sk": config["K"],
+        "subgroup_size": subgroup_size(caps), "tn": tn, "box": list(extent), "kernel": list(geom.kernel),
+        "dilation": list(geom.dilations), "halo": list(reach), "halo_strides": list(strides),
+        "halo_pixels": math.prod(reach)}
     pack, packed_vec4s, shapes = weight_pack(geom, caps)
     boxes = [_ceil(o, b) for o, b in zip(geom.out_spatial, extent)]
     col_tiles = _ceil(geom.out_per_group, tn)

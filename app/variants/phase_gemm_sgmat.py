@@ -71,6 +71,18 @@ def wp_cols(geom) -> int:
     return 4 * -(-geom.out_per_group // 4)
 
 
+def workgroup_refusal(subgroups: int, caps, config: dict) -> str | None:
+    """Why a workgroup of this many subgroups cannot multiply these matrices here (None when it can): every
+    subgroup must hold a matrix's M rows, and the invocations fit the device's limits."""
+    sizes = usable_subgroup_sizes(caps)
+    if sizes and sizes[0] < config["M"]:
+        return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
+    threads = subgroups * subgroup_size(caps)
+    if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
+        return f"{threads} invocations per workgroup exceed the device's limit"
+    return None
+
+
 def direct_b_refusal(geom, config: dict, who: str = "bd ") -> str | None:
     """Why `who` cannot read this request's right matrices straight from wp (None when it can): the matrices must
     be of the storage type, and wp's rows a multiple of a matrix load's alignment and no shorter than the
@@ -157,12 +169,9 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "va (A rows loaded as vec4s of x) must be 0 or 1"
     if t["va"] and (why := _vector_a_refusal(t, geom, caps, config)):
         return why
-    sizes = usable_subgroup_sizes(caps)
-    if sizes and sizes[0] < config["M"]:
-        return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
+    if why := workgroup_refusal(t["sg_m"] * t["sg_n"], caps, config):
+        return why
     threads = t["sg_m"] * t["sg_n"] * subgroup_size(caps)
-    if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
-        return f"{threads} invocations per workgroup exceed the device's limit"
     if tn % 4:
         return "the tile's columns must be a multiple of 4 (weights are read as vec4)"
     if threads % tm and tm % threads:
