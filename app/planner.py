@@ -21,17 +21,17 @@ from .variants.base import unmet
 
 RULES: list[tuple[str, dict, str]] = [
     ("empty_input_fill", {}, "the input is empty: y is the bias (or zeros), no reads of x or w"),
-    # Real GPUs (measured on an H200, docs/h200/): the stride-phase GEMMs. Tensor cores where the device
-    # has matrices for the dtype and the output fills the GPU; below that (a DCGAN head: 32K outputs) the
-    # scalar GEMM with its split reduction is faster (0.08 ms against 0.16).
-    # At stride 1 with a real kernel and a large output, x staged once per chunk as a halo beats the
-    # stride-phase GEMM's per-tap gather (float16 on an H200: stride1_3d 0.113 ms against 0.162, stride1_256_3x3
-    # 0.076 against 0.102). It lost where its tiles are few (256K outputs: 0.076 against 0.057 split) and on
-    # 1x1 kernels (one tap: nothing to share, 0.231 ms against 0.079).
+    # Real GPUs (measured on an H200, docs/h200/). At stride 1 with a real kernel and a large output, x staged
+    # once per chunk as a halo beats the stride-phase GEMM's per-tap gather (float16: stride1_3d 0.113 ms
+    # against 0.162, stride1_256_3x3 0.076 against 0.102). It lost where its tiles are few (256K outputs: 0.076
+    # against 0.057 split) and on 1x1 kernels (one tap: nothing to share, 0.231 ms against 0.079).
     ("stride1_halo_sgmat", {"adapter": "hardware", "group": ["dense"], "stride": 1, "min_taps": 2,
                             "min_output": 1048576, "min_in_per_group": 8, "min_out_per_group": 8},
      "a GPU with subgroup matrices of the storage type, stride 1, a large output: x staged once per chunk of "
      "in-channels as a halo that every tap's matrices read"),
+    # The stride-phase GEMMs: tensor cores where the device has matrices for the dtype and the output fills
+    # the GPU; below that (a DCGAN head: 32K outputs) the scalar GEMM with its split reduction is faster (0.08
+    # ms against 0.16).
     ("phase_gemm_sgmat", {"adapter": "hardware", "group": ["dense"], "min_output": 262144,
                           "min_in_per_group": 8, "min_out_per_group": 8},
      "a GPU with subgroup matrices for the dtype, dense, enough outputs: stride-phase GEMMs on tensor cores"),
