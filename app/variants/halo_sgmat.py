@@ -67,7 +67,7 @@ def _box_default(t: dict, geom, config: dict) -> dict:
     for tw in BOX_WIDTHS:
         for th in heights:
             extent = box(t | {"tw": tw, "th": th}, geom, config)
-            if extent and all(e >= 1 for e in extent):
+            if extent:
                 choices.append((math.prod(halo(extent, geom)), -tw, th))
     if not choices:
         return {"tw": config["M"], "th": 1}
