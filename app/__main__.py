@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve [--host] [--port]`, `python -m app setup`, `python -m app wgsl`, `python -m app export DIR`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve [--host] [--port]`, `python -m app setup`, `python -m app export DIR`."""
 from __future__ import annotations
 
 import argparse
@@ -56,8 +56,6 @@ def main(argv: list[str] | None = None) -> int:
                       help="also time every covering variant and record, per shape class, one that beats the "
                            "planner's choice")
     sub.add_parser("setup", help="assemble and verify the offline Pyodide runtime under build/")
-    sub.add_parser("wgsl", help="render every shader the variants can ask for and compile each with Tint (Dawn for "
-                                "Node) and naga (wgpu-py); exit 1 on any rejection or warning")
     export = sub.add_parser("export", help="write the kernel as a static folder (ES module entry exporting getKernel, "
                                            "Pyodide runtime, package bundle) for any web app to host")
     export.add_argument("dir")
@@ -83,10 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         from .host.device_report import main as report_device
 
         return report_device(args.host)
-    if args.command == "wgsl":
-        from .host.wgsl_check import main as check_wgsl
-
-        return check_wgsl()
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 

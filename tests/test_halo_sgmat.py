@@ -8,7 +8,7 @@ import re
 import pytest
 
 from app import tuning_tables
-from app.host.wgsl_matrix import devices
+from tools.wgsl.matrix import devices
 from app.launch import Refusal
 from app.planner import plan
 from app.render import render

@@ -1,14 +1,14 @@
 """Every shader the package can render, compiled by both WGSL compilers: Tint (Chromium's; Dawn for Node, on its
 null backend with every feature and on SwiftShader) and naga (Firefox's; wgpu-py on Mesa's lavapipe). A shader
-either compiler rejects or warns about fails with the compiler's message (app/host/wgsl_check.py).
+either compiler rejects or warns about fails with the compiler's message (tools/wgsl/check.py).
 
 The shaders are rendered from the variants' own plans over many geometries and devices
-(app/host/wgsl_matrix.py), so a new variant, template or tuning grid is covered without editing this file;
+(tools/wgsl/matrix.py), so a new variant, template or tuning grid is covered without editing this file;
 test_every_template_and_structural_choice_is_rendered says when the geometries miss one."""
 import pytest
 
-from app.host import wgsl_check
-from app.host.wgsl_matrix import SGMAT, build, coverage_gaps
+from tools.wgsl import check as wgsl_check
+from tools.wgsl.matrix import SGMAT, build, coverage_gaps
 
 # The bug of issue 16: a function whose body ends in a loop that returns on every path. The WGSL spec
 # accepts it; naga rejects it (gfx-rs/wgpu#7733), and a return after the loop makes Tint warn.

@@ -87,6 +87,9 @@ def venv(tmp_path_factory):
     assert {"app/variants/__init__.py", "app/host/server.py", "app/_data/manifest.json", "app/_data/bench.json",
             "app/_data/web/boot.mjs", "app/_data/tuning/google-swiftshader.json"} <= set(names)
     assert len([n for n in names if n.startswith("app/_data/templates/")]) == len(list((ROOT / "templates").glob("*.jinja")))
+    # Development tools (the WGSL compiler checks, the shader matrix, the GPU probes) stay out of the wheel.
+    assert not [n for n in names if "wgsl_" in n or n.startswith("tools/") or "/tools/" in n
+                or n.endswith(("_probe.py", "_probe.mjs"))]
     _run([sys.executable, "-m", "venv", str(tmp / "venv")], timeout=300)
     python = tmp / "venv" / "bin" / "python"
     _run([str(python), "-m", "pip", "install", "-q", f"{wheel}[browser]", "-c", str(ROOT / "requirements-test.txt")],

@@ -1,6 +1,6 @@
 """Compiles WGSL shaders with naga, the compiler of wgpu (and so of Firefox), through wgpu-py (PyPI `wgpu`).
 
-Usage: python -m app.host.wgsl_naga SHADERS.json   (a JSON list of {id, code, features}); prints one JSON line
+Usage: python -m tools.wgsl.naga SHADERS.json   (a JSON list of {id, code, features}); prints one JSON line
 per shader: {id, device, messages: [{type, message}], error}, each announced by {start: id} first (should
 the native library crash, the caller knows on which shader).
 

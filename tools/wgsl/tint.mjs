@@ -1,5 +1,5 @@
 // Compiles WGSL shaders with Tint (Dawn for Node, npm `webgpu`) and reports every message it gives.
-// Usage: node app/host/wgsl_tint.mjs SHADERS.json DEVICE   (a JSON list of {id, code, features}; DEVICE null or
+// Usage: node tools/wgsl/tint.mjs SHADERS.json DEVICE   (a JSON list of {id, code, features}; DEVICE null or
 // swiftshader); prints one JSON line per shader: {id, device, messages: [{type, message, line, column}], error},
 // announced by {start: id} first (should Dawn crash, the caller knows on which shader).
 //

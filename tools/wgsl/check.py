@@ -1,9 +1,9 @@
 """Both WGSL compilers over every shader the package can render: Tint (Chromium's, through Dawn for Node:
-app/host/wgsl_tint.mjs) and naga (Firefox's, through wgpu-py: app/host/wgsl_naga.py).
+tools/wgsl/tint.mjs) and naga (Firefox's, through wgpu-py: tools/wgsl/naga.py).
 
-    python -m app wgsl            # prints one line per rejected shader or warning, then a summary; exit 1 on any
+    python -m tools.wgsl.check          # prints one line per rejected shader or warning, then a summary; exit 1 on any
 
-The shaders come from app/host/wgsl_matrix.py (the variants' own planning over many geometries and devices).
+The shaders come from tools/wgsl/matrix.py (the variants' own planning over many geometries and devices).
 A compiler runs in a child process that announces each shader before compiling it, so a native crash or a
 hang (Dawn for Node crashed at random while its GPU object could be garbage-collected, and with two Dawn
 instances in one process; both are avoided now) costs only a restart: the shader is tried again in a fresh
@@ -32,9 +32,9 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
-from ..contract import ROOT
-from .child import NODE
-from .node import node_env
+from app.contract import ROOT
+from app.host.child import NODE
+from app.host.node import node_env
 
 SHADER_TIMEOUT_S = 120  # one shader's compile on a software driver takes well under a second
 TRIES = 3
@@ -54,8 +54,8 @@ COMPILERS = ("tint/null", "tint/swiftshader", "naga")
 
 def _command(compiler: str, path: str) -> list[str]:
     if compiler.startswith("tint/"):
-        return [NODE, str(ROOT / "app" / "host" / "wgsl_tint.mjs"), path, compiler.split("/")[1]]
-    return [sys.executable, "-m", "app.host.wgsl_naga", path]
+        return [NODE, str(ROOT / "tools" / "wgsl" / "tint.mjs"), path, compiler.split("/")[1]]
+    return [sys.executable, "-m", "tools.wgsl.naga", path]
 
 
 def _name(compiler: str, device: str) -> str:
@@ -139,7 +139,7 @@ def run(compiler: str, shaders: list[dict], progress=None) -> list[Outcome]:
 
 
 def shaders_as_data(matrix) -> list[dict]:
-    from .wgsl_matrix import planned_for_software, planned_limits
+    from tools.wgsl.matrix import planned_for_software, planned_limits
 
     return [{"id": i, "code": s.source, "features": list(s.features), "limits": planned_limits(s),
              "software": planned_for_software(s)} for i, s in enumerate(matrix.shaders.values())]
@@ -162,7 +162,7 @@ def describe(shader, outcome: Outcome) -> str:
 
 
 def main() -> int:
-    from .wgsl_matrix import build, coverage_gaps
+    from tools.wgsl.matrix import build, coverage_gaps
 
     matrix = build()
     shaders = list(matrix.shaders.values())
@@ -186,3 +186,7 @@ def main() -> int:
                   f"{sum(1 for o in items if o.note)} checked without a pipeline (planned for other limits or "
                   "subgroup sizes)", flush=True)
     return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Every WGSL shader the package can render, for checking with both WGSL compilers (app/host/wgsl_check.py).
+"""Every WGSL shader the package can render, for checking with both WGSL compilers (tools/wgsl/check.py).
 
 The parameter sets are not listed by hand: they come from the variants' own planning. Every variant in
 VARIANTS plans every request of GEOMETRIES (ranks 1-3, float32 and float16, with and without bias, dense,
@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 
 import ast
 
-from .. import tuner, tuning_tables
-from ..caps import DEFAULT_LIMITS, DeviceCaps
-from ..contract import ROOT
-from ..errors import ConvTransposeError
-from ..launch import Refusal, bindings_params
-from ..render import NONFINITE_CHECK, TEMPLATES, render
-from ..shapes import infer
-from ..variants import VARIANTS
+from app import tuner, tuning_tables
+from app.caps import DEFAULT_LIMITS, DeviceCaps
+from app.contract import ROOT
+from app.errors import ConvTransposeError
+from app.launch import Refusal, bindings_params
+from app.render import NONFINITE_CHECK, TEMPLATES, render
+from app.shapes import infer
+from app.variants import VARIANTS
 
 F32_ONLY = ("float32",)
 DTYPES = ("float32", "float16")
