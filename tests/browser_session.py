@@ -23,7 +23,7 @@ def run_python(page, code: str):
     """Runs Python (async allowed) inside the page's Pyodide; returns its last expression as plain JS data."""
     return page.evaluate(
         """async (code) => {
-            const { bootApp } = await import("/web/boot.mjs");
+            const { bootApp } = await import("/web/runtime/index.mjs");
             const { pyodide } = await bootApp();
             const out = await pyodide.runPythonAsync(code);
             return out && out.toJs ? out.toJs({ dict_converter: Object.fromEntries }) : out;

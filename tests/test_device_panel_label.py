@@ -1,4 +1,4 @@
-"""The device panel's adapter label (web/device-panel.mjs adapterLabel), in Node: reported strings when there
+"""The device panel's adapter label (web/views/device-panel.mjs adapterLabel), in Node: reported strings when there
 are any, else the browser whose adapter it is (Firefox reports empty vendor, architecture and device)."""
 import json
 import subprocess
@@ -21,7 +21,7 @@ EMPTY = {"vendor": "", "architecture": "", "device": "", "description": ""}
     (EMPTY | {"vendor": "nvidia", "device": "nvidia-h200"}, "", "nvidia nvidia-h200"),
 ])
 def test_adapter_label(info, agent, label):
-    script = (f"import({json.dumps((ROOT / 'web' / 'device-panel.mjs').as_uri())})"
+    script = (f"import({json.dumps((ROOT / 'web' / 'views' / 'device-panel.mjs').as_uri())})"
               f".then((m) => console.log(m.adapterLabel({json.dumps(info)}, {json.dumps(agent)})))")
     out = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout.strip()
     assert out == label

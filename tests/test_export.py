@@ -27,12 +27,12 @@ def test_export_writes_a_self_contained_folder(tmp_path):
     out = tmp_path / "out"
     report = export(out)
     names = set(report["files"])
-    assert {ENTRY, "README.txt", "bundle.zip", "web/boot.mjs", "pyodide/pyodide.mjs", "pyodide/pyodide.asm.wasm",
+    assert {ENTRY, "README.txt", "bundle.zip", "web/runtime/index.mjs", "web/runtime/boot.mjs", "pyodide/pyodide.mjs", "pyodide/pyodide.asm.wasm",
             "pyodide/pyodide-lock.json", "pyodide/python_stdlib.zip"} <= names
     lock = json.loads((out / "pyodide" / "pyodide-lock.json").read_text())
     assert {f"pyodide/{p['file_name']}" for p in lock["packages"].values()} <= names  # every package it names
     assert (out / "README.txt").read_text().startswith(MARK)
-    assert 'from "./web/boot.mjs"' in (out / ENTRY).read_text()
+    assert 'from "./web/runtime/index.mjs"' in (out / ENTRY).read_text()
     # Again in place (an earlier export is replaced), but never over a folder that is not one.
     (out / "stale.txt").write_text("left from before")
     export(out)

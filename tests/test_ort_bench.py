@@ -1,4 +1,4 @@
-"""onnxruntime-web beside our kernel: the ONNX bytes web/onnx-convtranspose.mjs builds, the /ort/ route, one
+"""onnxruntime-web beside our kernel: the ONNX bytes web/views/onnx-convtranspose.mjs builds, the /ort/ route, one
 small comparison end to end in the page (both ORT builds, data from the app's own Python, y checked against
 the float64 reference), ORT's 3D refusal coming back as an error, and the tuning grid's candidates checked
 against the reference in the page."""
@@ -78,7 +78,7 @@ def test_ort_is_pinned_and_served_from_node_modules(app_url):
 
 
 BENCH_ORT = """async ({benchCase, ep}) => {
-    const { benchOrt } = await import("/web/ort-bench.mjs");
+    const { benchOrt } = await import("/web/views/ort-bench.mjs");
     const r = await benchOrt(benchCase, { runs: 2, warmup: 1, ep });
     if (r.y) r.y = Array.from(r.y);
     return r;
@@ -98,7 +98,7 @@ def test_one_small_ort_comparison_end_to_end(page, ep):
 
 
 COMPARE = """async ({benchCase}) => {
-    const { compareCase } = await import("/web/compare.mjs");
+    const { compareCase } = await import("/web/views/compare.mjs");
     return await compareCase(benchCase, { runs: 2, warmup: 1 });
 }"""
 

@@ -26,7 +26,7 @@ def fetch(url):
 
 
 @pytest.mark.parametrize("path, mime", [
-    ("", "text/html; charset=utf-8"), ("web/boot.mjs", "text/javascript"),
+    ("", "text/html; charset=utf-8"), ("web/runtime/boot.mjs", "text/javascript"),
     ("pyodide/pyodide.asm.wasm", "application/wasm"), ("manifest.json", "application/json"),
 ])
 def test_mime_types_and_isolation_headers(url, path, mime):
@@ -79,7 +79,7 @@ def raw(url, path, method="GET"):
 
 @pytest.mark.parametrize("path", [
     "//etc/passwd", "/web//etc/passwd", "/web/..%2fserve.py", "/web/..%5cserve.py", "/web/..\\serve.py",
-    "/web/%252e%252e/serve.py", "/pyodide/../../serve.py", "/web/%00boot.mjs", "/manifest.json%00",
+    "/web/%252e%252e/serve.py", "/pyodide/../../serve.py", "/web/runtime/%00boot.mjs", "/manifest.json%00",
     "/web/" + "a" * 5000, "/web/", "/pyodide/", "/docs/../app/gpu.py", "/%2e%2e/%2e%2e/etc/passwd",
     "/web/.%2e/.%2e/etc/passwd", "/build/pyodide/pyodide.mjs", "/tests/test_server.py", "/README.md",
 ], ids=lambda path: path[:32])
@@ -87,7 +87,7 @@ def test_hostile_paths_are_404_and_the_server_survives(url, path):
     status, _, body = raw(url, path)
     assert status == 404, (path, status)
     assert b"root:" not in body and b"import" not in body
-    assert fetch(url + "web/boot.mjs")[0] == 200  # still serving
+    assert fetch(url + "web/runtime/boot.mjs")[0] == 200  # still serving
 
 
 def test_symlink_out_of_pyodide_tree_is_not_followed(url):
@@ -103,17 +103,17 @@ def test_symlink_out_of_pyodide_tree_is_not_followed(url):
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS", "TRACE"])
 def test_only_get_and_head(url, method):
-    status, _, _ = raw(url, "/web/boot.mjs", method)
+    status, _, _ = raw(url, "/web/runtime/boot.mjs", method)
     assert status in (405, 501)
 
 
 def test_head_sends_headers_without_body(url):
-    status, headers, body = raw(url, "/web/boot.mjs", "HEAD")
+    status, headers, body = raw(url, "/web/runtime/boot.mjs", "HEAD")
     assert status == 200 and body == b"" and int(headers["Content-Length"]) > 0
 
 
 def test_headers_give_nothing_away_and_allow_nothing_looser(url):
-    _, headers, _ = fetch(url + "web/boot.mjs")
+    _, headers, _ = fetch(url + "web/runtime/boot.mjs")
     assert headers["Server"].strip() == "convtranspose"  # no Python or OS version
     csp = dict(d.strip().split(" ", 1) for d in headers["Content-Security-Policy"].split(";"))
     assert csp == {

@@ -25,7 +25,7 @@ def test_runs_one_bench_case(page):
     ort_status = page.text_content("#bench-ort-status")
     if "not available" in ort_status:
         assert rows.count() == 1
-    else:  # web/ort-bench.mjs is there: its rows sit under ours
+    else:  # web/views/ort-bench.mjs is there: its rows sit under ours
         assert rows.count() >= 2 and "onnxruntime" in rows.nth(1).locator("td").nth(1).text_content()
 
     colours = page.evaluate("""() => {
@@ -62,7 +62,7 @@ def test_tunes_the_cases_run_and_shows_what_it_picked(page):
     # The table applies to this page's session: the kernel's planner reads it from now on. Then it is
     # taken out again, so that the tests after this one (same page) see the shipped tables only.
     assert page.evaluate("""async () => {
-        const { bootApp } = await import("/web/boot.mjs");
+        const { bootApp } = await import("/web/runtime/index.mjs");
         const { pyodide } = await bootApp();
         return pyodide.runPython("from app import tuning_tables; tuning_tables.load_tables().pop(0)['measured'][0]['case']");
     }""") == "dcgan_g3_k4s2p1"

@@ -283,10 +283,10 @@ def test_javascript_code_shown_reproduces_the_run(run_view):
     run(page)
     shown = download_y(page)
     js = page.text_content("#code-js")
-    assert js.startswith('import { getKernel } from "./web/boot.mjs";')
+    assert js.startswith('import { getKernel } from "./web/runtime/index.mjs";')
     # The snippet as a module would run it, with the import resolved to the same module.
     out = page.evaluate("""async (code) => {
-        const { getKernel } = await import("/web/boot.mjs");
+        const { getKernel } = await import("/web/runtime/index.mjs");
         const body = code.split("\\n").slice(1).join("\\n");
         const run = new Function("getKernel", `return (async () => { ${body}\n return { data: Array.from(y.data), shape: y.shape }; })();`);
         return run(getKernel);

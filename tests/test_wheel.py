@@ -85,7 +85,7 @@ def venv(tmp_path_factory):
     wheel = next((tmp / "dist").glob("webgpu_convtranspose-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert {"app/variants/__init__.py", "app/host/server.py", "app/_data/manifest.json", "app/_data/bench.json",
-            "app/_data/web/boot.mjs", "app/_data/tuning/google-swiftshader.json"} <= set(names)
+            "app/_data/web/runtime/boot.mjs", "app/_data/tuning/google-swiftshader.json"} <= set(names)
     assert len([n for n in names if n.startswith("app/_data/templates/")]) == len(list((ROOT / "templates").glob("*.jinja")))
     # Development tools (the WGSL compiler checks, the shader matrix, the GPU probes) stay out of the wheel.
     assert not [n for n in names if "wgsl_" in n or n.startswith("tools/") or "/tools/" in n
@@ -128,7 +128,7 @@ def test_installed_package_serves_the_app_and_exports(venv):
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         url = re.search(r"http://\S+/", proc.stdout.readline()).group(0)
-        for path, needle in (("", b"<html"), ("web/boot.mjs", b"getKernel"), ("manifest.json", b"ConvTranspose"),
+        for path, needle in (("", b"<html"), ("web/runtime/index.mjs", b"getKernel"), ("manifest.json", b"ConvTranspose"),
                              ("pyodide/pyodide.mjs", b"loadPyodide")):
             with urllib.request.urlopen(url + path, timeout=30) as response:
                 assert needle in response.read(), path

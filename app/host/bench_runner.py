@@ -1,6 +1,6 @@
 """`python -m app bench`: runs bench.json's cases on real WebGPU (headless Chromium or Node), prints a table
 and writes JSON. With `--against ort`, each case also runs on onnxruntime-web's two WebGPU builds in the
-same page or process (web/compare.mjs), in alternating runs: end to end, GPU-resident and GPU time, and the
+same page or process (web/views/compare.mjs), in alternating runs: end to end, GPU-resident and GPU time, and the
 table ends with the geometric means (app/host/bench_report.py). `--breakdown` prints where a call's time
 goes instead (first call and repeat calls, CPU data and GPU-resident tensors)."""
 from __future__ import annotations
@@ -21,11 +21,11 @@ class PageHost:
         self.page = page
 
     def py(self, name: str, *args):
-        return self.page.evaluate(IN_PAGE, ["/web/boot.mjs", "callPython", [name, *args]])
+        return self.page.evaluate(IN_PAGE, ["/web/runtime/index.mjs", "callPython", [name, *args]])
 
     def call(self, method: str, *args):  # compare / breakdown, as the Node host names them
         fn = {"compare": "compareCase", "breakdown": "breakdownCase"}[method]
-        return self.page.evaluate(IN_PAGE, ["/web/compare.mjs", fn, list(args)])
+        return self.page.evaluate(IN_PAGE, ["/web/views/compare.mjs", fn, list(args)])
 
 
 @contextmanager

@@ -8,11 +8,11 @@ from pathlib import Path
 
 CASE_TIMEOUT_MS = 120_000
 
-CALL_PYTHON = """async ([name, args]) => (await import("/web/boot.mjs")).callPython(name, ...args)"""
+CALL_PYTHON = """async ([name, args]) => (await import("/web/runtime/index.mjs")).callPython(name, ...args)"""
 
 
 def page_python(page):
-    """call(name, *args): app.bridge.<name> in the page's Pyodide (web/boot.mjs callPython), JSON in and out."""
+    """call(name, *args): app.bridge.<name> in the page's Pyodide (web/runtime/python.mjs callPython), JSON in and out."""
     return lambda name, *args: page.evaluate(CALL_PYTHON, [name, list(args)])
 
 

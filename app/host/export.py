@@ -1,7 +1,7 @@
 """`python -m app export DIR`: the kernel as a static folder any web app can host and import.
 
     DIR/convtranspose.mjs   the entry: `import { getKernel } from "<where DIR is served>/convtranspose.mjs"`
-    DIR/web/boot.mjs        boots Pyodide and exposes getKernel (plus the modules it imports)
+    DIR/web/runtime/        the JS runtime: index.mjs (getKernel, callPython) and the modules it imports
     DIR/bundle.zip          the Python package, WGSL templates, contract and tuning tables (what Pyodide unpacks)
     DIR/pyodide/            the verified Pyodide runtime, numpy, jinja2, markupsafe and the pruned lock
     DIR/README.txt          how to host it
@@ -20,6 +20,7 @@ from .assets import PYODIDE_DIR, RUNTIME_FILES, ensure_pyodide_assets
 from .server import bundle_bytes
 
 ENTRY = "convtranspose.mjs"
+RUNTIME_ENTRY = "runtime/index.mjs"  # under web/: the runtime's public module, which the entry re-exports
 MARK = "webgpu-convtranspose export"  # README.txt's first line: how a later export knows DIR is one of ours
 # pyodide.js is the classic-script loader; the ES module entry only needs pyodide.mjs.
 PYODIDE_FILES = [name for name in RUNTIME_FILES if name != "pyodide.js"] + ["pyodide-lock.json"]
@@ -90,14 +91,14 @@ def export(dest: Path) -> dict:
     for name in PYODIDE_FILES + sorted(p["file_name"] for p in lock["packages"].values()):
         shutil.copyfile(PYODIDE_DIR / name, dest / "pyodide" / name)
     web = ROOT / "web"
-    for module in _module_closure(web / "boot.mjs"):
+    for module in _module_closure(web / RUNTIME_ENTRY):
         target = dest / "web" / module.relative_to(web.resolve())
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(module, target)
     (dest / "bundle.zip").write_bytes(bundle_bytes())
     (dest / ENTRY).write_text(
         "// The ConvTranspose kernel on WebGPU: getKernel(id, {version, device?, limits?}). See README.txt.\n"
-        'export * from "./web/boot.mjs";\n')
+        f'export * from "./web/{RUNTIME_ENTRY}";\n')
     files = {p.relative_to(dest).as_posix(): p.stat().st_size for p in sorted(dest.rglob("*"))
              if p.is_file() and p.name != "README.txt"}
     listing = "\n".join(f"  {name:<56} {size:>11,} bytes" for name, size in files.items())

@@ -5,7 +5,7 @@
 // page.evaluate), waitForFunction(source, timeoutMs), click(selector), uploadFile(selector, path).
 // Usage: node app/host/firefox_driver.mjs URL [FIREFOX]   (prints {"ready": true, ...} once the app booted)
 import puppeteer from "puppeteer-core";
-import { reply, serve } from "../../web/json-lines.mjs";
+import { reply, serve } from "../../web/views/json-lines.mjs";
 
 const [url, executablePath = "/usr/bin/firefox-esr"] = process.argv.slice(2);
 const BOOT_TIMEOUT_MS = 180_000;

@@ -1,4 +1,4 @@
-"""The app in Node.js with Dawn's WebGPU: a child process running web/node-host.mjs, spoken to in JSON lines.
+"""The app in Node.js with Dawn's WebGPU: a child process running web/views/node-host.mjs, spoken to in JSON lines.
 
 On a machine without a GPU, Dawn runs on Chromium's SwiftShader Vulkan driver (VK_ICD_FILENAMES); on a
 GPU machine the caller's Vulkan environment (VK_DRIVER_FILES) is left as it is.
@@ -24,12 +24,12 @@ def node_env() -> dict:
 
 
 class NodeHost:
-    """`with NodeHost() as host: host.py("bench_cases", text, "small")`: methods of web/node-host.mjs."""
+    """`with NodeHost() as host: host.py("bench_cases", text, "small")`: methods of web/views/node-host.mjs."""
 
     def __init__(self):
         ensure_pyodide_assets()
         (BUILD / "bundle.zip").write_bytes(bundle_bytes())
-        self.child = JsonLinesChild([str(ROOT / "web" / "node-host.mjs"), str(BUILD)], "Node host", cwd=ROOT,
+        self.child = JsonLinesChild([str(ROOT / "web" / "views" / "node-host.mjs"), str(BUILD)], "Node host", cwd=ROOT,
                                     env=node_env())
         if not self.child.hello.get("ready"):
             raise RuntimeError(f"the Node host did not start: {self.child.hello}")

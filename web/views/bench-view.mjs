@@ -12,7 +12,7 @@ const results = new Map(); // case index -> rows
 async function loadOrt() {
   try {
     ({ benchOrt: ort } = await import("./ort-bench.mjs"));
-    if (typeof ort !== "function") throw new Error("web/ort-bench.mjs exports no benchOrt");
+    if (typeof ort !== "function") throw new Error("web/views/ort-bench.mjs exports no benchOrt");
     $("bench-ort-status").textContent = "onnxruntime-web: loaded (runs on the same cases, WebGPU execution provider)";
   } catch (err) {
     ort = null;

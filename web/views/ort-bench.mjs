@@ -1,6 +1,6 @@
 // onnxruntime-web on one bench case, timed in this page the way our kernel is timed (bench --against ort).
 //
-//   import { benchOrt } from "/web/ort-bench.mjs";
+//   import { benchOrt } from "/web/views/ort-bench.mjs";
 //   const r = await benchOrt(benchCase, { runs: 5, warmup: 1, ep: "webgpu" });
 //
 // benchCase: one entry of bench.json's "cases" plus "fill" (bench.json's fill spec), i.e. {name, x, w, bias,
@@ -31,7 +31,7 @@ import { convTransposeModel } from "./onnx-convtranspose.mjs";
 const BUILDS = { webgpu: "ort.webgpu.min.mjs", jsep: "ort.min.mjs" };
 const loaded = {};
 // Where onnxruntime-web's dist/ is: the app server's /ort/ route; the Node host points it at node_modules.
-let ortBase = new URL("../ort/", import.meta.url).href;
+let ortBase = new URL("../../ort/", import.meta.url).href;
 export function setOrtBase(url) { ortBase = url; }
 // GPUBufferUsage and GPUMapMode bits (WebGPU constants; GPUBufferUsage is absent in some hosts).
 const MAP_READ = 0x1, COPY_SRC = 0x4, COPY_DST = 0x8, STORAGE = 0x80, QUERY_RESOLVE = 0x200;
@@ -54,7 +54,7 @@ export function loadOrt(ep) {
 
 /** The case's seeded data, drawn by the app's own Python (app.bench.make_inputs), as Float32Arrays. */
 export async function caseInputs(benchCase) {
-  const { callPython } = await import("./boot.mjs");
+  const { callPython } = await import("../runtime/boot.mjs");
   const bytes = await callPython("bench_inputs", benchCase);
   return Object.fromEntries(Object.entries(bytes).map(([k, v]) => [k, new Float32Array(v.slice().buffer)]));
 }

@@ -49,7 +49,7 @@ async function boot({ base, loadPyodide, readBytes = fetchBytes, progress = () =
 /** Starts Pyodide once per page (or process); every later call shares it. */
 export function bootApp(options = {}) {
   if (!booting) {
-    booting = boot({ base: new URL("../", import.meta.url).href, ...options });
+    booting = boot({ base: new URL("../../", import.meta.url).href, ...options });
     booting.catch(() => { booting = null; });
   }
   return booting;

@@ -2,11 +2,11 @@
 // navigator.gpu from Dawn (npm `webgpu`). It answers JSON lines on stdin, one request per line:
 //   {"id": 1, "method": "call", "params": ["bench_cases", text, "small"]}  ->  {"id": 1, "result": [...]}
 // Methods: call(name, args) (app.bridge.<name>, the one way into Python), loadPyodideMs, compare(case, options)
-// and breakdown(case, options) (web/compare.mjs: ours beside onnxruntime-web, where a call's time goes).
-// Usage: node web/node-host.mjs BUILD_DIR   (BUILD_DIR holds pyodide/ and bundle.zip)
+// and breakdown(case, options) (web/views/compare.mjs: ours beside onnxruntime-web, where a call's time goes).
+// Usage: node web/views/node-host.mjs BUILD_DIR   (BUILD_DIR holds pyodide/ and bundle.zip)
 import { readFile } from "node:fs/promises";
 import { create, globals } from "webgpu";
-import { bootApp, callPython } from "./boot.mjs";
+import { bootApp, callPython } from "../runtime/boot.mjs";
 import { reply, serve } from "./json-lines.mjs";
 import { breakdownCase, compareCase } from "./compare.mjs";
 import { setOrtBase } from "./ort-bench.mjs";
@@ -35,7 +35,7 @@ else Object.defineProperty(globalThis, "navigator", { value: { gpu }, configurab
 // onnxruntime-web (the peer) from node_modules. Dawn's Node binding rejects a SharedArrayBuffer (or a view of
 // one) as a writeBuffer source, and both ORT wasm builds upload from shared memory: such sources are copied
 // into a plain buffer first. Our kernel never writes from shared memory, so the copy is ORT's cost alone.
-setOrtBase(new URL("../node_modules/onnxruntime-web/dist/", import.meta.url).href);
+setOrtBase(new URL("../../node_modules/onnxruntime-web/dist/", import.meta.url).href);
 const writeBuffer = globals.GPUQueue.prototype.writeBuffer;
 globals.GPUQueue.prototype.writeBuffer = function (buffer, offset, data, dataOffset, size) {
   const view = ArrayBuffer.isView(data) ? data : null;

@@ -1,5 +1,5 @@
 // "Copy as code": the JavaScript and Python calls that do what the run form does.
-import { CONTRACT_VERSION, KERNEL_ID } from "./contract.mjs";
+import { CONTRACT_VERSION, KERNEL_ID } from "../runtime/contract.mjs";
 
 const INLINE_MAX = 32; // pasted data up to this many values is written into the snippet; more is loaded from files
 
@@ -13,7 +13,7 @@ function pyValue(v) {
 export function jsSnippet(spec) {
   const { shapes, attrs, variant, source } = spec;
   const lines = [
-    'import { getKernel } from "./web/boot.mjs";',
+    'import { getKernel } from "./web/runtime/index.mjs";',
     `const kernel = await getKernel(${JSON.stringify(KERNEL_ID)}, { version: ${CONTRACT_VERSION} });`,
   ];
   const names = ["x", "w", "b"].filter((n) => shapes[n]);

@@ -1,0 +1,6 @@
+// The runtime's public entry: what the exported folder's convtranspose.mjs re-exports and what a page imports.
+//
+//   import { getKernel } from "./web/runtime/index.mjs";
+//   const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, device });
+//   const { y, meta } = await kernel({ x: { data, shape }, w: { data, shape }, strides: [2, 2] });
+export { bootApp, callPython, callPythonNow, getKernel } from "./boot.mjs";
