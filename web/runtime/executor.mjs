@@ -11,24 +11,16 @@
 // the launch is evicted from the executor's LRU or the executor is cleared: nothing is created per call
 // except y when the caller keeps it on the GPU ({output: "gpu"}).
 
-// GPUBufferUsage and GPUMapMode bits (WebGPU constants; some hosts lack the GPUBufferUsage global).
-export const USAGE = { MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80, QUERY_RESOLVE: 0x200 };
-const MAP_MODE_READ = 0x1;
+import { kernelError } from "./errors.mjs";
+import { NonfiniteCheck } from "./finite.mjs";
+import { TYPED_ARRAYS } from "./typed-arrays.mjs";
+import { MAP_MODE_READ, USAGE } from "./usage.mjs";
+
 export const LAUNCH_CACHE_SIZE = 32;  // launches kept (per executor), least recently used destroyed first
 export const PIPELINE_CACHE_SIZE = 64;  // compiled pipelines kept, by template + structural parameters
-export const DTYPE_BYTES = { float32: 4, float16: 2 };
 const SPARE_OUTPUTS = 2;  // disposed output buffers kept per size
 const MAX_QUERIES = 4096;  // WebGPU caps a timestamp query set at 4096 queries
 const MAX_SPINS = 20000;  // repetitions of one busy-keeping submission (tiny kernels: ~0.2 s of work at most)
-
-/** An Error a JavaScript caller can branch on: name ConvTransposeError | GpuError | KernelNotFoundError. */
-export function kernelError(name, message, field = null, traceback = null) {
-  const err = new Error(message);
-  err.name = name;
-  if (field) err.field = field;
-  if (traceback) err.pythonTraceback = traceback;
-  return err;
-}
 
 const padded = (n) => Math.max(4, Math.ceil(n / 4) * 4);
 const now = () => performance.now();
@@ -177,19 +169,6 @@ export class Executor {
   }
 }
 
-const typedFor = { float32: Float32Array, float16: Uint16Array };
-
-/** Whether every value of a float32 array is finite (float16 bit patterns: exponent not all ones). */
-export function allFinite(data, dtype) {
-  if (dtype === "float16") {
-    for (let i = 0; i < data.length; i++) if ((data[i] & 0x7c00) === 0x7c00) return false;
-    return true;
-  }
-  let probe = 0;
-  for (let i = 0; i < data.length; i++) probe += data[i] * 0;  // NaN as soon as one value is NaN or +-Inf
-  return probe === 0;
-}
-
 class Launch {
   constructor(executor, spec) {
     this.executor = executor;
@@ -217,21 +196,7 @@ class Launch {
     this.prepare = spec.prepare.map(pass);
     this.passes = spec.passes.map(pass);
     this.stampCount = 2 * (this.prepare.length + this.passes.length);
-    this.flagReads = [];
-    if (spec.finite_check) {
-      // one uniform (the word count) per input that may be checked, and the flag they set
-      this.checks = {};
-      for (const name of spec.finite_scanned) {
-        if (!(name in spec.inputs)) continue;
-        const words = Math.ceil(spec.inputs[name] / 4);
-        const ubuf = this.hold(16, USAGE.UNIFORM | USAGE.COPY_DST, "check params");
-        device.queue.writeBuffer(ubuf, 0, new Uint32Array([words, 0, 0, 0]));
-        const groups = Math.max(1, Math.min(1024, Math.ceil(words / spec.check_workgroup)));
-        this.checks[name] = { ubuf, groups };
-      }
-      this.flag = this.hold(4, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, "nonfinite flag");
-      this.checkLayout = spec.finite_check.getBindGroupLayout(0);
-    }
+    this.finiteCheck = spec.finite_check ? new NonfiniteCheck(spec, device, this.hold.bind(this)) : null;
     if (executor.timed) {
       this.querySet = device.createQuerySet({ type: "timestamp", count: this.stampCount });
       this.resolved = this.hold(8 * this.stampCount, USAGE.QUERY_RESOLVE | USAGE.COPY_SRC, "timestamps");
@@ -247,13 +212,13 @@ class Launch {
   destroy() {
     for (const buf of Object.values(this.buffers)) this.executor.release(buf);
     for (const p of [...this.prepare, ...this.passes]) this.executor.release(p.ubuf);
-    for (const buf of [...this.readbacks, ...this.stampReads, ...this.flagReads]) this.executor.release(buf);
-    for (const check of Object.values(this.checks ?? {})) this.executor.release(check.ubuf);
-    if (this.flag) this.executor.release(this.flag);
+    for (const buf of [...this.readbacks, ...this.stampReads, ...(this.finiteCheck?.buffers() ?? [])]) {
+      this.executor.release(buf);
+    }
     if (this.resolved) this.executor.release(this.resolved);
     this.querySet?.destroy();
-    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.flagReads = []; this.checks = {};
-    this.flag = null; this.groups.clear();
+    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.finiteCheck = null;
+    this.groups.clear();
     for (const p of [...this.prepare, ...this.passes]) p.lastBound = p.lastGroup = null;
     this.bytes = 0;
   }
@@ -343,18 +308,6 @@ class Launch {
     }
   }
 
-  checkGroup(name, buf) {
-    const key = `check:${name}:${idOf(buf)}`;
-    let g = this.groups.get(key);
-    if (!g) {
-      g = this.executor.device.createBindGroup({ layout: this.checkLayout, entries: [
-        { binding: 0, resource: { buffer: buf } }, { binding: 1, resource: { buffer: this.flag } },
-        { binding: 2, resource: { buffer: this.checks[name].ubuf } }] });
-      this.groups.set(key, g);
-    }
-    return g;
-  }
-
   group(p, bound) {
     // the hot path binds what it bound last time: compare before building a key
     const last = p.lastBound;
@@ -425,18 +378,10 @@ class Launch {
     const stampBytes = stamps ? 8 * this.stampCount : 0;
     const encoder = device.createCommandEncoder();
     // Data uploaded from the CPU, on a variant exact only for finite data, with y read back anyway: the
-    // GPU flags NaN/Inf in it during the same submission (the caller reruns on an exact variant if set).
-    const checked = output === "cpu" && this.checks ? Object.keys(this.checks).filter((n) => tensors[n]?.data) : [];
-    if (checked.length) {
-      encoder.clearBuffer(this.flag);
-      const pass = encoder.beginComputePass({ label: "nonfinite check" });
-      pass.setPipeline(spec.finite_check);
-      for (const name of checked) {
-        pass.setBindGroup(0, this.checkGroup(name, bound[name]));
-        pass.dispatchWorkgroups(this.checks[name].groups);
-      }
-      pass.end();
-    }
+    // GPU flags NaN/Inf in it during the same submission (finite.mjs: the caller reruns on an exact variant).
+    const check = this.finiteCheck;
+    const checked = check ? check.checked(tensors, output) : [];
+    if (checked.length) check.encode(encoder, checked, bound);
     this.encode(encoder, passes, bound, stamps, prepare ? 0 : this.prepare.length);
     // Readback buffers come from per-launch pools: y's, and the timestamps' (mapped in the same wait).
     let readback = null, stampRead = null;
@@ -444,11 +389,7 @@ class Launch {
       readback = this.readbacks.pop() ?? this.hold(spec.y_bytes, USAGE.MAP_READ | USAGE.COPY_DST, "readback");
       encoder.copyBufferToBuffer(y, 0, readback, 0, padded(spec.y_bytes));
     }
-    let flagRead = null;
-    if (checked.length) {
-      flagRead = this.flagReads.pop() ?? this.hold(4, USAGE.MAP_READ | USAGE.COPY_DST, "flag read");
-      encoder.copyBufferToBuffer(this.flag, 0, flagRead, 0, 4);
-    }
+    const flagRead = checked.length ? check.copyFlag(encoder, this.hold.bind(this)) : null;
     if (stamps) {
       stampRead = this.stampReads.pop() ?? this.hold(stampBytes, USAGE.MAP_READ | USAGE.COPY_DST, "timestamps read");
       encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
@@ -481,11 +422,12 @@ class Launch {
       const failed = validation ?? oom ?? yFailed ?? stampsFailed ?? flagFailed;
       if (failed) {
         this.weightsFrom = null;
-        for (const [buf, pool] of [[readback, this.readbacks], [stampRead, this.stampReads], [flagRead, this.flagReads]]) {
+        for (const [buf, pool] of [[readback, this.readbacks], [stampRead, this.stampReads]]) {
           if (!buf) continue;
           if (buf.mapState === "mapped") buf.unmap();
           pool.push(buf);
         }
+        if (flagRead) check.giveBack(flagRead);
         if (output === "gpu") y.destroy();
         if (validation ?? oom) {
           throw kernelError("GpuError", `variant ${this.variant}: WebGPU ${failed.constructor?.name ?? "error"}: ${failed.message}`);
@@ -495,15 +437,11 @@ class Launch {
       }
       this.submitted = true;
       if (readback) {
-        data = new typedFor[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
+        data = new TYPED_ARRAYS[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
         readback.unmap();
         this.readbacks.push(readback);
       }
-      if (flagRead) {
-        meta.nonfinite = new Uint32Array(flagRead.getMappedRange())[0] !== 0;
-        flagRead.unmap();
-        this.flagReads.push(flagRead);
-      }
+      if (flagRead) meta.nonfinite = check.flagged(flagRead);
       if (stampRead) {
         // passes skipped this call (weight-side ones) were never written: they resolve to 0
         meta.gpu_ms = gpuMs(new BigUint64Array(stampRead.getMappedRange()), this.stampCount / 2);
@@ -527,7 +465,7 @@ class Launch {
     device.queue.submit([encoder.finish()]);
     try {
       await readback.mapAsync(MAP_MODE_READ);
-      const data = new typedFor[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
+      const data = new TYPED_ARRAYS[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
       readback.unmap();
       return data;
     } finally {

@@ -3,4 +3,6 @@
 //   import { getKernel } from "./web/runtime/index.mjs";
 //   const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, device });
 //   const { y, meta } = await kernel({ x: { data, shape }, w: { data, shape }, strides: [2, 2] });
-export { bootApp, callPython, callPythonNow, getKernel } from "./boot.mjs";
+export { bootApp } from "./boot.mjs";
+export { getKernel } from "./kernel.mjs";
+export { callPython, callPythonNow } from "./python.mjs";

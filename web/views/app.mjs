@@ -1,6 +1,6 @@
 // The app: one page, three views (#/run, #/tests, #/bench) sharing one Pyodide and one GPU device, and a
 // device panel on top. Sets window.getKernel and window.appReady (resolves once the kernel is ready).
-import { bootApp, getKernel } from "../runtime/boot.mjs";
+import { bootApp, getKernel } from "../runtime/index.mjs";
 import { CONTRACT_VERSION, KERNEL_ID } from "../runtime/contract.mjs";
 import { initBench } from "./bench-view.mjs";
 import { adapterLabel, showDevice, showDeviceProblem, webgpuMissingReason } from "./device-panel.mjs";

@@ -9,7 +9,7 @@
 //   gpu:      the sum of the compute passes' timestamps (timestamp-query) of a resident run.
 // Medians of `runs` rounds after `warmup`. Our y is checked against the float64 reference (Python), each
 // ORT build's y against ours.
-import { callPython, getKernel } from "../runtime/boot.mjs";
+import { callPython, getKernel } from "../runtime/index.mjs";
 import { KERNEL_ID } from "../runtime/contract.mjs";
 import { convTransposeModel } from "./onnx-convtranspose.mjs";
 import { caseInputs, loadOrt, passTimer } from "./ort-bench.mjs";

@@ -6,7 +6,7 @@
 // Usage: node web/views/node-host.mjs BUILD_DIR   (BUILD_DIR holds pyodide/ and bundle.zip)
 import { readFile } from "node:fs/promises";
 import { create, globals } from "webgpu";
-import { bootApp, callPython } from "../runtime/boot.mjs";
+import { bootApp, callPython } from "../runtime/index.mjs";
 import { reply, serve } from "./json-lines.mjs";
 import { breakdownCase, compareCase } from "./compare.mjs";
 import { setOrtBase } from "./ort-bench.mjs";

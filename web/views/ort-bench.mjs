@@ -54,7 +54,7 @@ export function loadOrt(ep) {
 
 /** The case's seeded data, drawn by the app's own Python (app.bench.make_inputs), as Float32Arrays. */
 export async function caseInputs(benchCase) {
-  const { callPython } = await import("../runtime/boot.mjs");
+  const { callPython } = await import("../runtime/index.mjs");
   const bytes = await callPython("bench_inputs", benchCase);
   return Object.fromEntries(Object.entries(bytes).map(([k, v]) => [k, new Float32Array(v.slice().buffer)]));
 }

@@ -1,7 +1,7 @@
 // The Run view: a form for one request (every attribute from manifest.json, fields per spatial rank),
 // live output-shape preview, errors next to the field they name, a GPU run with its result plotted,
 // a check against the float64 CPU reference, the output as .npy, and the same call as code.
-import { callPythonNow } from "../runtime/boot.mjs";
+import { callPythonNow } from "../runtime/index.mjs";
 import { drawHeatmap, drawLine } from "./plots.mjs";
 import { jsSnippet, pySnippet } from "./snippets.mjs";
 

@@ -1,0 +1,137 @@
+// The kernel as a JavaScript function. A call's first time with a signature (shapes, dtypes, attributes,
+// variant, and the tuning tables' revision that decides its plan) goes through Python, which validates,
+// plans, renders and compiles, and leaves a launch in the executor (executor.mjs). Every later call with
+// that signature is checked and run here, in JavaScript, without entering Python.
+import { bootApp } from "./boot.mjs";
+import { kernelError } from "./errors.mjs";
+import { runFinite } from "./finite.mjs";
+import { callPython, callPythonNow } from "./python.mjs";
+import { INPUTS, inputDtypes, pythonRequest, tensor } from "./tensors.mjs";
+import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
+
+let kernels = 0;
+
+/**
+ * The kernel as a JS function:
+ *   kernel({x, w, b?, ...attributes, variant?}, {output?: "cpu" | "gpu", timing?, profile?}) -> {y, meta}
+ * Inputs: {data: Float32Array | Uint16Array (float16 bits) | number[], shape, dtype?, constant?} or
+ * {buffer: GPUBuffer, shape, dtype?, finite?} on the kernel's device. y: {data, shape, dtype}, or with
+ * output "gpu" {buffer, shape, dtype, dispose} that the caller owns (dispose() hands it back for reuse).
+ * `device`: the caller's GPUDevice; without it the package opens (and shares) its own.
+ */
+export async function getKernel(id, { version = 1, revision = null, limits = null, device = null } = {}) {
+  const pyKernel = await callPython("open_kernel", id, version, revision, limits, device);
+  const dtypes = inputDtypes((await bootApp()).manifest);
+  const serial = ++kernels;
+  // The tuning tables' revision the kernel plans under: part of every launch key, so a new table (tuneBench)
+  // plans afresh instead of replaying launches planned under the old one.
+  let planning = pyKernel.planning ?? "";
+  const replanned = (result) => {
+    if (typeof result?.planning === "string") planning = result.planning;
+    return result;
+  };
+  let exec = await callPython("executor", pyKernel);
+  const pending = new Map();  // signature -> the Python planning under way (concurrent first calls share it)
+  const special = new Map();  // signatures that never get a launch: empty outputs, requests split into pieces
+
+  async function plan(key, tensors, attributes, variant, finite, profile) {
+    if (!pending.has(key)) {
+      const meta = Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, { shape: t.shape, dtype: t.dtype }]));
+      const job = callPython("launch", pyKernel, { ...meta, attributes, variant, finite }, key)
+        .finally(() => pending.delete(key));
+      pending.set(key, job);
+    }
+    const out = await pending.get(key);
+    if (profile) Object.assign(profile, { python: out.timings });
+    if (out.executor) exec = out.executor;
+    if (out.launch) return out.launch;
+    special.set(key, out);
+    return null;
+  }
+
+  /** What runs in Python, on numpy arrays: requests split into pieces past the device's limits, and float16
+   * given as plain numbers where JavaScript has no Float16Array. Neither takes GPU tensors. */
+  async function slowPath(inputs, output, pieces = null) {
+    const resident = INPUTS.find((n) => inputs[n]?.buffer !== undefined);
+    if (resident || output === "gpu") {
+      const why = pieces ? `this request runs as ${pieces} pieces (past the device's limits)`
+        : "float16 data given as plain numbers is converted by numpy here (no Float16Array): pass Uint16Array bits";
+      throw kernelError("ConvTransposeError", `${why}; GPU-resident tensors and output "gpu" need a request ` +
+        "that runs on the GPU in one piece", resident ?? "output");
+    }
+    const result = await callPython("call", pyKernel, pythonRequest(inputs));
+    result.y.data = typedArray(result.y.data, result.y.dtype);
+    return result;
+  }
+
+  const kernel = async (inputs, { output = "cpu", timing = false, profile = null } = {}) => {
+    if (profile) profile.start = performance.now();
+    if (inputs === null || typeof inputs !== "object") {
+      throw kernelError("ConvTransposeError", "kernel(inputs): inputs must be an object {x, w, b?, ...attributes}");
+    }
+    if (output !== "cpu" && output !== "gpu") {
+      throw kernelError("ConvTransposeError", `output must be "cpu" or "gpu", got ${JSON.stringify(output)}`, "output");
+    }
+    const tensors = {}, attributes = {};
+    let slow = false;
+    for (const [k, v] of Object.entries(inputs)) if (!INPUTS.includes(k) && k !== "variant") attributes[k] = v;
+    for (const name of INPUTS) {
+      if (inputs[name] == null) {
+        if (name !== "b") throw kernelError("ConvTransposeError", `input '${name}' is missing`, name);
+        continue;
+      }
+      const t = tensor(name, inputs[name], dtypes);
+      if (t === null) slow = true;
+      else tensors[name] = t;
+    }
+    if (slow) return slowPath(inputs, output);
+    const variant = inputs.variant ?? null;
+    const key = JSON.stringify([serial, planning, variant,
+      INPUTS.map((n) => tensors[n] ? [tensors[n].shape, tensors[n].dtype] : null), attributes]);
+    if (exec.lost) exec = await callPython("executor", pyKernel);  // reopened after a loss (or the loss reported)
+    if (profile) profile.checked = performance.now();
+    return runFinite(key, tensors, output, {
+      launchFor: async (k, finite) => exec.cached(k) ??
+        (special.has(k) ? null : await plan(k, tensors, attributes, variant, finite, profile)),
+      run: (launch) => launch.run(tensors, { output, timing, profile }),
+      without: (k) => {
+        const info = special.get(k);
+        if (!info.empty) return slowPath(inputs, output, info.pieces);
+        const { y_shape: shape, dtype, meta } = info.empty;
+        const y = output === "gpu"
+          ? { buffer: exec.upload(new Uint8Array(4)), shape, dtype }
+          : { data: new TYPED_ARRAYS[dtype](0), shape, dtype };
+        return { y, meta: { ...meta } };
+      },
+      planned: () => { if (profile) profile.planned = performance.now(); },
+    });
+  };
+
+  kernel.device = () => callPythonNow("device_info", pyKernel);
+  kernel.memory = () => exec.memory();
+  /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
+  kernel.gpuDevice = () => exec.device;
+  /** A typed array or {data, shape, dtype?} copied once into a GPU buffer of this kernel's device: {buffer, shape, dtype}. */
+  kernel.upload = (t) => {
+    const checked = tensor("upload", t, dtypes);
+    if (!checked?.data) throw kernelError("ConvTransposeError", "upload takes {data: typed array, shape, dtype?}");
+    return { buffer: exec.upload(checked.data), shape: checked.shape, dtype: checked.dtype };
+  };
+  /** After rewriting, in place, a constant weight array or a weight GPUBuffer: its prepared layouts are rebuilt. */
+  kernel.forget = (weights) => exec.forget(ArrayBuffer.isView(weights) ? weights : weights?.buffer ?? weights?.data ?? weights);
+  kernel.reference = (inputs) => {
+    const y = callPythonNow("reference", pythonRequest(inputs));
+    y.data = typedArray(y.data, "float64");
+    return y;
+  };
+  /** {} when the request would run, else {error, field}: every refusal, found without GPU work. */
+  kernel.validate = (inputs) => callPythonNow("validate", pyKernel, pythonRequest(inputs));
+  kernel.loadCases = (text) => callPythonNow("load_cases", text);
+  kernel.runCase = (index, variant = null) => callPython("run_loaded_case", pyKernel, index, variant);
+  kernel.loadBench = (text, tier) => callPythonNow("load_bench", text, tier);
+  kernel.runBenchCase = (index, { runs = 5, warmup = 1 } = {}) => callPython("run_bench_case", pyKernel, index, runs, warmup);
+  // Tunes loaded bench cases on this adapter and applies the table to this page's session.
+  kernel.tuneBench = (benchText, indices, { runs = 3, progress = () => {} } = {}) =>
+    callPython("tune_loaded", pyKernel, benchText, indices, runs, progress).then(replanned);
+  return kernel;
+}

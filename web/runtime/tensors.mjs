@@ -1,0 +1,76 @@
+// The caller's inputs checked as app/tensors.py checks them, for the calls that never enter Python: a
+// repeat call's x, w and b become typed arrays of a dtype the op contract allows, or GPU buffers.
+import { kernelError } from "./errors.mjs";
+import { gpuTensorFinite } from "./finite.mjs";
+import { TYPED_ARRAYS } from "./typed-arrays.mjs";
+
+export const INPUTS = ["x", "w", "b"];
+const DEFAULT_DTYPE = "float32";  // as app/tensors.py: data given without a dtype
+
+/** The dtypes manifest.json allows for the inputs (their type constraints), sorted as Python lists them. */
+export function inputDtypes(manifest) {
+  const types = new Set(manifest.inputs.map((input) => input.type));
+  return [...new Set([...types].flatMap((t) => manifest.type_constraints[t].map((c) => c.dtype)))].sort();
+}
+
+/** One input as the hot path needs it, checked: {data (typed array of the dtype), shape, dtype, constant}
+ * or {buffer, shape, dtype, finite}; null when only Python can take it (float16 as plain numbers).
+ * dtypes: inputDtypes(manifest). */
+export function tensor(name, t, dtypes) {
+  if (t === null || typeof t !== "object") {
+    throw kernelError("ConvTransposeError", `input '${name}' must be {data, shape[, dtype]} or {buffer, shape[, dtype]}`, name);
+  }
+  const dtype = t.dtype ?? DEFAULT_DTYPE;
+  if (!dtypes.includes(dtype)) {
+    const allowed = `[${dtypes.map((d) => `'${d}'`).join(", ")}]`;
+    throw kernelError("ConvTransposeError", `input '${name}': dtype ${JSON.stringify(dtype)} is not supported; allowed: ${allowed}`, name);
+  }
+  const shape = t.shape;
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
+    throw kernelError("ConvTransposeError", `input '${name}': shape must be a list of non-negative integers, got ${JSON.stringify(shape)}`, name);
+  }
+  const count = shape.reduce((a, d) => a * d, 1);
+  if (t.buffer !== undefined) {
+    if (t.data !== undefined) throw kernelError("ConvTransposeError", `input '${name}': give data or buffer, not both`, name);
+    if (typeof t.buffer?.size !== "number") throw kernelError("ConvTransposeError", `input '${name}': buffer must be a GPUBuffer`, name);
+    return { buffer: t.buffer, shape, dtype, finite: gpuTensorFinite(t) };
+  }
+  let data = t.data;
+  if (data instanceof TYPED_ARRAYS[dtype]) {
+    // the hot path: the caller's own array, written to the GPU as it is
+  } else if (dtype === "float16" && globalThis.Float16Array && data instanceof globalThis.Float16Array) {
+    data = new Uint16Array(data.buffer, data.byteOffset, data.length);
+  } else if (Array.isArray(data) || ArrayBuffer.isView(data)) {
+    const bad = Array.prototype.find.call(data, (v) => typeof v !== "number" && typeof v !== "bigint");
+    if (bad !== undefined || (Array.isArray(data) && data.length !== data.filter(() => true).length)) {
+      throw kernelError("ConvTransposeError", `input '${name}': data must be a flat list of numbers, found ${JSON.stringify(bad ?? null)}`, name);
+    }
+    if (dtype === "float16") {
+      // numbers to float16 bits: Float16Array rounds them as numpy does; without it, numpy does it in Python
+      if (!globalThis.Float16Array) return null;
+      const halves = globalThis.Float16Array.from(data, Number);
+      data = new Uint16Array(halves.buffer, halves.byteOffset, halves.length);
+    } else {
+      data = TYPED_ARRAYS[dtype].from(data, Number);
+    }
+  } else {
+    throw kernelError("ConvTransposeError", `input '${name}': data must be a typed array or a flat list of numbers, got ${data === undefined ? "nothing" : typeof data}`, name);
+  }
+  if (data.length !== count) {
+    throw kernelError("ConvTransposeError", `input '${name}': data has ${data.length} values but shape ${JSON.stringify(shape)} needs ${count}`, name);
+  }
+  return { data, shape, dtype, constant: t.constant === true };
+}
+
+/** A JS request -> the plain request Python's bridge.call reads (typed arrays travel without per-element copies). */
+export function pythonRequest(inputs) {
+  const out = { ...inputs };
+  for (const name of INPUTS) {
+    const t = inputs[name];
+    if (t == null) continue;
+    const dtype = t.dtype ?? DEFAULT_DTYPE;
+    const data = ArrayBuffer.isView(t.data) ? t.data : Array.from(t.data ?? []);
+    out[name] = { data, shape: Array.from(t.shape ?? []), dtype };
+  }
+  return out;
+}
