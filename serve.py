@@ -1,4 +1,4 @@
-"""Serves the app locally: `python3 serve.py [--host 127.0.0.1] [--port 8000] [--verbose]`, the same as
+"""Serves the app locally: `python3 serve.py [--bind 127.0.0.1] [--port 8000] [--verbose]`, the same as
 `python -m app serve` (which also works from an installed wheel).
 
 The first run assembles the offline Pyodide runtime under build/ (every file checked against a pinned

@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve [--host] [--port]`, `python -m app setup`, `python -m app export DIR`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve [--bind] [--port]`, `python -m app setup`, `python -m app export DIR`."""
 from __future__ import annotations
 
 import argparse
@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="with --host browser: Chromium (default, Playwright) or Firefox (firefox-esr 153+, "
                             "puppeteer-core over WebDriver BiDi)")
     serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
-    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--bind", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--verbose", action="store_true", help="log every request")
     bench = sub.add_parser("bench", help="time bench.json's cases on real WebGPU")
@@ -92,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_export(args.dir)
     from .host.server import make_server
 
-    server = make_server(args.host, args.port, args.verbose)
-    print(f"Serving ConvTranspose on WebGPU at http://{args.host}:{server.server_address[1]}/", flush=True)
+    server = make_server(args.bind, args.port, args.verbose)
+    print(f"Serving ConvTranspose on WebGPU at http://{args.bind}:{server.server_address[1]}/", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

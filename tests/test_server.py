@@ -138,10 +138,30 @@ def test_binds_loopback_by_default():
     import serve
     from app.host.server import make_server
 
-    assert inspect.signature(make_server).parameters["host"].default == "127.0.0.1"
+    assert inspect.signature(make_server).parameters["bind"].default == "127.0.0.1"
     assert 'default="127.0.0.1"' in inspect.getsource(serve.main)
     server = make_server(port=0)
     try:
         assert server.server_address[0] == "127.0.0.1"
     finally:
         server.server_close()
+
+
+def test_serve_listens_on_bind_and_leaves_host_to_the_runtime_choice():
+    """`serve --bind ADDR` is the address; `--host` names a runtime (cases, bench, tune, device) only."""
+    import re
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "serve.py", "--bind", "127.0.0.1", "--port", "0"], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        served = re.search(r"http://(\S+):\d+/", proc.stdout.readline())
+        assert served.group(1) == "127.0.0.1"
+        assert fetch(served.group(0))[0] == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    refused = subprocess.run([sys.executable, "-m", "app", "serve", "--host", "127.0.0.1"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "--host" in refused.stderr

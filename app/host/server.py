@@ -1,6 +1,6 @@
 """The local web server: serves the app's own files and nothing else.
 
-Routes: `/` (the run page), `/web/*` (pages and JS), `/pyodide/*` (the verified runtime from
+Routes: `/` (the run page), `/web/*` (the page's views under web/views/, the JS runtime under web/runtime/), `/pyodide/*` (the verified runtime from
 build/pyodide), `/ort/*` (onnxruntime-web's dist/ from node_modules, pinned in package-lock.json: the peer
 that `python -m app bench --against ort` times in the same page), `/bundle.zip` (the Python package, templates and contract files, zipped for Pyodide)
 and the contract files at the root. Paths are resolved and must stay inside their folder, so `..`,
@@ -117,16 +117,16 @@ class AppHandler(SimpleHTTPRequestHandler):
             self.wfile.write(body)
 
 
-def make_server(host: str = "127.0.0.1", port: int = 8000, verbose: bool = False) -> ThreadingHTTPServer:
+def make_server(bind: str = "127.0.0.1", port: int = 8000, verbose: bool = False) -> ThreadingHTTPServer:
     ensure_pyodide_assets()
-    server = ThreadingHTTPServer((host, port), partial(AppHandler))
+    server = ThreadingHTTPServer((bind, port), partial(AppHandler))
     server.daemon_threads = True
     server.verbose = verbose
     return server
 
 
-def start_background(host: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, str]:
+def start_background(bind: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, str]:
     """A server on a free port in a daemon thread (tests and the case runner); returns it and its URL."""
-    server = make_server(host, port)
+    server = make_server(bind, port)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://{host}:{server.server_address[1]}/"
+    return server, f"http://{bind}:{server.server_address[1]}/"

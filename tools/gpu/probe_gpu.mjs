@@ -1,4 +1,4 @@
-// The GPU the probes (mma_probe.mjs, kernel_probe.mjs) run on, opened as web/node-host.mjs opens it, and the
+// The GPU the probes (mma_probe.mjs, kernel_probe.mjs) run on, opened as web/views/node-host.mjs opens it, and the
 // one timer they share. PROBE_NULL=1 opens Dawn's null backend instead: shaders compile, times are garbage.
 import { create, globals } from "webgpu";
 
