@@ -1,4 +1,5 @@
-"""metadata.json: kernel id, per-variant templates with sha256 digests, requirements and provenance.
+"""metadata.json: kernel id, per-variant templates with sha256 digests, requirements and provenance, and
+every template file's digest (the seed's names among them: thin entries over rank-generic templates).
 
 `build()` derives it from the variant table and the template files; tools/gen_metadata.py writes it and a
 test checks that the committed file equals a fresh build, so digests never go stale. The package
@@ -42,6 +43,7 @@ def build() -> dict:
         ],
         "shared_templates": [{"file": t, "sha256": digests[t], "purpose": purpose}
                              for t, purpose in SHARED_TEMPLATES.items()],
+        "templates": [{"file": t, "sha256": d} for t, d in digests.items()],
     }
 
 

@@ -8,6 +8,7 @@ and the same for every variant forced. Writes JSON lines to stdout (or --out); `
     python tools/plan_digest.py --out /tmp/before.jsonl   # on the old tree
     python tools/plan_digest.py --out /tmp/after.jsonl    # on the new tree
     python tools/plan_digest.py --compare /tmp/before.jsonl /tmp/after.jsonl
+    # seed names: --alias SEED=SUCCESSOR per seed variant, --same-wgsl for passes rendered through a seed entry
 """
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def collect(forced: bool = True):
     from app.shapes import infer
     from app.variants import VARIANTS
     try:
-        from app.host.wgsl_matrix import devices
+        from tools.wgsl.matrix import devices
     except ImportError:
         from wgsl.matrix import devices  # after the dev tools moved out of the package
     devs = devices()
@@ -86,13 +87,28 @@ def collect(forced: bool = True):
             yield row
 
 
-def compare(a: str, b: str, aliases: dict[str, str]) -> int:
-    """Rows of `a` against `b`; `aliases` maps a new variant name to the old one it specialises (seed names)."""
+def _same_wgsl(got, value):
+    """`got` with each pass's template name taken from `value` wherever the rendered WGSL digest is equal:
+    a pass rendered through a thin entry (a seed name over a rank-generic template) renders the same source."""
+    if not isinstance(got, dict) or not isinstance(value, dict):
+        return got
+    out = dict(got)
+    for key in ("passes", "weight_passes"):
+        new, old = got.get(key), value.get(key)
+        if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+            out[key] = [n | {"template": o["template"]} if n.get("wgsl") == o.get("wgsl") else n
+                        for n, o in zip(new, old)]
+    return out
+
+
+def compare(a: str, b: str, aliases: dict[str, str], same_wgsl: bool = False) -> int:
+    """Rows of `a` against `b`; `aliases` maps a new variant name to the old one it specialises (seed names);
+    with `same_wgsl`, a pass whose template name changed but whose rendered WGSL did not counts as equal."""
     def load(p):
         return {(r["case"], r.get("device")): r for r in map(json.loads, Path(p).read_text().splitlines())}
 
     old, new = load(a), load(b)
-    bad = 0
+    bad = renamed = 0
     for key, row in old.items():
         other = new.get(key)
         if other is None:
@@ -101,12 +117,19 @@ def compare(a: str, b: str, aliases: dict[str, str]) -> int:
             continue
         for field, value in row.items():
             got = other.get(field)
-            if isinstance(got, dict) and aliases.get(got.get("variant")) == value.get("variant"):
+            specialises = aliases.get(got.get("variant")) if isinstance(got, dict) else None
+            if specialises is not None and specialises == value.get("variant"):
                 got = got | {"variant": value["variant"]}
+            if same_wgsl and got != value:
+                same = _same_wgsl(got, value)
+                renamed += same != got and same == value
+                got = same
             if got != value:
                 bad += 1
                 if bad <= 20:
                     print("differs", key, field, json.dumps(value)[:300], "->", json.dumps(got)[:300])
+    if same_wgsl:
+        print(f"{renamed} plans (chosen or forced) equal but for template names: the same rendered WGSL")
     print(f"{len(old)} rows compared, {bad} differences")
     return 1 if bad else 0
 
@@ -117,9 +140,11 @@ if __name__ == "__main__":
     ap.add_argument("--planner-only", action="store_true")
     ap.add_argument("--compare", nargs=2)
     ap.add_argument("--alias", action="append", default=[], help="NEW=OLD variant names to treat as equal")
+    ap.add_argument("--same-wgsl", action="store_true",
+                    help="treat a pass's template name change as equal where its rendered WGSL digest is equal")
     args = ap.parse_args()
     if args.compare:
-        sys.exit(compare(*args.compare, dict(a.split("=", 1) for a in args.alias)))
+        sys.exit(compare(*args.compare, dict(a.split("=", 1) for a in args.alias), args.same_wgsl))
     out = open(args.out, "w") if args.out else sys.stdout
     for row in collect(not args.planner_only):
         out.write(json.dumps(row, sort_keys=True) + "\n")
