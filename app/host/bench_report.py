@@ -1,4 +1,4 @@
-"""Bench results as a report: ours vs onnxruntime-web per case (web/compare.mjs rows), ratios, geometric
+"""Bench results as a report: ours vs onnxruntime-web per case (web/views/compare.mjs rows), ratios, geometric
 means, the printed table and the chart. Pure Python (CPython tooling; unit-tested without a browser).
 
 Each row holds, for ours and each ORT build, medians of alternating runs measured the same way on both
