@@ -64,5 +64,34 @@ def test_tunes_the_cases_run_and_shows_what_it_picked(page):
     assert page.evaluate("""async () => {
         const { bootApp } = await import("/web/runtime/index.mjs");
         const { pyodide } = await bootApp();
-        return pyodide.runPython("from app import tuning_tables; tuning_tables.load_tables().pop(0)['measured'][0]['case']");
+        return pyodide.runPython("from app import tuning_tables; tuning_tables.in_use().pop(0)['measured'][0]['case']");
     }""") == "dcgan_g3_k4s2p1"
+
+
+def test_a_new_tuning_table_replans_cached_signatures_without_release_caches(page):
+    """The JS launch key carries the tuning tables' revision (`planning`): after one kernel's tuneBench
+    applies a table, another kernel's cached signature goes back to Python, even with the executor's
+    launches left in place (release_caches made a no-op here)."""
+    out = page.evaluate("""async () => {
+        const { bootApp, getKernel } = await import("/web/runtime/index.mjs");
+        const { pyodide } = await bootApp();
+        const ID = "webgpu-kernels/ai.onnx.ConvTranspose";
+        const caller = await getKernel(ID, { version: 1 }), tuner = await getKernel(ID, { version: 1 });
+        const request = { x: { data: new Float32Array(1 * 4 * 5 * 5).fill(0.5), shape: [1, 4, 5, 5] },
+                          w: { data: new Float32Array(4 * 2 * 3 * 3).fill(0.25), shape: [4, 2, 3, 3] }, strides: [2, 2] };
+        const profile = async () => { const p = {}; await caller(request, { profile: p }); return !!p.python; };
+        const first = await profile(), repeat = await profile();
+        const text = await (await fetch("/bench.json")).text();
+        const index = tuner.loadBench(text, "small").findIndex((c) => c.name === "dcgan_g3_k4s2p1");
+        pyodide.runPython("from app import gpu; gpu.Gpu._kept = gpu.Gpu.release_caches; gpu.Gpu.release_caches = lambda self: None");
+        let tuned;
+        try {
+            tuned = await tuner.tuneBench(text, [index], { runs: 1 });
+        } finally {
+            pyodide.runPython("from app import gpu, tuning_tables; gpu.Gpu.release_caches = gpu.Gpu._kept; del gpu.Gpu._kept; " +
+                              "tuning_tables.in_use().pop(0)");
+        }
+        const afterTuning = await profile(), settled = await profile();
+        return { first, repeat, afterTuning, settled, planning: typeof tuned.planning };
+    }""")
+    assert out == {"first": True, "repeat": False, "afterTuning": True, "settled": False, "planning": "string"}, out

@@ -10,6 +10,14 @@ import { INPUTS, inputDtypes, pythonRequest, tensor } from "./tensors.mjs";
 import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
 
 let kernels = 0;
+// The tuning tables' revision that plans follow (Python's, one for the whole runtime): part of every launch
+// key, so that a new table (any kernel's tuneBench) plans afresh instead of replaying launches planned
+// under the old one. Read again at every getKernel.
+let planning = "";
+const replanned = (result) => {
+  if (typeof result?.planning === "string") planning = result.planning;
+  return result;
+};
 
 /**
  * The kernel as a JS function:
@@ -23,13 +31,7 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
   const pyKernel = await callPython("open_kernel", id, version, revision, limits, device);
   const dtypes = inputDtypes((await bootApp()).manifest);
   const serial = ++kernels;
-  // The tuning tables' revision the kernel plans under: part of every launch key, so a new table (tuneBench)
-  // plans afresh instead of replaying launches planned under the old one.
-  let planning = pyKernel.planning ?? "";
-  const replanned = (result) => {
-    if (typeof result?.planning === "string") planning = result.planning;
-    return result;
-  };
+  replanned({ planning: pyKernel.planning });
   let exec = await callPython("executor", pyKernel);
   const pending = new Map();  // signature -> the Python planning under way (concurrent first calls share it)
   const special = new Map();  // signatures that never get a launch: empty outputs, requests split into pieces
