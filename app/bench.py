@@ -17,7 +17,7 @@ from .kernel import validate
 from .split import Unfittable
 from .timing import time_call
 from .variants import VARIANTS
-from .variants.base import phase_taps
+from .variants.base import max_phase_taps
 
 
 HOLDOUT = "holdout"  # the tier kept out of tuning and rule-setting (app/tuner.py refuses its cases)
@@ -75,12 +75,14 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
 BUSY_MS = 100
 
 
-async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1, plan=None):
-    """(plan, [(wall ms, GPU ms or None)] per run, y): the plan (the caller's, else planned here) launched once,
-    timed with its inputs on the GPU and y left there (web/executor.mjs Launch.time), y read back once
+async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1, plan=None, params=None,
+                    tables=None):
+    """(plan, [(wall ms, GPU ms or None)] per run, y): the plan (the caller's, else planned here with
+    `variant`, `params` and `tables` as kernel.plan takes them) launched once,
+    timed with its inputs on the GPU and y left there (web/runtime/executor.mjs Launch.time), y read back once
     after, then destroyed."""
     gpu = await kernel.gpu.current()
-    plan = plan if plan is not None else kernel.plan(geom, variant)
+    plan = plan if plan is not None else kernel.plan(geom, variant, params, tables)
     launch = await gpu.launch(plan, geom)
     try:
         samples = await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats,
@@ -105,7 +107,7 @@ def reduction(geom) -> int:
     """The most products one output sums: in-channels per group times, per axis, the taps of one stride phase
     (ceil(k / step), step = s / gcd(s, d)), not the whole kernel: an iSTFT's output sums 4 of its 4096 taps,
     and a tolerance grown with all 4096 would pass any output."""
-    return geom.in_per_group * phase_taps(geom)
+    return geom.in_per_group * max_phase_taps(geom)
 
 
 FULL_CHECK_LIMIT = 20_000_000  # multiply-adds up to which the whole output is checked; past it, SAMPLES points

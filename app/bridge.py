@@ -5,6 +5,11 @@ JS objects arrive as JsProxy (or as dicts and lists, converted by the caller) an
 data with their own `to_py()`; results go back as plain data (dicts of bytes, lists and numbers) and GPU
 objects as themselves. The package's exceptions go back as {"__error__": {name, message, field,
 traceback}}, which the JS side throws as an Error with that name. No `js` import here.
+
+Launch keys: JS caches launches under its own key (shapes, dtypes, attributes, forced variant,
+finiteness) and hands it to `launch`. A plan also depends on the tuning tables in use, so the key must
+include `planning`: the string revision of those tables, read from the kernel object `open_kernel`
+returns (`kernel.planning`) and returned again by `tune_loaded` and `tune`, whose tables may change it.
 """
 from __future__ import annotations
 
@@ -13,11 +18,10 @@ import inspect
 import io
 import time
 import traceback
-from dataclasses import replace
 
 import numpy as np
 
-from . import bench, get_kernel
+from . import bench, finite, get_kernel
 from .cases import parse_case_file, run_case
 from .errors import ConvTransposeError, GpuError, KernelNotFoundError
 
@@ -69,12 +73,14 @@ def _request_parts(request) -> tuple[dict, str | None, dict]:
 
 @entry
 async def open_kernel(kernel_id: str, version: int, revision=None, limits=None, device=None):
+    """The kernel (app/kernel.py ConvTransposeKernel) as a Python object: JS calls it through this module and
+    reads `kernel.planning` (the tuning tables' revision, a string) into every launch key."""
     return await get_kernel(kernel_id, version=version, revision=revision, limits=_plain(limits), device=device)
 
 
 @entry
 async def executor(kernel):
-    """The executor (web/executor.mjs) of the kernel's live device: JS runs cached launches on it."""
+    """The executor (web/runtime/executor.mjs) of the kernel's live device: JS runs cached launches on it."""
     return (await kernel.gpu.current()).executor
 
 
@@ -82,8 +88,9 @@ async def executor(kernel):
 async def launch(kernel, request, key: str) -> dict:
     """A signature's first call from JS: validate the shapes and attributes, plan, render and compile,
     and leave the launch in the executor under `key`. request: {x: {shape, dtype}, w, b?, attributes,
-    variant, finite}. Returns {launch} or, for requests that get none, {empty: {...}} (the output is empty)
-    or {pieces: n} (split past the device's limits: JS runs those through `call`); plus Python's timings."""
+    variant, finite}; `key` includes the kernel's `planning`. Returns {launch} or, for requests that get none,
+    {empty: {...}} (the output is empty) or {pieces: n} (split past the device's limits: JS runs those
+    through `call`); plus Python's timings."""
     from .shapes import infer
 
     started = time.perf_counter()
@@ -91,8 +98,7 @@ async def launch(kernel, request, key: str) -> dict:
     tensors = {n: request[n] for n in INPUTS if request.get(n) is not None}
     geom = infer(tensors["x"]["shape"], tensors["w"]["shape"], tensors["b"]["shape"] if "b" in tensors else None,
                  request["attributes"], {n: t["dtype"] for n, t in tensors.items()})
-    if not request["finite"]:
-        geom = replace(geom, finite_data=False)
+    geom = finite.marked(geom, request["finite"])
     validated = time.perf_counter()
     gpu = await kernel.gpu.current()
     made, pieces = await kernel.launch(geom, request["variant"], key)
@@ -250,7 +256,8 @@ def load_bench(text: str, tier: str) -> list[dict]:
 @entry
 async def tune_loaded(kernel, text: str, indices, runs: int = 3, progress=None) -> dict:
     """Tunes the loaded bench cases at `indices` on this adapter (tile grids from bench.json's text, and the
-    variant per shape class) and applies the table to this session; returns it for the page to show."""
+    variant per shape class) and applies the table to this session; returns it for the page to show, with
+    `planning`, the tables' new revision (launch keys made before it are stale)."""
     from . import tuner, tuning_tables
 
     chosen = [_bench_cases[i] for i in _plain(indices)]
@@ -258,7 +265,7 @@ async def tune_loaded(kernel, text: str, indices, runs: int = 3, progress=None) 
                               choose_variants=True)
     tuning_tables.use_table(table)
     kernel.gpu.release_caches()  # launches planned under the old table
-    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps)}
+    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps), "planning": kernel.planning}
 
 
 @entry
@@ -325,6 +332,8 @@ def bench_error(case, y) -> float:
 
 @entry
 async def tune(text: str, tier: str, names=None, runs: int = 3, repeats: int = 1, choose: bool = False) -> dict:
+    """The tuning table of bench.json's `tier` (or its cases `names`) on this adapter, not applied:
+    {table, file, lines, planning} (planning: the revision of the tables in use, unchanged)."""
     from . import tuner, tuning_tables
 
     kernel = await _kernel()
@@ -332,7 +341,8 @@ async def tune(text: str, tier: str, names=None, runs: int = 3, repeats: int = 1
     lines: list[str] = []
     table = await tuner.tune(kernel, cases, progress=lines.append, runs=runs, grid_for=tuner.grids(text),
                               repeats=repeats, choose_variants=choose)
-    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps), "lines": lines}
+    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps), "lines": lines,
+            "planning": kernel.planning}
 
 
 @entry

@@ -1,7 +1,8 @@
 """The GPU layer: the only module that talks to WebGPU (through Pyodide's JS interop).
 
 It opens a device (optional features when offered, limits raised to the adapter's) or adopts the caller's,
-renders and compiles a configured Launch's passes (app/launch.py) once and hands them to the executor (web/executor.mjs) as a launch;
+renders and compiles a Plan's passes (app/plan.py) once and hands them to the executor (web/runtime/executor.mjs)
+as a launch, with the plan's finite-data policy (app/finite.py);
 the executor runs every call and every timing. Errors the executor raises come back as GpuError or
 ConvTransposeError. Everything above this module is plain Python and numpy.
 """
@@ -13,12 +14,11 @@ from pyodide.ffi import JsException, to_js
 
 from .caps import DEFAULT_LIMITS, DeviceCaps, matrix_configs
 from .errors import ConvTransposeError, GpuError
-from .launch import Launch, bindings_params
+from .plan import Plan, bindings_params
 from .render import NONFINITE_CHECK, render
 from .shapes import ConvGeometry
 from .split import buffer_bytes
 from .tensors import GpuTensor
-from .variants import VARIANTS
 
 OPTIONAL_FEATURES = ("shader-f16", "subgroups", "timestamp-query", "chromium-experimental-subgroup-matrix")
 RAISED_LIMITS = tuple(DEFAULT_LIMITS)
@@ -149,8 +149,8 @@ class Gpu:
     def cached(self, signature: str):
         return self.executor.cached(signature)
 
-    async def launch(self, plan: Launch, geom: ConvGeometry, signature: str | None = None):
-        """Compiles the configured launch's passes (pipelines cached by template + structural parameters) and hands the
+    async def launch(self, plan: Plan, geom: ConvGeometry, signature: str | None = None):
+        """Compiles the plan's passes (pipelines cached by template + structural parameters) and hands the
         executor a launch; cached under `signature` (None: the caller destroys it after use)."""
         async def passes(dispatches):
             out = []
@@ -166,17 +166,15 @@ class Gpu:
 
         sizes = buffer_bytes(geom)
         bound = {n for d in plan.weight_passes + plan.dispatches for n in d.bindings}
-        finite_only = plan.variant in VARIANTS and bool(VARIANTS[plan.variant].conditions.get("finite_data"))
         check = None
-        if finite_only:
+        if plan.finite_only:
             # Bound by the executor as (data, flag, the word count): declared here like any pass.
             params = {"dtype": geom.dtype, "workgroup_size": CHECK_WORKGROUP} | bindings_params(
                 ("data",), ("flag",), ("words",))
             check = await self.executor.pipeline(f"{NONFINITE_CHECK}|{sorted(params.items())!r}",
                                                  render(NONFINITE_CHECK, params), "nonfinite_check")
-        scanned = list(VARIANTS[plan.variant].unsafe_nonfinite) if finite_only else []
         spec = {"variant": plan.variant, "reason": plan.reason, "dtype": geom.dtype,
-                "finite_only": finite_only, "finite_check": check, "finite_scanned": scanned,
+                "finite_only": plan.finite_only, "finite_check": check, "finite_scanned": list(plan.scanned),
                 "check_workgroup": CHECK_WORKGROUP,
                 "y_shape": list(geom.y_shape), "y_bytes": sizes["y"],
                 "inputs": {n: sizes[n] for n in ("x", "w", "b") if n in bound},
@@ -199,8 +197,8 @@ class Gpu:
             return GpuTensor(y.buffer, tuple(y.shape.to_py()), str(y.dtype)), gpu_ms
         return from_typed(y.data, str(y.dtype), tuple(y.shape.to_py())), gpu_ms
 
-    async def execute(self, plan: Launch, geom: ConvGeometry, inputs: dict) -> tuple[np.ndarray, float | None]:
-        """One uncached run of a configured launch (a piece of a split request): launched, run, destroyed."""
+    async def execute(self, plan: Plan, geom: ConvGeometry, inputs: dict) -> tuple[np.ndarray, float | None]:
+        """One uncached run of a plan (a piece of a split request): launched, run, destroyed."""
         launch = await self.launch(plan, geom)
         try:
             return await self.run(launch, {n: a for n, a in inputs.items() if n in launch.spec.inputs.to_py()})
@@ -221,7 +219,7 @@ class Gpu:
 
     async def time_launch(self, launch, tensors: dict, warmup: int = 1, runs: int = 5, repeats: int = 1,
                           busy_ms: float = 0):
-        """Benchmarks: [(wall ms, GPU ms or None)] per run, per repetition (web/executor.mjs Launch.time);
+        """Benchmarks: [(wall ms, GPU ms or None)] per run, per repetition (web/runtime/executor.mjs Launch.time);
         busy_ms: untimed work right before each timed run, so that a real GPU is at its working clocks."""
         try:
             samples = await launch.time(_js_tensors(tensors, constant=True),

@@ -1,19 +1,20 @@
-"""The callable kernel: request -> validated geometry (`validate`) -> configured launch (app/planner.py, split
-past the device's limits) -> executor launch (app/gpu.py, cached per call signature) -> result.
+"""The callable kernel: request -> validated geometry (`validate`) -> plan (app/planner.py, split past the
+device's limits) -> executor launch (app/gpu.py, cached per call signature) -> result.
 
 Callers that validate and plan a request themselves (case runner, bench, tuner, fuzzer) hand the geometry
-and pieces to `ConvTransposeKernel.call`, so a request is validated and planned once."""
+and pieces to `ConvTransposeKernel.call`, so a request is validated and planned once. What decides a plan
+travels as arguments, one way (caller -> kernel -> planner -> variants): the forced `variant`, its forced
+tile `params` (the tuner's candidates) and the tuning `tables` (None: the tables in use; []: none); the
+call signature that keys cached launches carries all of them."""
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numpy as np
 
-from . import contract, planner, tuning_tables
+from . import contract, finite, planner, tuning_tables
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
 from .split import plan_pieces, run_pieces
-from .tensors import GpuTensor, all_finite, as_array
+from .tensors import GpuTensor, as_array
 
 OUTPUTS = ("cpu", "gpu")
 
@@ -25,18 +26,17 @@ def validate(x, w, b=None, **attributes) -> tuple[ConvGeometry, dict]:
     arrays = {name: t if isinstance(t, GpuTensor) else as_array(name, t) for name, t in arrays.items()}
     geom = infer(arrays["x"].shape, arrays["w"].shape, arrays["b"].shape if b is not None else None,
                  attributes, {name: str(arr.dtype) for name, arr in arrays.items()})
-    host = {n: a for n, a in arrays.items() if not isinstance(a, GpuTensor)}
-    resident_finite = all(a.finite for n, a in arrays.items() if isinstance(a, GpuTensor) and n != "b")
-    if not (resident_finite and all_finite(host)):  # NaN or Inf in x or w: only variants whose every product is real
-        geom = replace(geom, finite_data=False)
+    geom = finite.marked(geom, finite.request_finite(arrays))  # NaN or Inf: only variants exact on any data
     return geom, {n: a if isinstance(a, GpuTensor) else np.ascontiguousarray(a) for n, a in arrays.items()}
 
 
-def signature(arrays: dict, attributes: dict, variant: str | None, finite: bool) -> str:
-    """What decides a call's launch: shapes, dtypes, attributes as given, forced variant, finiteness, and
-    the tuning tables in use."""
+def signature(arrays: dict, attributes: dict, variant: str | None, finite_data: bool, params: dict | None = None,
+              tables: list[dict] | None = None) -> str:
+    """What decides a call's plan: shapes, dtypes, attributes as given, forced variant and params, finiteness,
+    and the tuning tables' revision."""
     return repr(([(n, tuple(a.shape), str(a.dtype)) for n, a in arrays.items()],
-                 sorted(attributes.items()), variant, finite, tuning_tables.planning_state()))
+                 sorted(attributes.items()), variant, sorted(params.items()) if params is not None else None,
+                 finite_data, tuning_tables.revision(tables)))
 
 
 class ConvTransposeKernel:
@@ -48,17 +48,26 @@ class ConvTransposeKernel:
         # with. Named `gpu` because callers and the README use kernel.gpu.memory() and its counters.
         self.gpu = gpu
 
-    def plan(self, geom: ConvGeometry, variant: str | None = None):
+    @property
+    def planning(self) -> str:
+        """The revision of the tuning tables in use, as a string: part of every launch key, Python's
+        (`signature`) and JS's (app/bridge.py), so that no launch planned under older tables is reused."""
+        return tuning_tables.revision()
+
+    def plan(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,
+             tables: list[dict] | None = None):
         missing = [f for f in contract.dtype_features()[geom.dtype] if not self.gpu.caps.has(f)]
         if missing:
             raise ConvTransposeError(f"dtype {geom.dtype} needs the device feature(s) {missing}, which this adapter lacks")
-        return planner.plan(geom, self.gpu.caps, variant)
+        return planner.plan(geom, self.gpu.caps, variant, params, tables)
 
-    def pieces(self, geom: ConvGeometry, variant: str | None = None):
+    def pieces(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,
+               tables: list[dict] | None = None):
         """The request's plan, split into pieces past the device's buffer or dispatch limits (app/split.py)."""
-        return plan_pieces(geom, self.gpu.caps, lambda piece: self.plan(piece, variant))
+        return plan_pieces(geom, self.gpu.caps, lambda piece: self.plan(piece, variant, params, tables))
 
-    async def launch(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None):
+    async def launch(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None,
+                     params: dict | None = None, tables: list[dict] | None = None):
         """(executor launch, pieces): the launch cached under `key`, or None when the request runs as
         several pieces (or has an empty output); planned (unless `pieces` are given) and compiled only on
         the signature's first call."""
@@ -66,7 +75,7 @@ class ConvTransposeKernel:
         launch = gpu.cached(key)
         if launch is not None:
             return launch, None
-        pieces = pieces if pieces is not None else self.pieces(geom, variant)
+        pieces = pieces if pieces is not None else self.pieces(geom, variant, params, tables)
         if len(pieces) > 1 or geom.y_size == 0:
             return None, pieces
         return await gpu.launch(pieces[0][1], geom, key), pieces
@@ -79,13 +88,14 @@ class ConvTransposeKernel:
         return await self.call(geom, arrays, attributes, variant, output, timing)
 
     async def call(self, geom: ConvGeometry, arrays: dict, attributes: dict, variant: str | None = None,
-                   output: str = "cpu", timing: bool = False, pieces=None) -> dict:
+                   output: str = "cpu", timing: bool = False, pieces=None, params: dict | None = None,
+                   tables: list[dict] | None = None) -> dict:
         """A validated request (`validate`'s geometry and arrays, the attributes as given; `output` one of
-        OUTPUTS, as __call__ checks); `pieces`: the caller's own `self.pieces(geom, variant)`, so that it is not
-        planned twice."""
+        OUTPUTS, as __call__ checks); `pieces`: the caller's own `self.pieces(geom, variant, params, tables)`,
+        so that it is not planned twice; `params`, `tables`: as `plan` takes them."""
         resident = [n for n, a in arrays.items() if isinstance(a, GpuTensor)]
-        key = f"py{id(self)}:" + signature(arrays, attributes, variant, geom.finite_data)
-        launch, pieces = await self.launch(geom, variant, key, pieces)
+        key = f"py{id(self)}:" + signature(arrays, attributes, variant, geom.finite_data, params, tables)
+        launch, pieces = await self.launch(geom, variant, key, pieces, params, tables)
         gpu = await self.gpu.current()
         if launch is None:
             plan = pieces[0][1]

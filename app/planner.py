@@ -1,23 +1,33 @@
-"""Chooses the variant for a request: validated geometry -> configured Launch.
+"""Chooses the variant for a request: validated geometry -> Plan (app/plan.py).
 
 The rules are the ordered table RULES, data in one place: (variant, when, why). Going down the rules, a
 rule whose `when` conditions hold (the shape class where measurement showed it wins; same vocabulary as the
 variants' conditions, plus `adapter`: "hardware" or "software", for rules measured on one kind) has its
 variant configured (app/variants/base.py Variant.configured: the variant's own conditions, features, then
-its `configure`, once); the first that returns a Launch, not a Refusal, is kept. The general gather kernels come last and cover everything, so a request always
-has a plan. A tuning table measured on this very adapter may name, for the request's shape class, a variant
-that beat the rules' choice there (app/tuning_tables.py): it is taken instead when it covers the request. The
-measurements behind each rule are in the README's variant table.
+its pure `configure`, once); the first that returns a Plan, not a Refusal, is kept. The general gather
+kernels come last and cover everything, so a request always has a plan.
+
+The planner is the only reader of tuning tables (app/tuning_tables.py): `tables` (None: the tables in use;
+[]: none, as the tuner measures) may hold, for this adapter and the request's shape class, a variant's tile
+params, which the planner hands to Variant.configured as `tuned`, and a variant that beat the rules' choice
+there, which is taken instead when it covers the request. Params a caller forces (`params`, with a forced
+`variant`) win over the table's. The measurements behind each rule are in the README's variant table.
 """
 from __future__ import annotations
 
 from . import tuning_tables
 from .caps import DeviceCaps
 from .errors import ConvTransposeError
-from .launch import Launch, Refusal
+from .plan import Plan, Refusal
 from .shapes import ConvGeometry
 from .variants import VARIANTS
 from .variants.base import unmet
+
+_HALO_WHEN = {"adapter": "hardware", "group": ["dense"], "stride": 1, "min_taps": 2, "min_output": 1048576,
+              "min_in_per_group": 8, "min_out_per_group": 8}
+_HALO_WHY = ("a GPU with subgroup matrices of the storage type, stride 1, a large output: x staged once per chunk "
+             "of in-channels as a halo that every tap's matrices read")
+_GROUPED_2D_WHY = "2D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"
 
 RULES: list[tuple[str, dict, str]] = [
     ("empty_input_fill", {}, "the input is empty: y is the bias (or zeros), no reads of x or w"),
@@ -25,10 +35,11 @@ RULES: list[tuple[str, dict, str]] = [
     # once per chunk as a halo beats the stride-phase GEMM's per-tap gather (float16: stride1_3d 0.113 ms
     # against 0.162, stride1_256_3x3 0.076 against 0.102). It lost where its tiles are few (256K outputs: 0.076
     # against 0.057 split) and on 1x1 kernels (one tap: nothing to share, 0.231 ms against 0.079).
-    ("stride1_halo_sgmat", {"adapter": "hardware", "group": ["dense"], "stride": 1, "min_taps": 2,
-                            "min_output": 1048576, "min_in_per_group": 8, "min_out_per_group": 8},
-     "a GPU with subgroup matrices of the storage type, stride 1, a large output: x staged once per chunk of "
-     "in-channels as a halo that every tap's matrices read"),
+    # The seed's names of a rule's variant (app/variants/seed.py) come just before it with the same `when`:
+    # where the seed's variant covers the request, the plan is the successor's under the seed's name.
+    ("ncdhw3d_implicit_sgmat", _HALO_WHEN, _HALO_WHY),
+    ("ncdhw3d_implicit_sgmat_bias", _HALO_WHEN, _HALO_WHY),
+    ("stride1_halo_sgmat", _HALO_WHEN, _HALO_WHY),
     # The stride-phase GEMMs: tensor cores where the device has matrices for the dtype and the output fills
     # the GPU; below that (a DCGAN head: 32K outputs) the scalar GEMM with its split reduction is faster (0.08
     # ms against 0.16).
@@ -51,8 +62,10 @@ RULES: list[tuple[str, dict, str]] = [
     ("ncl1d_col2im", {"min_in_per_group": 32},
      "1D with many in-channels and few output channels per group (the phase kernel needs 4), as an iSTFT: "
      "a GEMM over in-channels into every tap's columns, then an overlap-add fold"),
-    ("nchw2d_grouped_stride_phase", {},
-     "2D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"),
+    # GPUs only: software adapters' defaults never block (app/variants/seed.py), a forced seed name's do.
+    ("nchw2d_grouped_stride_phase_blocked", {"adapter": "hardware"}, _GROUPED_2D_WHY),
+    ("nchw2d_grouped_stride_phase_blocked_bias", {"adapter": "hardware"}, _GROUPED_2D_WHY),
+    ("nchw2d_grouped_stride_phase", {}, _GROUPED_2D_WHY),
     ("ncdhw3d_grouped_stride_phase", {},
      "3D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"),
     ("nchw2d_phase_gemm_tiled", {},
@@ -77,27 +90,51 @@ def _adapter_fits(when: dict, caps: DeviceCaps) -> bool:
     return kind is None or (kind == "software") == caps.is_software
 
 
-def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None) -> Launch:
+def _configured(name: str, geom: ConvGeometry, caps: DeviceCaps, reason: str, params: dict | None,
+                tables: list[dict] | None) -> Plan | Refusal:
+    return VARIANTS[name].configured(geom, caps, reason, forced=params,
+                                     tuned=tuning_tables.lookup(VARIANTS[name].tuning_name, geom, caps, tables))
+
+
+def _forced(geom: ConvGeometry, caps: DeviceCaps, variant: str, params: dict | None,
+            tables: list[dict] | None) -> Plan | Refusal:
+    if variant not in VARIANTS:
+        raise ConvTransposeError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
+    return _configured(variant, geom, caps, "forced by the caller", params, tables)
+
+
+def refusal(geom: ConvGeometry, caps: DeviceCaps, variant: str, params: dict | None = None,
+            tables: list[dict] | None = None) -> str | None:
+    """Why `variant`, forced, does not cover the request on this device (None when it does)."""
+    out = _forced(geom, caps, variant, params, tables)
+    return out.reason if isinstance(out, Refusal) else None
+
+
+def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, params: dict | None = None,
+         tables: list[dict] | None = None) -> Plan:
+    """The request's plan: `variant` forced (with `params` forced over its defaults and the table's), else
+    the rules' choice (or the table's faster one); `tables` None: the tables in use, []: none."""
     if variant is not None:
-        chosen = VARIANTS.get(variant)
-        if chosen is None:
-            raise ConvTransposeError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}")
-        launch = chosen.configured(geom, caps, "forced by the caller")
-        if isinstance(launch, Refusal):
-            raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {launch.reason}")
-        return launch
+        out = _forced(geom, caps, variant, params, tables)
+        if isinstance(out, Refusal):
+            raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {out.reason}")
+        return out
+    if params is not None:
+        raise ConvTransposeError("forced params need a forced variant", "variant")
     for name, when, why in RULES:
         shapes = {k: v for k, v in when.items() if k != "adapter"}
         if not _adapter_fits(when, caps) or unmet(shapes, geom) is not None:
             continue
-        launch = VARIANTS[name].configured(geom, caps, why)
-        if isinstance(launch, Refusal):
+        chosen = _configured(name, geom, caps, why, None, tables)
+        if isinstance(chosen, Refusal):
             continue
-        preferred = tuning_tables.preferred_variant(geom, caps, name)
+        measured = VARIANTS[name].tuning_name  # a seed name: its successor's measurements
+        preferred = tuning_tables.preferred_variant(geom, caps, measured, tables)
         if preferred in VARIANTS:
-            faster = VARIANTS[preferred].configured(geom, caps, f"measured faster than {name} for this shape class "
-                                                                f"on this adapter (tuning/{tuning_tables.file_name(caps)})")
+            faster = _configured(preferred, geom, caps, f"measured faster than {measured} for this shape class on "
+                                                        f"this adapter (tuning/{tuning_tables.file_name(caps)})", None,
+                                 tables)
             if not isinstance(faster, Refusal):
                 return faster
-        return launch
+        return chosen
     raise AssertionError("the general kernels cover every valid request")

@@ -14,7 +14,7 @@ BINDINGS_PRELUDE = "_bindings.wgsl.jinja"
 SHARED_TEMPLATES = {NONFINITE_CHECK: "flags NaN/Inf in CPU-uploaded x or w on the GPU, for variants exact only on "
                                     "finite data (the call reruns on an exact variant when set)",
                     BINDINGS_PRELUDE: "included by every template: the Params struct and every @binding, generated "
-                                      "from the pass's declaration (app/launch.py dispatch)"}
+                                      "from the pass's declaration (app/plan.py dispatch)"}
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(TEMPLATES)),

@@ -5,7 +5,7 @@ channels) and of output rows along the first spatial axis, with the input slices
 the pads that place them. Each piece is planned on its own; the GPU layer only runs pieces, and the
 kernel writes each piece's output at its offsets. A piece fits when every buffer it binds (x, w, b, y
 and the plan's intermediate buffers) is within maxStorageBufferBindingSize and maxBufferSize and every
-dispatch's grid is within maxComputeWorkgroupsPerDimension (launch.grid folds counts into 2D first, so on
+dispatch's grid is within maxComputeWorkgroupsPerDimension (plan.grid folds counts into 2D first, so on
 real limits, 65535^2 workgroups, only byte limits ever split). Pieces are found by bisecting the piece
 that does not fit along the axis that shrinks the buffer at fault; when a piece of one image, one output
 channel and one output row still does not fit, the request is refused with ConvTransposeError.
@@ -22,7 +22,7 @@ import numpy as np
 
 from .caps import DeviceCaps
 from .errors import ConvTransposeError
-from .launch import DispatchTooLarge, Launch
+from .plan import DispatchTooLarge, Plan
 from .shapes import ConvGeometry
 from .variants.base import DTYPE_BYTES
 
@@ -160,7 +160,7 @@ def buffer_bytes(geom: ConvGeometry) -> dict[str, int]:
     return sizes
 
 
-def overflow(geom: ConvGeometry, plan: Launch | None, limit: int) -> tuple[str, str] | None:
+def overflow(geom: ConvGeometry, plan: Plan | None, limit: int) -> tuple[str, str] | None:
     """(buffer kind, words) for the first buffer of the piece over `limit` bytes, or None."""
     for name, nbytes in buffer_bytes(geom).items():
         if nbytes > limit:
@@ -172,7 +172,7 @@ def overflow(geom: ConvGeometry, plan: Launch | None, limit: int) -> tuple[str, 
     return None
 
 
-def plan_pieces(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeometry], Launch]) -> list[tuple[Piece, Launch]]:
+def plan_pieces(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeometry], Plan]) -> list[tuple[Piece, Plan]]:
     """The pieces (with their plans) whose outputs tile the request's output; [(whole, plan)] when it fits.
 
     `plan` plans one piece (the planner, with the caller's forced variant); it may raise DispatchTooLarge.
@@ -180,7 +180,7 @@ def plan_pieces(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeomet
     if geom.y_size == 0:  # nothing runs on the GPU
         return [(whole(geom), plan(geom))]
     limit = byte_limit(caps)
-    done: list[tuple[Piece, Launch]] = []
+    done: list[tuple[Piece, Plan]] = []
     todo = [whole(geom)]
     while todo:
         piece = todo.pop()
@@ -218,7 +218,7 @@ def _channel_words(full: ConvGeometry, piece: Piece) -> str:
 
 
 async def run_pieces(gpu, geom: ConvGeometry, arrays: dict[str, np.ndarray],
-                     pieces: list[tuple[Piece, Launch]]) -> tuple[np.ndarray, float | None]:
+                     pieces: list[tuple[Piece, Plan]]) -> tuple[np.ndarray, float | None]:
     """Runs each piece's plan on `gpu` (anything with execute(plan, geom, inputs) -> (y, gpu_ms)) and
     assembles y. Returns y and the summed GPU time (None when any piece had no timestamp)."""
     try:

@@ -16,7 +16,7 @@ class GpuTensor:
     """A tensor that stays on the GPU: a GPUBuffer (row-major, tightly packed) with its shape and dtype.
 
     As an input it is bound as it is (it needs GPUBufferUsage.STORAGE and at least the shape's bytes);
-    `finite=False` says it may hold NaN or Inf (GPU data is not read back to check). As an output
+    `finite=False` says it may hold NaN or Inf (GPU data is not read back to check; app/finite.py). As an output
     (`output="gpu"`) the caller owns the buffer and destroys it when done."""
 
     buffer: object
@@ -35,11 +35,6 @@ class GpuTensor:
                 isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in self.shape):
             raise ConvTransposeError(f"GPU tensor: shape must be a list of non-negative integers, got {self.shape!r}")
         object.__setattr__(self, "shape", tuple(self.shape))
-
-
-def all_finite(arrays: dict[str, np.ndarray]) -> bool:
-    """Whether x and w hold only finite numbers (b is added once per output: any value is exact there)."""
-    return all(bool(np.isfinite(arrays[name]).all()) for name in ("x", "w") if name in arrays)
 
 
 def as_array(name: str, value) -> np.ndarray:

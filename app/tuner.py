@@ -24,6 +24,11 @@ planner then takes that variant instead, on this adapter (app/planner.py). Rule 
 (Gpu.time_launch), which a real GPU needs: between separate calls it idles and drops its clocks, and
 single sub-millisecond kernels then time 2-5x slower at random. Pure Python: runs in Pyodide (the page or
 `python -m app tune`).
+
+The flow is one way: the tuner hands the kernel each candidate as arguments (kernel.call / bench.time_plan
+with `params=` for the case's variant) and measures against no table at all (`tables=[]`: the rules and
+each variant's defaults, not an older table of this adapter); the kernel plans through the planner, the
+only reader of tables. Nothing is set aside and restored.
 """
 from __future__ import annotations
 
@@ -32,7 +37,6 @@ import json
 import math
 import statistics
 import time
-from contextlib import nullcontext
 
 from . import tuning_tables
 from .bench import HOLDOUT, check, time_plan
@@ -81,19 +85,23 @@ def _key(params: dict) -> str:
     return json.dumps(params, sort_keys=True)
 
 
+# What the tuner measures against: no table (the rules and the variants' defaults).
+NO_TABLES: list[dict] = []
+
+
 async def _timed_call(kernel, variant: str, params: dict | None, geom, arrays: dict, attributes: dict,
                       repeats: int = 1, pieces=None):
     """(result of one ordinary call or None, ms) on the case's validated request: params None = the
-    variant's own (defaults or table); `pieces`: the caller's plan of it."""
-    with tuning_tables.forcing(variant, params) if params is not None else nullcontext():
-        if repeats > 1:
-            # The untimed run first: a fresh launch's buffers are touched for the first time there (on an H200
-            # that first touch made large outputs time 2-3x slower).
-            _, samples, _ = await time_plan(kernel, geom, arrays, variant, warmup=1, runs=1, repeats=repeats)
-            wall, gpu = samples[0]
-            return None, gpu if gpu is not None else wall
-        start = time.perf_counter()
-        out = await kernel.call(geom, arrays, attributes, variant, pieces=pieces)
+    variant's defaults; `pieces`: the caller's plan of it."""
+    if repeats > 1:
+        # The untimed run first: a fresh launch's buffers are touched for the first time there (on an H200
+        # that first touch made large outputs time 2-3x slower).
+        _, samples, _ = await time_plan(kernel, geom, arrays, variant, warmup=1, runs=1, repeats=repeats,
+                                        params=params, tables=NO_TABLES)
+        wall, gpu = samples[0]
+        return None, gpu if gpu is not None else wall
+    start = time.perf_counter()
+    out = await kernel.call(geom, arrays, attributes, variant, pieces=pieces, params=params, tables=NO_TABLES)
     wall = (time.perf_counter() - start) * 1000
     return out, (out["meta"]["gpu_ms"] if out["meta"]["gpu_ms"] is not None else wall)
 
@@ -123,7 +131,7 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
 
     attributes = case["attributes"]
     geom, arrays = validate(**make_inputs(case), **attributes)
-    variant = case.get("variant") or kernel.plan(geom).variant
+    variant = case.get("variant") or kernel.plan(geom, tables=NO_TABLES).variant
     tunable = variant in grid_for and variant in tunable_variants()
     if not tunable and not choose_variants:
         return None
@@ -145,7 +153,7 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
             if name == variant:
                 continue
             try:
-                pieces = kernel.pieces(geom, name)
+                pieces = kernel.pieces(geom, name, tables=NO_TABLES)
             except ConvTransposeError:
                 continue
             ok, err = await _checked(kernel, name, None, geom, arrays, attributes, pieces)
@@ -225,8 +233,7 @@ async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for
         raise ValueError(f"the {HOLDOUT} tier checks that the rules generalise to shapes nothing was tuned on: "
                          f"it is never tuned on ({', '.join(held_out)})")
     grid_for = grids() if grid_for is None else grid_for
-    with tuning_tables.ignoring_tables():
-        results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]
+    results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]
     caps = kernel.gpu.caps
     return {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(caps), "description": caps.description,
             "made_by": "python -m app tune (app/tuner.py)", "runs": runs, "repeats": repeats, "margin": MARGIN,

@@ -8,24 +8,26 @@ shape class (`shape_class`: rank and bucketed channel and output sizes), so a sh
 this adapter also keeps the defaults. A table's `choices` may also name, per shape class, the variant that
 measured faster there than the rules' choice: the planner then takes it instead (`preferred_variant`).
 
-A tunable variant's configure asks `choose(name, geom, caps, tunable)` for its params, `tunable` being the
-variant's declared defaults and refusal (app/variants/base.py Tunable): a candidate its invariants or the
-device's limits reject is never used (defaults instead), so a table cannot make a variant produce an invalid
-launch. The tuner tests every candidate against the float64
-reference before it can enter a table.
+The planner (app/planner.py) is this module's only reader in a call: it looks up the entry for the
+variant it configures (`lookup`) and hands it to Variant.configured, where params the variant's Tunable
+refuses for the request fall back to its defaults (app/variants/base.py Variant.params), so a table cannot
+make a variant produce an invalid plan. Which tables: the caller's list, or None for the tables in use
+(`in_use`). The tuner tests every candidate against the float64 reference before it can enter a table.
 """
 from __future__ import annotations
 
+import hashlib
 import json
-from contextlib import contextmanager
 
 from .contract import ROOT
 
 FORMAT = 1
 TABLES = ROOT / "tuning"
-_tables: list[dict] | None = None  # every table found under tuning/, loaded once
-_forced: dict[str, dict] = {}  # variant -> params, while the tuner times a candidate
-_generation = 0  # bumped whenever the tables in use change: cached launches of another generation are stale
+# The only state: the tables in use (loaded once) and their revision, which every call signature carries
+# (app/kernel.py signature, and the JS launch key through the kernel's `planning`), so that a launch cached
+# under other tables is never reused.
+_tables: list[dict] | None = None
+_revision = 0
 
 
 def _bucket(n: int, edges: tuple[int, ...]) -> str:
@@ -51,7 +53,8 @@ def file_name(caps) -> str:
     return "-".join("".join(c if c.isalnum() else "_" for c in p) for p in parts) + ".json"
 
 
-def load_tables() -> list[dict]:
+def in_use() -> list[dict]:
+    """The tables in use: every table found under tuning/, loaded once, and those use_table put in front."""
     global _tables
     if _tables is None:
         _tables = [json.loads(p.read_text()) for p in sorted(TABLES.glob("*.json"))] if TABLES.is_dir() else []
@@ -59,22 +62,26 @@ def load_tables() -> list[dict]:
 
 
 def use_table(table: dict) -> None:
-    """Puts a table (for example one that tune() just measured) in front of the shipped ones."""
-    global _generation
-    load_tables().insert(0, table)
-    _generation += 1
+    """Puts a table (for example one that tune() just measured) in front of the ones in use."""
+    global _revision
+    in_use().insert(0, table)
+    _revision += 1
 
 
-def planning_state() -> str:
-    """What of this module's state a plan depends on (tables in use, forced params): part of a call's
-    signature, so a launch cached under other tables or params is never reused."""
-    return f"{_generation}:{sorted(_forced.items())!r}" if _forced else str(_generation)
+def revision(tables: list[dict] | None = None) -> str:
+    """What of `tables` a plan depends on, as a cache key's part: None (the tables in use) gives their
+    revision, which use_table advances; an explicit list gives "none" when empty, else its content's digest."""
+    if tables is None:
+        return str(_revision)
+    if not tables:
+        return "none"
+    return "sha1:" + hashlib.sha1(json.dumps(tables, sort_keys=True).encode()).hexdigest()
 
 
 def select(caps, tables: list[dict] | None = None) -> dict | None:
     """The first table measured on this adapter (vendor, architecture, device, is_fallback all equal), or None."""
     key = adapter_key(caps)
-    for table in load_tables() if tables is None else tables:
+    for table in in_use() if tables is None else tables:
         if table.get("format") == FORMAT and table.get("adapter") == key:
             return table
     return None
@@ -94,40 +101,3 @@ def preferred_variant(geom, caps, planned: str, tables: list[dict] | None = None
     table = select(caps, tables)
     entry = (table or {}).get("choices", {}).get(shape_class(geom), {}).get(planned)
     return entry["variant"] if entry else None
-
-
-def choose(name: str, geom, caps, tunable) -> dict:
-    """The variant's render params for this request: forced (tuner) > the adapter's table > its defaults.
-    Params the variant refuses for this request fall back to the defaults."""
-    defaults = dict(tunable.defaults(geom, caps))
-    override = _forced.get(name)
-    if override is None:
-        override = lookup(name, geom, caps)
-    if not override:
-        return defaults
-    params = defaults | override
-    return params if tunable.refusal(params, geom, caps) is None else defaults
-
-
-@contextmanager
-def ignoring_tables():
-    """While the tuner measures: every variant and the planner behave as with no table (defaults, rules), so
-    that a new table is measured against them, not against an older table of the same adapter."""
-    global _tables, _generation
-    saved, _tables = load_tables(), []
-    _generation += 1
-    try:
-        yield
-    finally:
-        _tables = saved
-        _generation += 1
-
-
-@contextmanager
-def forcing(name: str, params: dict):
-    """While the tuner times one candidate: the variant uses these params (if it accepts them)."""
-    _forced[name] = dict(params)
-    try:
-        yield
-    finally:
-        _forced.pop(name, None)

@@ -261,14 +261,14 @@ def test_a_broken_shader_is_a_gpu_error_naming_the_variant(page):
     out = run_python(page, """
 import numpy as np, app
 from app.kernel import validate
-from app.launch import Launch
+from app.plan import Plan
 from app.render import TEMPLATES
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 good = kernel.plan(geom)
 (TEMPLATES / "_broken-for-test.wgsl.jinja").write_text("@compute @workgroup_size(1) fn main() { let x: f32 = nope; }")
-broken = Launch("broken_test_variant", "test", tuple(d.__class__("_broken-for-test.wgsl.jinja", d.params, d.bindings,
-              d.uniforms, d.workgroups) for d in good.dispatches))
+broken = Plan(tuple(d.__class__("_broken-for-test.wgsl.jinja", d.params, d.bindings, d.uniforms, d.workgroups)
+                    for d in good.dispatches), variant="broken_test_variant", reason="test")
 try:
     await kernel.gpu.execute(broken, geom, arrays)
     text = "compiled"
@@ -288,13 +288,13 @@ def test_a_validation_error_is_a_gpu_error_naming_the_variant(page):
     out = run_python(page, """
 import numpy as np, app
 from app.kernel import validate
-from app.launch import Launch
+from app.plan import Plan
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 good = kernel.plan(geom)
 d = good.dispatches[0]
-bad = Launch("misbound_test_variant", "test", (d.__class__(d.template, d.params, ("y", "w", "y"), d.uniforms,
-                                                           d.workgroups),))
+bad = Plan((d.__class__(d.template, d.params, ("y", "w", "y"), d.uniforms, d.workgroups),),
+           variant="misbound_test_variant", reason="test")
 before = kernel.gpu.memory()
 try:
     await kernel.gpu.execute(bad, geom, arrays)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from app import tuning_tables
 from app.caps import DeviceCaps, matrix_configs
 from app.errors import ConvTransposeError
 from app.planner import plan
@@ -106,8 +105,7 @@ def test_right_matrices_come_straight_from_packed_weights_of_their_type(x, w, at
     # bd: wp is bound as the matrices' component type and allocated past its last step and tile, so that
     # no matrix load leaves it.
     geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
-    with tuning_tables.forcing("phase_gemm_sgmat", {"bd": 1}):
-        launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat", {"bd": 1})
     gemm = launch.dispatches[0]
     assert launch.tiles["bd"] == 1 and ["wp", "read", "array<C>"] in gemm.params["bindings"]
     packed = geom.group * math.prod(geom.kernel) * geom.in_per_group * -(-geom.out_per_group // 4) * 4
@@ -134,8 +132,7 @@ def test_f16_storage_on_f32_matrices_stages_the_right_matrices():
     assert tiles["bd"] == 0
     refusal = phase_gemm_sgmat.tiles_refusal(tiles | {"bd": 1}, geom, caps)
     assert refusal.startswith("bd needs matrices of the storage type (f16)")
-    with tuning_tables.forcing("phase_gemm_sgmat", {"bd": 1}):
-        assert plan(geom, caps, "phase_gemm_sgmat").tiles["bd"] == 0
+    assert plan(geom, caps, "phase_gemm_sgmat", {"bd": 1}).tiles["bd"] == 0
 
 
 def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
@@ -153,8 +150,7 @@ def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
     tiles = plan(odd, h200_caps(), "phase_gemm_sgmat").tiles
     assert tiles["va"] == 0
     assert "multiple of 4 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1}, odd, h200_caps())
-    with tuning_tables.forcing("phase_gemm_sgmat", {"va": 1}):
-        assert plan(padded, h200_caps(), "phase_gemm_sgmat").tiles["va"] == 0  # refused: the defaults run
+    assert plan(padded, h200_caps(), "phase_gemm_sgmat", {"va": 1}).tiles["va"] == 0  # refused: the defaults run
     # float16 on f32 matrices stages converted values: va is refused by name
     caps = h200_caps(subgroup_matrix_configs=matrix_configs(APPLE_CONFIGS[:2]))
     proj = infer((1, 512, 128, 128), (512, 256, 1, 1), None, {}, f16)

@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from app import tuning_tables
 from app.host.node import NodeHost
 from app.planner import plan
 from app.render import render
@@ -83,10 +82,8 @@ def test_output_channels_per_invocation_divide_the_group_and_fit_the_registers()
     assert "does not divide the 1 output channels" in grouped.params_refusal(
         params, geometry(DEPTHWISE, "float32"), h200_caps())
     assert "unrolled body" in grouped.params_refusal(params | {"chans": 4, "cells": 4}, geom, h200_caps())
-    with tuning_tables.forcing("nchw2d_grouped_stride_phase", {"chans": 1, "cells": 2}):
-        launch = plan(geom, h200_caps(), "nchw2d_grouped_stride_phase")
-    with tuning_tables.forcing("nchw2d_grouped_stride_phase", {"chans": 2, "cells": 2}):
-        forced = plan(geom, h200_caps(), "nchw2d_grouped_stride_phase")
+    launch = plan(geom, h200_caps(), "nchw2d_grouped_stride_phase", {"chans": 1, "cells": 2})
+    forced = plan(geom, h200_caps(), "nchw2d_grouped_stride_phase", {"chans": 2, "cells": 2})
     # half the planes on the grid, each invocation storing two channels' rows
     assert forced.dispatches[0].workgroups[2] * 2 == launch.dispatches[0].workgroups[2]
     source = render(forced.dispatches[0].template, forced.dispatches[0].params)

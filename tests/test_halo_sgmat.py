@@ -7,9 +7,8 @@ import re
 
 import pytest
 
-from app import tuning_tables
 from tools.wgsl.matrix import devices
-from app.launch import Refusal
+from app.plan import Refusal
 from app.planner import plan
 from app.render import render
 from app.shapes import infer
@@ -18,6 +17,7 @@ from app.variants import VARIANTS, halo_sgmat
 from .test_gpu_caps import h200_caps
 
 HALO = VARIANTS["stride1_halo_sgmat"]
+HALO_NAMES = {"stride1_halo_sgmat", "ncdhw3d_implicit_sgmat", "ncdhw3d_implicit_sgmat_bias"}  # its own and the seed's
 F16 = {"x": "float16", "w": "float16"}
 STRIDE1_3D = ([1, 64, 32, 32, 32], [64, 64, 3, 3, 3], {"pads": [1] * 6})  # bench.json `large` stride1_3d
 STRIDE1_2D = ([1, 256, 64, 64], [256, 256, 3, 3], {"pads": [1] * 4})  # `large` stride1_256_3x3
@@ -27,9 +27,10 @@ def _geom(x, w, attrs, dtypes=F16):
     return infer(x, w, None, attrs, dtypes)
 
 
-@pytest.mark.parametrize("shape", [STRIDE1_3D, STRIDE1_2D])
-def test_the_planner_takes_it_for_large_stride1_float16_outputs_on_the_h200(shape):
-    assert plan(_geom(*shape), h200_caps()).variant == "stride1_halo_sgmat"
+@pytest.mark.parametrize("shape, name", [(STRIDE1_3D, "ncdhw3d_implicit_sgmat"),  # the seed's name at rank 3
+                                         (STRIDE1_2D, "stride1_halo_sgmat")])
+def test_the_planner_takes_it_for_large_stride1_float16_outputs_on_the_h200(shape, name):
+    assert plan(_geom(*shape), h200_caps()).variant == name
 
 
 @pytest.mark.parametrize("x, w, attrs, dtypes, why", [
@@ -39,7 +40,7 @@ def test_the_planner_takes_it_for_large_stride1_float16_outputs_on_the_h200(shap
     ([1, 64, 32, 32], [64, 32, 4, 4], {"strides": [2, 2], "pads": [1] * 4}, F16, "stride 2"),
 ])
 def test_the_planner_leaves_it_elsewhere(x, w, attrs, dtypes, why):
-    assert plan(_geom(x, w, attrs, dtypes), h200_caps()).variant != "stride1_halo_sgmat", why
+    assert plan(_geom(x, w, attrs, dtypes), h200_caps()).variant not in HALO_NAMES, why
 
 
 def test_float32_uses_f32_matrices_where_the_device_has_them():
@@ -102,6 +103,6 @@ def test_a_device_without_matrices_of_the_storage_type_is_refused():
 
 
 def test_forced_tiles_reach_the_shader():
-    with tuning_tables.forcing("stride1_halo_sgmat", {"kt": 2, "kb": 2, "cm": 2, "tw": 32, "th": 1}):
-        params = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat").dispatches[-1].params
+    forced = {"kt": 2, "kb": 2, "cm": 2, "tw": 32, "th": 1}
+    params = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat", forced).dispatches[-1].params
     assert (params["kt"], params["kb"], params["box"], params["halo"]) == (2, 2, [2, 1, 32], [4, 3, 34])

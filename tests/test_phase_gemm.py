@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from app.host.node import NodeHost
-from app import tuning_tables
 from app.planner import plan
 from app.shapes import infer
 from app.variants import phase_gemm, phase_gemm_sgmat

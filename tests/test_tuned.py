@@ -2,10 +2,13 @@
 the tuner's candidate grids and its per-class choice."""
 import json
 
+import numpy as np
 import pytest
 
 from app import tuner, tuning_tables
 from app.caps import DeviceCaps
+from app.errors import ConvTransposeError
+from app.kernel import signature
 from app.planner import plan
 from app.shapes import infer
 
@@ -24,9 +27,10 @@ def table(caps, variant, geom, params):
 
 @pytest.fixture
 def tables(monkeypatch):
-    """An isolated list of tables in place of the shipped ones."""
+    """An isolated list of tables in use in place of the shipped ones (and their own revision)."""
     loaded: list[dict] = []
     monkeypatch.setattr(tuning_tables, "_tables", loaded)
+    monkeypatch.setattr(tuning_tables, "_revision", 0)
     return loaded
 
 
@@ -67,12 +71,35 @@ def test_a_table_of_another_format_is_ignored(tables):
     assert tuning_tables.select(SWIFTSHADER) is None
 
 
-def test_forcing_wins_over_the_table_and_ends_with_the_block(tables):
+def test_forced_params_win_over_the_table_for_that_plan_only(tables):
     tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES))
     forced = {"tile_m": 16, "tile_n": 32, "thread_m": 8, "thread_n": 2}
-    with tuning_tables.forcing("nchw2d_phase_gemm_tiled", forced):
-        assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in forced} == forced
+    got = plan(DCGAN, SWIFTSHADER, "nchw2d_phase_gemm_tiled", forced).dispatches[0].params
+    assert {k: got[k] for k in forced} == forced
     assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in TUNED_TILES} == TUNED_TILES
+    with pytest.raises(ConvTransposeError, match="forced params need a forced variant"):
+        plan(DCGAN, SWIFTSHADER, params=forced)
+
+
+def test_explicit_tables_replace_the_ones_in_use(tables):
+    tuned = [table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES)]
+    got = plan(DCGAN, SWIFTSHADER, tables=tuned).dispatches[0].params
+    assert {k: got[k] for k in TUNED_TILES} == TUNED_TILES
+    tables.extend(tuned)
+    default = tuner.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
+    got = plan(DCGAN, SWIFTSHADER, tables=[]).dispatches[0].params
+    assert {k: got[k] for k in TUNED_TILES} == {k: default[k] for k in TUNED_TILES} != TUNED_TILES
+
+
+def test_the_tables_revision_and_forced_params_key_the_call_signature(tables):
+    arrays = {"x": np.zeros((1, 64, 4, 4), np.float32), "w": np.zeros((64, 32, 4, 4), np.float32)}
+    key = lambda **kw: signature(arrays, {"strides": [2, 2]}, "nchw2d_phase_gemm_tiled", True, **kw)  # noqa: E731
+    before = key()
+    assert key() == before and key(tables=[]) != before
+    assert key(params=TUNED_TILES) not in (before, key(params={"tile_m": 16}))
+    tuning_tables.use_table(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES))
+    assert key() != before and tuning_tables.revision() == "1"
+    assert key(tables=[]) == signature(arrays, {"strides": [2, 2]}, "nchw2d_phase_gemm_tiled", True, tables=[])
 
 
 @pytest.mark.parametrize("variant, x, w, attributes", [
@@ -157,6 +184,5 @@ def test_the_tuner_measures_against_the_rules_not_an_older_table(tables):
     tables.append({"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(OTHER_GPU), "variants": {},
                    "choices": {tuning_tables.shape_class(DCGAN): {"nchw2d_phase_gemm_tiled": {"variant": "nchw2d_col2im"}}}})
     assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_col2im"
-    with tuning_tables.ignoring_tables():
-        assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_phase_gemm_tiled"
+    assert plan(DCGAN, OTHER_GPU, tables=tuner.NO_TABLES).variant == "nchw2d_phase_gemm_tiled"
     assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_col2im"

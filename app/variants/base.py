@@ -1,9 +1,15 @@
 """What a variant is: a declaration (name, templates, features, dtypes, the shapes it covers as data,
-its tunable tile shape) and one function, `configure(geometry, caps) -> Launch | Refusal`, called once
-per candidate. Coverage is checked by one evaluator over the CONDITIONS vocabulary below, so the same data
-decides selection and is published in metadata.json; what only the launch can tell (tiles, workgroup
-memory, intermediate buffers, subgroup-matrix shapes) is resolved once, inside configure. The per-axis
-stride arithmetic every stride-phase kernel shares (gcd steps, modular inverses) is `axis_phase` here."""
+its tunable tile shape) and one pure function, `configure(geometry, caps, params) -> Plan | Refusal`.
+
+`Variant.configured` is the one door between a variant and the rest (the planner, the tuner, the shader
+matrix): it checks the declaration (features, dtype, the CONDITIONS below), resolves the tile params once
+(`params`: forced by the caller, else this adapter's tuning-table entry, which the planner looks up and
+hands in, else the variant's defaults) and calls configure with them. Coverage is checked by one evaluator
+over the CONDITIONS vocabulary, so the same data decides selection and is published in metadata.json; what
+only the plan can tell (tiles, workgroup memory, intermediate buffers, subgroup-matrix shapes) is resolved
+inside configure. Functions named `*_refusal` say in words why something cannot run (None when it can).
+The per-axis stride arithmetic every stride-phase kernel shares (gcd steps, modular inverses) is
+`axis_phase` here."""
 from __future__ import annotations
 
 import math
@@ -11,11 +17,13 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, NamedTuple
 
 from ..caps import DeviceCaps
-from ..launch import Launch, Refusal
+from .. import finite
+from ..plan import Plan, Refusal
 from ..shapes import ConvGeometry
 
 DTYPE_BYTES = {"float32": 4, "float16": 2}
 WORKGROUP_STORAGE = "maxComputeWorkgroupStorageSize"
+INVOCATIONS_LIMIT = "maxComputeInvocationsPerWorkgroup"
 
 
 def _group_kind(geom: ConvGeometry) -> str:
@@ -41,9 +49,8 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "min_output": ("the output has at least {} elements", lambda g, v: g.y_size >= v),
     "bias": ("the request has a bias: {}", lambda g, v: g.has_bias == v),
     "input": ("the input is {} (empty: some dim of x is 0)", lambda g, v: (g.x_size == 0) == (v == "empty")),
-    # Kernels that multiply zeros padded into their tiles (absent taps, positions outside x) turn a NaN or
-    # an Inf of the other factor into a NaN that IEEE arithmetic on the real products would not produce.
-    "finite_data": ("x and w hold only finite values (given {}): the kernel multiplies padding zeros",
+    # Kernels that multiply padding zeros are exact only on finite data (app/finite.py).
+    finite.CONDITION: ("x and w hold only finite values (given {}): the kernel multiplies padding zeros",
                     lambda g, v: not v or g.finite_data),
 }
 
@@ -67,9 +74,9 @@ def unmet(conditions: dict, geom: ConvGeometry) -> str | None:
 
 @dataclass(frozen=True)
 class Tunable:
-    """A variant's tile shape as render params: its built-in choice and what it refuses. configure reads
-    the adapter's tuning table through app/tuning_tables.choose(name, geom, caps, tunable); the tuner
-    (app/tuner.py) enumerates candidates with the same two functions."""
+    """A variant's tile shape as render params: its built-in choice and what it refuses. Variant.params
+    resolves a request's params with them; the tuner (app/tuner.py) enumerates candidates with the same two
+    functions."""
 
     defaults: Callable[[ConvGeometry, DeviceCaps], dict]
     refusal: Callable[[dict, ConvGeometry, DeviceCaps], str | None]
@@ -81,17 +88,42 @@ class Variant:
     templates: tuple[str, ...]
     summary: str
     conditions: dict  # CONDITIONS name -> value: the shapes it covers
-    configure: Callable[[ConvGeometry, DeviceCaps], Launch | Refusal]  # the launch, variant/reason filled later
+    # Pure: (geometry, caps, resolved params; {} for a variant with no Tunable) -> its passes and buffers.
+    configure: Callable[[ConvGeometry, DeviceCaps, dict], Plan | Refusal]
     features: tuple[str, ...] = ()  # WebGPU features it needs
     dtypes: tuple[str, ...] = ("float32", "float16")
     tunable: Tunable | None = None
     requires: dict = field(default_factory=dict)  # what configure checks, in words (WORKGROUP_MEMORY, ...)
     # With finite_data: the inputs whose NaN or Inf it would turn into wrong values (scanned on the GPU
-    # before a call on CPU data); the rest it multiplies only by their real factors.
-    unsafe_nonfinite: tuple[str, ...] = ("x", "w")
+    # during a call on CPU data); the rest it multiplies only by their real factors.
+    unsafe_nonfinite: tuple[str, ...] = finite.INPUTS
+    # The variant whose tuning-table entries and measured choices this one shares: a seed name shares its
+    # successor's (app/variants/seed.py), whose plans it makes under its own name.
+    tuned_as: str = ""
 
-    def configured(self, geom: ConvGeometry, caps: DeviceCaps, reason: str = "") -> Launch | Refusal:
-        """The declaration's checks (features, dtype, conditions), then configure: once per candidate."""
+    @property
+    def tuning_name(self) -> str:
+        """The name tuning tables file this variant's params and choices under."""
+        return self.tuned_as or self.name
+
+    def params(self, geom: ConvGeometry, caps: DeviceCaps, forced: dict | None = None,
+               tuned: dict | None = None) -> dict:
+        """The tile params for this request: `forced` (the caller's, the tuner's candidates) if given, else
+        `tuned` (this adapter's table entry), over the defaults; params the Tunable refuses for this request
+        fall back to the defaults: no table or caller can make a variant plan an invalid launch."""
+        if self.tunable is None:
+            return {}
+        defaults = dict(self.tunable.defaults(geom, caps))
+        override = forced if forced is not None else tuned
+        if not override:
+            return defaults
+        params = defaults | override
+        return params if self.tunable.refusal(params, geom, caps) is None else defaults
+
+    def configured(self, geom: ConvGeometry, caps: DeviceCaps, reason: str = "", forced: dict | None = None,
+                   tuned: dict | None = None) -> Plan | Refusal:
+        """The declaration's checks (features, dtype, conditions), then configure with the resolved params
+        (`params`), then the plan completed with this variant's name, `reason` and finite-data policy."""
         missing = [f for f in self.features if not caps.has(f)]
         if missing:
             return Refusal(f"needs device feature(s) {missing}")
@@ -100,8 +132,11 @@ class Variant:
         failed = unmet(self.conditions, geom)
         if failed:
             return Refusal("covers only requests where " + failed)
-        launch = self.configure(geom, caps)
-        return launch if isinstance(launch, Refusal) else replace(launch, variant=self.name, reason=reason)
+        plan = self.configure(geom, caps, self.params(geom, caps, forced, tuned))
+        if isinstance(plan, Refusal):
+            return plan
+        finite_only, scanned = finite.policy(self.conditions, self.unsafe_nonfinite)
+        return replace(plan, variant=self.name, reason=reason, finite_only=finite_only, scanned=scanned)
 
     def why_not(self, geom: ConvGeometry, caps: DeviceCaps) -> str | None:
         """None when the variant covers the request on this device, else the reason in words."""
@@ -113,10 +148,10 @@ class Variant:
                 "shapes_in_words": describe(self.conditions), "workgroup_memory": None, "buffers": None} | self.requires
 
 
-def workgroup_refusal(need: int, caps: DeviceCaps) -> Refusal | None:
-    """A Refusal when a launch's workgroup memory is past the device's limit."""
+def workgroup_memory_refusal(need: int, caps: DeviceCaps) -> str | None:
+    """Why `need` bytes of workgroup memory do not fit the device (None when they do)."""
     limit = caps.limit(WORKGROUP_STORAGE)
-    return Refusal(f"needs {need} bytes of workgroup memory, the device allows {limit}") if need > limit else None
+    return f"needs {need} bytes of workgroup memory, the device allows {limit}" if need > limit else None
 
 
 def io(geom: ConvGeometry) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -146,7 +181,7 @@ def phase_rows(geom: ConvGeometry) -> int:
     return geom.batch * math.prod(-(-o // s) for o, s in zip(geom.out_spatial, geom.strides))
 
 
-def phase_taps(geom: ConvGeometry) -> int:
+def max_phase_taps(geom: ConvGeometry) -> int:
     """Taps of the stride phase with the most: ceil(k / step) along every axis (what one output sums per
     in-channel)."""
     return math.prod(-(-k // axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations))

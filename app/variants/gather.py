@@ -1,7 +1,7 @@
 """The general gather kernels, one template per rank: every attribute, the fallback for everything."""
 from __future__ import annotations
 
-from ..launch import Launch, dispatch, grid
+from ..plan import Plan, dispatch, grid
 from .base import Variant, axis_uniforms, channel_uniforms, io
 
 TEMPLATES = {1: "conv-transpose1d-ncl.wgsl.jinja", 2: "conv-transpose2d-nchw.wgsl.jinja",
@@ -11,11 +11,11 @@ WORKGROUP = 64
 
 
 def _gather(rank: int) -> Variant:
-    def configure(geom, caps) -> Launch:
+    def configure(geom, caps, _params) -> Plan:
         uniforms = channel_uniforms(geom) + axis_uniforms(geom)
         params = {"rank": rank, "dtype": geom.dtype, "has_bias": geom.has_bias, "workgroup_size": WORKGROUP}
         workgroups = grid(-(-geom.y_size // WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Launch("", "", (dispatch(TEMPLATES[rank], params, *io(geom), uniforms, workgroups),))
+        return Plan((dispatch(TEMPLATES[rank], params, *io(geom), uniforms, workgroups),))
 
     return Variant(
         name=NAMES[rank], templates=("_conv-transpose-gather.wgsl.jinja", TEMPLATES[rank]),

@@ -3,25 +3,31 @@
 - conv1x1_gemm_tiled / conv1x1_gemm_tiled_reg: a 1x1 kernel with stride 1 and no padding is, per image
   and group, y = W^T x + b with W already laid out as [C, M/group]: one batched GEMM, no reorder.
 - ncl1d_col2im / nchw2d_col2im / ncdhw3d_col2im: any request of rank 1-3 as GEMM + col2im (one template per
-  pass, the rank a render parameter). A cached weight-side pass packs W into row panels; the GEMM writes
-  every tap's contribution into an f32 column buffer cols[n, m, tap, i] = sum_c W[c, m, tap] x[n, c, i];
-  col2im then sums, per output, only the (tap, i) pairs that reach it. Every multiply-add lands in the
-  column buffer (taps that fall into padding included), so this pays off when channel counts are large and
-  the gather kernel's per-tap index work dominates. In 1D it is the overlap-add of an iSTFT: one output channel and a kernel of thousands of taps
-  make a GEMM of M/group * taps rows, which no per-output kernel reuses as well.
+  pass, the rank a render parameter, rendered in 2D and 3D through the seed's per-rank names). A cached
+  weight-side pass packs W into row panels; the GEMM writes every tap's contribution into an f32 column buffer
+  cols[n, m, tap, i] = sum_c W[c, m, tap] x[n, c, i]; col2im then sums, per output, only the (tap, i) pairs
+  that reach it. Every multiply-add lands in the column buffer (taps that fall into padding included), so this
+  pays off when channel counts are large and the gather kernel's per-tap index work dominates. In 1D it is the
+  overlap-add of an iSTFT: one output channel and a kernel of thousands of taps make a GEMM of M/group * taps
+  rows, which no per-output kernel reuses as well.
 """
 from __future__ import annotations
 
 import math
 
-from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch, grid
-from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, axis_uniforms, io, workgroup_refusal
+from ..plan import Plan, Refusal, dispatch, grid
+from .base import (BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, axis_uniforms, io,
+                   workgroup_memory_refusal)
 
 TILED = "conv-1x1-gemm-tiled.wgsl.jinja"
 REG = "conv-1x1-gemm-tiled-reg.wgsl.jinja"
 REORDER = "conv-transpose-weight-reorder.wgsl.jinja"
 COL2IM = "conv-transpose-col2im.wgsl.jinja"
+# What each rank renders the two through: in 2D and 3D the seed's per-rank names, thin entries that fix the
+# rank and include the rank-generic template (the same WGSL).
+REORDER_ENTRY = {1: REORDER, 2: "conv-transpose2d-weight-reorder.wgsl.jinja",
+                 3: "conv-transpose3d-weight-reorder.wgsl.jinja"}
+COL2IM_ENTRY = {1: COL2IM, 2: "conv-transpose2d-col2im.wgsl.jinja", 3: "conv-transpose3d-col2im.wgsl.jinja"}
 COL2IM_NAMES = {1: "ncl1d_col2im", 2: "nchw2d_col2im", 3: "ncdhw3d_col2im"}
 
 TILE = 16  # the plain tiled GEMM: TILE x TILE invocations, one output each, k-step TILE
@@ -65,15 +71,15 @@ def _gemm_uniforms(geom, rows: int, tile_rows: int, tile_cols: int, panel_stride
 
 
 def _tiled(name: str, tile: int) -> Variant:
-    def configure(geom, caps) -> Launch | Refusal:
+    def configure(geom, caps, _params) -> Plan | Refusal:
         need = 2 * tile * tile * 4
-        refusal = workgroup_refusal(need, caps)
+        refusal = workgroup_memory_refusal(need, caps)
         if refusal:
-            return refusal
+            return Refusal(refusal)
         uniforms, tiles = _gemm_uniforms(geom, geom.out_per_group, tile, tile)
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "tile": tile}
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Launch("", "", (dispatch(TILED, params, *io(geom), uniforms, workgroups),), tiles={"tile": tile},
+        return Plan((dispatch(TILED, params, *io(geom), uniforms, workgroups),), tiles={"tile": tile},
                       workgroup_bytes=need)
 
     return Variant(
@@ -101,16 +107,15 @@ def reg_refusal(shape: dict, geom, caps) -> str | None:
 def _tiled_reg(name: str, default_shape: dict) -> Variant:
     tunable = Tunable(lambda geom, caps: dict(default_shape), reg_refusal)
 
-    def configure(geom, caps) -> Launch | Refusal:
-        shape = tuning_tables.choose(name, geom, caps, tunable)
+    def configure(geom, caps, shape: dict) -> Plan | Refusal:
         need = _reg_bytes(shape)
-        refusal = workgroup_refusal(need, caps)
+        refusal = workgroup_memory_refusal(need, caps)
         if refusal:
-            return refusal
+            return Refusal(refusal)
         uniforms, tiles = _gemm_uniforms(geom, geom.out_per_group, _tile_rows(shape), _tile_cols(shape))
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "weights": "w", "output": "y"} | shape
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Launch("", "", (dispatch(REG, params, *io(geom), uniforms, workgroups),), tiles=shape,
+        return Plan((dispatch(REG, params, *io(geom), uniforms, workgroups),), tiles=shape,
                       workgroup_bytes=need)
 
     shape = default_shape
@@ -154,11 +159,11 @@ def buffers_refusal(geom, caps, shape: dict) -> str | None:
 
 
 def _col2im(rank: int, name: str, shape: dict) -> Variant:
-    def configure(geom, caps) -> Launch | Refusal:
+    def configure(geom, caps, _params) -> Plan | Refusal:
         need = _reg_bytes(shape)
-        refusal = workgroup_refusal(need, caps)
+        refusal = workgroup_memory_refusal(need, caps)
         if refusal:
-            return refusal
+            return Refusal(refusal)
         too_big = buffers_refusal(geom, caps, shape)
         if too_big:
             return Refusal(too_big)
@@ -170,7 +175,7 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
 
         reorder_uniforms = [("packed_size", packed_size), ("depth", geom.in_per_group), ("rows", rows),
                             ("depth_padded", depth_padded), ("row_tiles", row_tiles), ("tile_rows", tile_rows)]
-        reorder = dispatch(REORDER, {"dtype": geom.dtype, "workgroup_size": ELEMENTWISE_WORKGROUP},
+        reorder = dispatch(REORDER_ENTRY[rank], {"dtype": geom.dtype, "workgroup_size": ELEMENTWISE_WORKGROUP},
                            ("w",), ("w_packed",), reorder_uniforms,
                            grid(_ceil(packed_size, ELEMENTWISE_WORKGROUP), max_dim))
 
@@ -179,18 +184,19 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
         gemm = dispatch(REG, {"dtype": geom.dtype, "has_bias": False, "weights": "w_packed", "output": "cols"}
                         | shape, ("x", "w_packed"), ("cols",), gemm_uniforms, grid(tiles, max_dim))
 
-        fold = dispatch(COL2IM, {"rank": rank, "dtype": geom.dtype, "has_bias": geom.has_bias,
-                                 "workgroup_size": ELEMENTWISE_WORKGROUP},
+        fold = dispatch(COL2IM_ENTRY[rank], {"rank": rank, "dtype": geom.dtype, "has_bias": geom.has_bias,
+                                             "workgroup_size": ELEMENTWISE_WORKGROUP},
                         ("cols", "b") if geom.has_bias else ("cols",), ("y",),
                         _col2im_uniforms(geom, taps, in_size),
                         grid(_ceil(geom.y_size, ELEMENTWISE_WORKGROUP), max_dim))
 
-        return Launch("", "", (gemm, fold), scratch={"cols": cols_size * COLS_BYTES}, weight_passes=(reorder,),
+        return Plan((gemm, fold), scratch={"cols": cols_size * COLS_BYTES}, weight_passes=(reorder,),
                       prepared={"w_packed": packed_size * DTYPE_BYTES[geom.dtype]},
                       tiles=dict(shape), workgroup_bytes=need)
 
     return Variant(
-        name=name, templates=(REORDER, REG, COL2IM),
+        name=name,
+        templates=tuple(dict.fromkeys((REORDER_ENTRY[rank], REORDER, REG, COL2IM_ENTRY[rank], COL2IM))),
         summary=f"rank-{rank} GEMM + col2im: weights packed once (cached), a register-blocked GEMM into an f32 "
                 "column buffer of every tap's contribution, then a fold that sums only the taps reaching each output",
         conditions={"rank": [rank], "group": ["dense", "grouped"], "input": "nonempty"},

@@ -26,11 +26,14 @@ import functools
 import itertools
 import math
 
-from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch, grid
+from ..plan import Plan, Refusal, dispatch, grid
 from .base import Tunable, Variant, channel_uniforms
 
 TEMPLATE = "conv-transpose-grouped-stride-phase.wgsl.jinja"
+# 2D renders through the seed's names: thin entries over TEMPLATE that fix the rank, the blocked one for
+# several output channels per invocation (the same WGSL).
+SEED_2D = "conv-transpose2d-grouped-stride-phase.wgsl.jinja"
+SEED_2D_BLOCKED = "conv-transpose2d-grouped-stride-phase-blocked.wgsl.jinja"
 WEIGHT_ROWS = "conv-transpose-grouped-weight-rows.wgsl.jinja"
 ROWS_WORKGROUP = 64
 NAMES = {1: "ncl1d_grouped_stride_phase", 2: "nchw2d_grouped_stride_phase", 3: "ncdhw3d_grouped_stride_phase"}
@@ -44,7 +47,7 @@ def _axis(geom, a: int):
             geom.pads_begin[a])
 
 
-def phase_taps(rel: int, k: int, s: int, d: int) -> list[tuple[int, int]]:
+def phase_tap_offsets(rel: int, k: int, s: int, d: int) -> list[tuple[int, int]]:
     """(tap, input offset) pairs reaching output t = q*s + rel from input q + offset: t - tap*d = s*(q + offset)."""
     return [(tap, (rel - tap * d) // s) for tap in range(k) if (rel - tap * d) % s == 0]
 
@@ -66,7 +69,7 @@ def _plan(axes: tuple, outs: int, cells: int) -> dict:
     per_axis = []
     for a, (k, s, d, pad) in enumerate(axes):
         rels = {rank - 1: [pad % s + v for v in range(outs)], rank - 2: range(s * cells)}.get(a, range(s))
-        per_axis.append([phase_taps(rel, k, s, d) for rel in rels])
+        per_axis.append([phase_tap_offsets(rel, k, s, d) for rel in rels])
     windows = [sorted({off for pairs in axis for _, off in pairs}) for axis in per_axis]
     loads = list(itertools.product(*(range(len(w)) for w in windows)))
     strides = [math.prod(k for k, *_ in axes[a + 1:]) for a in range(rank)]
@@ -230,9 +233,14 @@ def workgroup_shape(size: int, chunks: int) -> tuple[int, int]:
     return (wx, size // wx) if size % wx == 0 else (size, 1)
 
 
-def configure(geom, caps) -> Launch | Refusal:
-    name = NAMES[geom.rank]
-    params = tuning_tables.choose(name, geom, caps, TUNABLE)
+def entry(rank: int, chans: int) -> str:
+    """The template a rank and channel block render through."""
+    if rank != 2:
+        return TEMPLATE
+    return SEED_2D_BLOCKED if chans > 1 else SEED_2D
+
+
+def configure(geom, caps, params: dict) -> Plan | Refusal:
     refusal = params_refusal(params, geom, caps)
     if refusal:
         return Refusal(refusal)
@@ -274,14 +282,14 @@ def configure(geom, caps) -> Launch | Refusal:
     if xv > 1:
         types["x"] = f"array<vec{xv}<T>>"
     reads = ("x", "wt" if packed_w else "w") + (("b",) if geom.has_bias else ())
-    return Launch("", "", (dispatch(TEMPLATE, render, reads, ("y",), uniforms, workgroups, types),),
+    return Plan((dispatch(entry(geom.rank, params["chans"]), render, reads, ("y",), uniforms, workgroups, types),),
                   weight_passes=weight_passes, prepared=prepared,
                   tiles={"vec": vec, "outs": outs, "workgroup_size": size, "cells": params["cells"],
                          "chans": params["chans"], "xv": xv})
 
 
 VARIANTS = tuple(Variant(
-    name=name, templates=(TEMPLATE, WEIGHT_ROWS),
+    name=name, templates=((SEED_2D_BLOCKED, SEED_2D) if rank == 2 else ()) + (TEMPLATE, WEIGHT_ROWS),
     summary=f"grouped/depthwise {rank}D, strides >= 2: stride phases unrolled from tables made at render time "
             "(taps and input offsets per output, no tap search); an invocation owns `chans` output channels, one "
             "stride cell per outer axis and `outs` consecutive outputs of the last axis, stored `vec` wide, its "

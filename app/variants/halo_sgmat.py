@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import math
 
-from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch, grid
+from ..plan import Plan, Refusal, dispatch, grid
 from .base import DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms
 from .phase_gemm import PACK, weight_pack
 from .phase_gemm_sgmat import (FEATURES, ROW_PAD_BYTES, component_bytes, direct_b_refusal, matrix_config,
-                               subgroup_size, workgroup_refusal, wp_cols)
+                               subgroup_size, subgroups_refusal, wp_cols)
 
 NAME = "stride1_halo_sgmat"
 TEMPLATE = "conv-transpose-stride1-halo-sgmat.wgsl.jinja"
@@ -101,7 +100,7 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return f"tw must be a multiple of the matrix's M = {config['M']} (a left matrix's rows stay in one line)"
     if (t["kb"] * config["K"]) % 4:
         return "a chunk of in-channels must be a multiple of 4 (the halo is staged 4 channels at a time)"
-    if why := workgroup_refusal(t["sg_m"] * t["sg_n"] * t["kt"], caps, config):
+    if why := subgroups_refusal(t["sg_m"] * t["sg_n"] * t["kt"], caps, config):
         return why
     if workgroup_bytes(t, geom, config, extent) > caps.limit(WORKGROUP_STORAGE):
         return "the halo exceeds the device's workgroup memory"
@@ -111,8 +110,7 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
 TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 
-def configure(geom, caps) -> Launch | Refusal:
-    t = tuning_tables.choose(NAME, geom, caps, TUNABLE)
+def configure(geom, caps, t: dict) -> Plan | Refusal:
     refusal = tiles_refusal(t, geom, caps)
     if refusal:
         return Refusal(refusal)
@@ -141,7 +139,7 @@ def configure(geom, caps) -> Launch | Refusal:
     prepared = {"wp": (packed_vec4s * 4 + tail) * DTYPE_BYTES[geom.dtype]}
     gemm = dispatch(TEMPLATE, params, ("x", "wp", "b") if geom.has_bias else ("x", "wp"), ("y",), uniforms,
                     grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")), {"wp": "array<C>"})
-    return Launch("", "", (gemm,), weight_passes=(pack,), prepared=prepared, tiles=t, workgroup_bytes=need)
+    return Plan((gemm,), weight_passes=(pack,), prepared=prepared, tiles=t, workgroup_bytes=need)
 
 
 HALO = Variant(

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import math
 
-from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch, grid
-from .base import WORKGROUP_MEMORY, Tunable, Variant, io, workgroup_refusal
+from ..plan import Plan, Refusal, dispatch, grid
+from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, Tunable, Variant, io, workgroup_memory_refusal
 
 STRIDE1_NAME = "stride1_implicit_gemm"
 PORTABLE = "conv-transpose-stride1-implicit-gemm.wgsl.jinja"
-INVOCATIONS = "maxComputeInvocationsPerWorkgroup"
 # Below 8 channels per group a tile is mostly padding and the gather kernel wins (SwiftShader: 2x at 4
 # in/out channels, 10x depthwise; the GEMM wins 2x from 8 up), so the GEMM variants leave those to it.
 MIN_CHANNELS = 8
@@ -54,7 +52,7 @@ def portable_refusal(t: dict, geom, caps) -> str | None:
         return "tx*ty must be a multiple of tx*rm (each invocation stages one fixed pixel)"
     if t["tk"] % (wg // tm):
         return "tk must be a multiple of tx*ty / (tx*rm)"
-    if wg > caps.limit(INVOCATIONS) or wg > caps.limit("maxComputeWorkgroupSizeX"):
+    if wg > caps.limit(INVOCATIONS_LIMIT) or wg > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{wg} invocations per workgroup exceed the device's limit"
     if 4 * t["tk"] * (tm + t["ty"] * t["rn"]) > caps.limit("maxComputeWorkgroupStorageSize"):
         return "the tiles exceed the device's workgroup memory"
@@ -79,17 +77,16 @@ def _gemm_uniforms(geom, tm: int, tn: int) -> list[tuple[str, int]]:
 PORTABLE_TUNABLE = Tunable(_default_portable_tiles, portable_refusal)
 
 
-def _configure_portable(geom, caps) -> Launch | Refusal:
-    t = tuning_tables.choose(STRIDE1_NAME, geom, caps, PORTABLE_TUNABLE)
+def _configure_portable(geom, caps, t: dict) -> Plan | Refusal:
     tm, tn = t["tx"] * t["rm"], t["ty"] * t["rn"]
     need = 4 * t["tk"] * (tm + tn)
-    refusal = workgroup_refusal(need, caps)
+    refusal = workgroup_memory_refusal(need, caps)
     if refusal:
-        return refusal
+        return Refusal(refusal)
     uniforms = _gemm_uniforms(geom, tm, tn)
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t
     workgroups = grid(dict(uniforms)["tiles"], caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Launch("", "", (dispatch(PORTABLE, params, *io(geom), uniforms, workgroups),), tiles=t,
+    return Plan((dispatch(PORTABLE, params, *io(geom), uniforms, workgroups),), tiles=t,
                   workgroup_bytes=need)
 
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch, grid
-from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, io, workgroup_refusal
+from ..plan import Plan, Refusal, dispatch, grid
+from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, io, workgroup_memory_refusal
 
 NAME = "ncl1d_phase_tiled"
 TEMPLATE = "conv-transpose1d-phase-tiled.wgsl.jinja"
-INVOCATIONS = 64    # target workgroup size
+TARGET_INVOCATIONS = 64  # the workgroup size aimed for
 MAX_PHASES = 64     # phases per workgroup; larger strides split their phases over several workgroups
 POSITIONS = 4       # consecutive q (same phase) per invocation, at least
 ACCUMULATORS = 16   # outputs per invocation to aim for
@@ -66,7 +65,7 @@ def _default_tiles(geom, limit: int) -> Tiles:
     channels = max(1, min(CHANNELS, geom.out_per_group))
     # Staging costs about 1/(phases*m_block) x loads and 1/q_tile weight loads per multiply-add:
     # balance them within the invocation budget.
-    lanes = max(1, INVOCATIONS // phases)
+    lanes = max(1, TARGET_INVOCATIONS // phases)
     m_lanes = max(1, min(MAX_M_LANES, 8 // phases, -(-geom.out_per_group // channels), lanes))
     q_lo, q_hi = _q_range(geom)
     # Fewer out-channels per invocation (small groups) take more positions, to keep ~16 accumulators.
@@ -90,7 +89,7 @@ def default_params(geom, caps) -> dict:
 
 def params_refusal(t: dict, geom, caps) -> str | None:
     """Why a tile shape cannot run this request on this device (None when it can). taps and phases follow
-    from the kernel and stride (the launch depends on them), so only the other sizes are free."""
+    from the kernel and stride (the plan depends on them), so only the other sizes are free."""
     names = ("taps", "phases", "q_lanes", "positions", "m_lanes", "channels", "chunk")
     if set(t) != set(names) or any(not isinstance(t[k], int) or t[k] < 1 for k in names):
         return f"tile params must be the positive integers {names}"
@@ -108,11 +107,11 @@ def params_refusal(t: dict, geom, caps) -> str | None:
 TUNABLE = Tunable(default_params, params_refusal)
 
 
-def configure(geom, caps) -> Launch | Refusal:
-    tiles = Tiles(**tuning_tables.choose(NAME, geom, caps, TUNABLE))
-    refusal = workgroup_refusal(tiles.workgroup_bytes, caps)
+def configure(geom, caps, params: dict) -> Plan | Refusal:
+    tiles = Tiles(**params)
+    refusal = workgroup_memory_refusal(tiles.workgroup_bytes, caps)
     if refusal:
-        return refusal
+        return Refusal(refusal)
     q_lo, q_hi = _q_range(geom)
     q_tiles = -(-(q_hi - q_lo + 1) // tiles.q_tile)
     phase_blocks = -(-geom.strides[0] // tiles.phases)
@@ -124,9 +123,9 @@ def configure(geom, caps) -> Launch | Refusal:
                 ("out_per_group", geom.out_per_group), ("group", geom.group), ("q_lo", q_lo),
                 ("q_tiles", q_tiles), ("phase_blocks", phase_blocks), ("m_blocks", m_blocks),
                 ("workgroups", workgroups)]
-    params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | tiles.params()
-    launch = grid(workgroups, caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Launch("", "", (dispatch(TEMPLATE, params, *io(geom), uniforms, launch),), tiles=tiles.params(),
+    render = {"dtype": geom.dtype, "has_bias": geom.has_bias} | tiles.params()
+    folded = grid(workgroups, caps.limit("maxComputeWorkgroupsPerDimension"))
+    return Plan((dispatch(TEMPLATE, render, *io(geom), uniforms, folded),), tiles=tiles.params(),
                   workgroup_bytes=tiles.workgroup_bytes)
 
 

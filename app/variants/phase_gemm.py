@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import math
 
-from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch, grid
-from .base import (DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms,
-                   phase_rows, phase_taps, workgroup_refusal)
+from ..plan import Plan, Refusal, dispatch, grid
+from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant,
+                   axis_uniforms, max_phase_taps, phase_rows, workgroup_memory_refusal)
 from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
@@ -31,7 +30,6 @@ SPLIT_SUM = "conv-transpose-split-sum.wgsl.jinja"
 SHARED = ("_phase-gemm.wgsl.jinja", "_phase-axis.wgsl.jinja")  # included by both GEMM templates
 PACK_WORKGROUP = 256
 SUM_WORKGROUP = 256
-INVOCATIONS = "maxComputeInvocationsPerWorkgroup"
 PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
@@ -82,10 +80,10 @@ def split_k(geom, caps, tm: int, tn: int, step: int) -> int:
     """The kz that tm x tn tiles reducing `step` in-channels per step split a GEMM too small for the GPU into
     (the rule above; 1 where it is shallow, has few rows, or no kz keeps SPLIT_K_MIN_STEPS steps per split
     and fits the device)."""
-    if geom.in_per_group * phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
+    if geom.in_per_group * max_phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
         return 1
     workgroups = workgroup_count(geom, {"tm": tm, "tn": tn})
-    steps = phase_taps(geom) * _ceil(geom.in_per_group, step)
+    steps = max_phase_taps(geom) * _ceil(geom.in_per_group, step)
     fits = [kz for kz in SPLIT_K_CHOICES if steps // kz >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
     return next((kz for kz in fits if workgroups * kz >= FILL), fits[-1] if fits else 1)
 
@@ -105,7 +103,7 @@ def default_tiles(geom, caps) -> dict:
         if deep["kz"] > 1 and tiles_refusal(deep, geom, caps) is None:
             return deep
     split = dict(zip(PARAMS, _GPU_SPLIT))
-    if (workgroup_count(geom, t) < SPLIT_BELOW and geom.in_per_group * phase_taps(geom) >= SPLIT_DEPTH
+    if (workgroup_count(geom, t) < SPLIT_BELOW and geom.in_per_group * max_phase_taps(geom) >= SPLIT_DEPTH
             and tiles_refusal(split, geom, caps) is None):
         return split
     return t
@@ -129,7 +127,7 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     if t["rn"] % 4:
         return "rn must be a multiple of 4 (columns are read as vec4)"
     threads = _threads(t)
-    if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
+    if threads > caps.limit(INVOCATIONS_LIMIT) or threads > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{threads} invocations per workgroup exceed the device's limit"
     if threads % t["tm"] and t["tm"] % threads:
         return "the invocation count must divide or be a multiple of tm"
@@ -157,9 +155,8 @@ def parts_refusal(kz: int, geom, caps) -> str | None:
 TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 
-def configure(geom, caps) -> Launch | Refusal:
-    t = tuning_tables.choose(NAME, geom, caps, TUNABLE)
-    return gemm_launch(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
+def configure(geom, caps, t: dict) -> Plan | Refusal:
+    return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
 
 
 def weight_pack(geom, caps) -> tuple:
@@ -177,16 +174,16 @@ def weight_pack(geom, caps) -> tuple:
     return pack, packed_vec4s, shapes
 
 
-def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
+def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
                 tiles: dict, wp_view: str | None = None, wp_tail: int = 0,
-                x_view: str | None = None) -> Launch | Refusal:
+                x_view: str | None = None) -> Plan | Refusal:
     """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
     > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y. The GEMM
     may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail` elements
     longer than the pack writes, and x as `x_view`."""
-    refusal = workgroup_refusal(need, caps)
+    refusal = workgroup_memory_refusal(need, caps)
     if refusal:
-        return refusal
+        return Refusal(refusal)
     max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
     pack, packed_vec4s, shapes = weight_pack(geom, caps)
     row_tiles, col_tiles = _ceil(phase_rows(geom), tm), _ceil(geom.out_per_group, tn)
@@ -207,7 +204,7 @@ def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step:
                     grid(split_tiles * kz, max_dim),
                     {n: v for n, v in (("wp", wp_view), ("x", x_view)) if v} or None)
     if kz == 1:
-        return Launch("", "", (gemm,), weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
+        return Plan((gemm,), weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
     vec = 4 if geom.y_size % 4 == 0 else 1  # vec4 loads and stores where y divides into them
     items = geom.y_size // vec
     total = dispatch(SPLIT_SUM, {"dtype": geom.dtype, "has_bias": geom.has_bias, "vec": vec,
@@ -216,7 +213,7 @@ def gemm_launch(template: str, geom, caps, params: dict, tm: int, tn: int, step:
                      [("items", items), ("splits", kz), ("out_size", out_size), ("out_channels", geom.out_channels)],
                      grid(_ceil(items, SUM_WORKGROUP), max_dim),
                      {"parts": "array<vec4<f32>>", "y": "array<vec4<T>>"} if vec == 4 else None)
-    return Launch("", "", (gemm, total), scratch={"parts": kz * geom.y_size * PARTS_BYTES}, weight_passes=(pack,),
+    return Plan((gemm, total), scratch={"parts": kz * geom.y_size * PARTS_BYTES}, weight_passes=(pack,),
                   prepared=prepared, tiles=tiles, workgroup_bytes=need)
 
 

@@ -14,10 +14,9 @@ invocations per workgroup apply (not measured here).
 """
 from __future__ import annotations
 
-from .. import tuning_tables
-from ..launch import Launch, Refusal, dispatch, grid
+from ..plan import Plan, Refusal, dispatch, grid
 from .base import (WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, io, phase_rows,
-                   workgroup_refusal)
+                   workgroup_memory_refusal)
 TEMPLATE = "conv-transpose2d-phase-gemm-tiled.wgsl.jinja"
 NAME = "nchw2d_phase_gemm_tiled"
 TILE_K = 16  # reduction steps staged per barrier pair
@@ -66,12 +65,11 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
 TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 
-def configure(geom, caps) -> Launch | Refusal:
-    t = tuning_tables.choose(NAME, geom, caps, TUNABLE)
+def configure(geom, caps, t: dict) -> Plan | Refusal:
     need = F32_BYTES * t["tile_k"] * (t["tile_m"] + t["tile_n"])
-    refusal = workgroup_refusal(need, caps)
+    refusal = workgroup_memory_refusal(need, caps)
     if refusal:
-        return refusal
+        return Refusal(refusal)
     row_tiles = -(-phase_rows(geom) // t["tile_m"])
     col_tiles = -(-geom.out_channels // t["tile_n"])
     total = geom.strides[0] * geom.strides[1] * row_tiles * col_tiles
@@ -79,7 +77,7 @@ def configure(geom, caps) -> Launch | Refusal:
                 + axis_uniforms(geom) + [("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", total)])
     params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
     workgroups = grid(total, caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Launch("", "", (dispatch(TEMPLATE, params, *io(geom), uniforms, workgroups),), tiles=t,
+    return Plan((dispatch(TEMPLATE, params, *io(geom), uniforms, workgroups),), tiles=t,
                   workgroup_bytes=need)
 
 

@@ -1,5 +1,5 @@
 """phase_gemm's GEMMs (app/variants/phase_gemm.py: same rows, columns, reduction, packed weights, staging
-and launch) multiplied on subgroup matrices (templates/conv-transpose-phase-gemm-sgmat.wgsl.jinja): tensor
+and dispatch) multiplied on subgroup matrices (templates/conv-transpose-phase-gemm-sgmat.wgsl.jinja): tensor
 cores on NVIDIA through Dawn's chromium-experimental-subgroup-matrix.
 
 The matrix shape and component type are the device's (GPUAdapterInfo.subgroupMatrixConfigs); results must
@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import math
 
-from .. import tuning_tables
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
-from ..launch import Launch, Refusal
-from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant
-from .phase_gemm import (FILL, INVOCATIONS, PACK, SHARED, SPLIT_SUM, gemm_launch, parts_refusal, split_k,
+from ..plan import Plan, Refusal
+from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant
+from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, gemm_plan, parts_refusal, split_k,
                          workgroup_count)
 
 NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
+# 1x1 kernels with va render through the seed's name for them: a thin entry over TEMPLATE that fixes va.
+POINTWISE = "conv-1x1-subgroup-matrix.wgsl.jinja"
 FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
 STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
@@ -71,14 +72,14 @@ def wp_cols(geom) -> int:
     return 4 * -(-geom.out_per_group // 4)
 
 
-def workgroup_refusal(subgroups: int, caps, config: dict) -> str | None:
+def subgroups_refusal(subgroups: int, caps, config: dict) -> str | None:
     """Why a workgroup of this many subgroups cannot multiply these matrices here (None when it can): every
     subgroup must hold a matrix's M rows, and the invocations fit the device's limits."""
     sizes = usable_subgroup_sizes(caps)
     if sizes and sizes[0] < config["M"]:
         return f"needs subgroups of at least M = {config['M']} invocations, the device's can have {sizes[0]}"
     threads = subgroups * subgroup_size(caps)
-    if threads > caps.limit(INVOCATIONS) or threads > caps.limit("maxComputeWorkgroupSizeX"):
+    if threads > caps.limit(INVOCATIONS_LIMIT) or threads > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{threads} invocations per workgroup exceed the device's limit"
     return None
 
@@ -169,7 +170,7 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "va (A rows loaded as vec4s of x) must be 0 or 1"
     if t["va"] and (why := _vector_a_refusal(t, geom, caps, config)):
         return why
-    if why := workgroup_refusal(t["sg_m"] * t["sg_n"], caps, config):
+    if why := subgroups_refusal(t["sg_m"] * t["sg_n"], caps, config):
         return why
     threads = t["sg_m"] * t["sg_n"] * subgroup_size(caps)
     if tn % 4:
@@ -186,8 +187,7 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
 TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 
-def configure(geom, caps) -> Launch | Refusal:
-    t = tuning_tables.choose(NAME, geom, caps, TUNABLE)
+def configure(geom, caps, t: dict) -> Plan | Refusal:
     refusal = tiles_refusal(t, geom, caps)
     if refusal:
         return Refusal(refusal)
@@ -196,16 +196,17 @@ def configure(geom, caps) -> Launch | Refusal:
     params = t | {"comp": config["componentType"], "sm": config["M"], "sn": config["N"], "sk": config["K"],
                   "subgroup_size": subgroup_size(caps), "tm": tm, "tn": tn}
     x_view = "array<vec4<T>>" if t["va"] else None
+    template = POINTWISE if t["va"] and all(k == 1 for k in geom.kernel) else TEMPLATE
     if not t["bd"]:
-        return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t, x_view=x_view)
+        return gemm_plan(template, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t, x_view=x_view)
     # The last step's matrices reach up to tks rows and tn columns past the packed rows.
     tail = tks * wp_cols(geom) + tn
-    return gemm_launch(TEMPLATE, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
+    return gemm_plan(template, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
                        wp_view="array<C>", wp_tail=tail, x_view=x_view)
 
 
 SGMAT = Variant(
-    name=NAME, templates=(PACK, TEMPLATE, SPLIT_SUM, *SHARED),
+    name=NAME, templates=(PACK, POINTWISE, TEMPLATE, SPLIT_SUM, *SHARED),
     summary="phase_gemm's GEMMs (every rank, stride, dense or grouped) on subgroup matrices: tensor cores where "
             "the device offers matrices with f32 results (f16 components for float16, f32 ones for float32)",
     conditions={"input": "nonempty", "finite_data": True},

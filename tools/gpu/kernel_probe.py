@@ -9,16 +9,14 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from app import tuning_tables  # noqa: E402
-from app.host.wgsl_matrix import _geom, _h200  # noqa: E402
+from tools.wgsl.matrix import _geom, _h200  # noqa: E402
 from app.render import render  # noqa: E402
 from app.variants import VARIANTS  # noqa: E402
 
 name, x, w, attrs, dtype, params = sys.argv[1:7]
 caps = _h200()
 geom = _geom(json.loads(x), json.loads(w), json.loads(attrs), False, dtype)
-with tuning_tables.forcing(name, json.loads(params)):
-    launch = VARIANTS[name].configured(geom, caps)
+launch = VARIANTS[name].configured(geom, caps, forced=json.loads(params))
 elem = 2 if dtype == "float16" else 4
 sizes = {"x": geom.x_size * elem, "w": math.prod(geom.w_shape) * elem, "y": geom.y_size * elem} | launch.scratch | launch.prepared
 passes = [{"code": render(d.template, d.params), "bindings": list(d.bindings),

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 
 import ast
 
-from app import tuner, tuning_tables
+from app import tuner
 from app.caps import DEFAULT_LIMITS, DeviceCaps
 from app.contract import ROOT
 from app.errors import ConvTransposeError
-from app.launch import Refusal, bindings_params
+from app.plan import Refusal, bindings_params
 from app.render import NONFINITE_CHECK, TEMPLATES, render
 from app.shapes import infer
 from app.variants import VARIANTS
@@ -250,26 +250,25 @@ def build() -> Matrix:
     for table in _tables():
         for name, classes in table.get("variants", {}).items():
             table_params.setdefault(name, []).extend(entry["params"] for entry in classes.values())
-    with tuning_tables.ignoring_tables():  # tables are applied explicitly below, on every device
-        for (device_name, caps), geom in itertools.product(devices().items(), geometries()):
-            for name, variant in VARIANTS.items():
-                launch = variant.configured(geom, caps)
-                if isinstance(launch, Refusal):
+    # configured looks up no table (the planner does): the tables' params are forced below, on every device.
+    for (device_name, caps), geom in itertools.product(devices().items(), geometries()):
+        for name, variant in VARIANTS.items():
+            launch = variant.configured(geom, caps)
+            if isinstance(launch, Refusal):
+                continue
+            matrix.add(name, device_name, geom, launch)
+            if name not in tuner.tunable_variants():
+                continue
+            options = tuner.candidates(name, grids.get(name, {}), geom, caps)[1:]
+            options += [p for p in table_params.get(name, [])
+                        if tuner.refusal(name, tuner.defaults(name, geom, caps) | p, geom, caps) is None]
+            for params in options:
+                try:
+                    launch = variant.configured(geom, caps, forced=params)
+                except ConvTransposeError:
                     continue
-                matrix.add(name, device_name, geom, launch)
-                if name not in tuner.tunable_variants():
-                    continue
-                options = tuner.candidates(name, grids.get(name, {}), geom, caps)[1:]
-                options += [p for p in table_params.get(name, [])
-                            if tuner.refusal(name, tuner.defaults(name, geom, caps) | p, geom, caps) is None]
-                for params in options:
-                    with tuning_tables.forcing(name, params):
-                        try:
-                            launch = variant.configured(geom, caps)
-                        except ConvTransposeError:
-                            continue
-                        if not isinstance(launch, Refusal):
-                            matrix.add(name, device_name, geom, launch)
+                if not isinstance(launch, Refusal):
+                    matrix.add(name, device_name, geom, launch)
     for dtype in DTYPES:  # the launch-wide NaN/Inf check (app/gpu.py declares its pass the same way)
         params = {"dtype": dtype, "workgroup_size": _check_workgroup()} | bindings_params(("data",), ("flag",),
                                                                                           ("words",))

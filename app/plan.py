@@ -1,10 +1,13 @@
-"""A configured launch: everything one call runs on the GPU, resolved before any GPU work.
+"""A plan: everything one call runs on the GPU, resolved in Python before any GPU work.
 
-A variant's `configure(geometry, caps)` returns a `Launch` (its tiles, workgroup bytes, intermediate
-buffers and dispatches) or a `Refusal`. Each `Dispatch` is declared once, by `dispatch()`: the buffers it
-reads and writes (binding order) and its i32 uniforms. The same declaration becomes the render parameters
-of the shared template prelude (templates/_bindings.wgsl.jinja: the Params struct and every @binding) and
-the names the executor binds by (`Dispatch.bindings`), so a shader and its bindings cannot disagree.
+A variant's pure `configure(geometry, caps, params)` returns a `Plan` (its tiles, workgroup bytes,
+intermediate buffers and dispatches) or a `Refusal`; `Variant.configured` (app/variants/base.py), the one
+door to a variant, fills in the variant's name, the planner's reason and the finite-data policy
+(app/finite.py), so that the GPU layer (app/gpu.py) needs nothing but the plan. Each `Dispatch` is declared
+once, by `dispatch()`: the buffers it reads and writes (binding order) and its i32 uniforms. The same
+declaration becomes the render parameters of the shared template prelude (templates/_bindings.wgsl.jinja:
+the Params struct and every @binding) and the names the executor binds by (`Dispatch.bindings`), so a
+shader and its bindings cannot disagree.
 """
 from __future__ import annotations
 
@@ -54,9 +57,10 @@ def dispatch(template: str, params: dict, reads, writes, uniforms: list[tuple[st
 
 
 @dataclass(frozen=True)
-class Launch:
-    variant: str
-    reason: str
+class Plan:
+    """What Python planned for one request: a variant's passes and buffers, with who planned them and why.
+    A variant's configure gives the passes and buffers; Variant.configured fills in the rest."""
+
     dispatches: tuple[Dispatch, ...]
     # Intermediate buffers (name -> bytes) that live only for this call.
     scratch: dict = field(default_factory=dict)
@@ -64,8 +68,14 @@ class Launch:
     # in the launch while the same constant weights come back, so they run once per weight content.
     weight_passes: tuple[Dispatch, ...] = ()
     prepared: dict = field(default_factory=dict)
-    tiles: dict = field(default_factory=dict)  # the resolved shape params (tuned or built-in)
+    tiles: dict = field(default_factory=dict)  # the resolved shape params (forced, tuned or built-in)
     workgroup_bytes: int = 0  # workgroup memory the largest pass declares
+    variant: str = ""
+    reason: str = ""
+    # The finite-data policy (app/finite.py): whether the variant is exact only on finite x and w, and the
+    # inputs the GPU scans for NaN or Inf before a call on CPU data (empty when it is exact on any data).
+    finite_only: bool = False
+    scanned: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
