@@ -94,3 +94,15 @@ def test_grouped_variant_refuses_bodies_too_long_to_unroll():
     huge = infer((1, 4, 8, 8, 8), (4, 1, 15, 15, 15), attributes={"group": 4, "strides": [2, 2, 2]})
     assert "unrolled body" in VARIANTS["ncdhw3d_grouped_stride_phase"].why_not(huge, DeviceCaps())
     assert plan(huge, DeviceCaps()).variant == "ncdhw3d_gather"
+
+
+def test_a_plan_carries_its_variants_finite_data_policy():
+    # app/gpu.py reads the policy from the plan alone: which variants need finite data, and what to scan.
+    grouped = infer((1, 4, 9, 9), (4, 1, 3, 3), attributes={"group": 4, "strides": [2, 2]})
+    dense = infer((1, 8, 4, 4), (8, 8, 3, 3), attributes={"strides": [2, 2]})
+    for geom, name, finite_only, scanned in [(grouped, "nchw2d_grouped_stride_phase", True, ("w",)),
+                                             (dense, "nchw2d_phase_gemm_tiled", True, ("x", "w")),
+                                             (dense, "nchw2d_gather", False, ())]:
+        got = plan(geom, DeviceCaps(), name)
+        assert (got.finite_only, got.scanned) == (finite_only, scanned), name
+        assert got.finite_only == bool(VARIANTS[name].conditions.get("finite_data"))

@@ -139,7 +139,8 @@ class Variant:
         return replace(plan, variant=self.name, reason=reason, finite_only=finite_only, scanned=scanned)
 
     def why_not(self, geom: ConvGeometry, caps: DeviceCaps) -> str | None:
-        """None when the variant covers the request on this device, else the reason in words."""
+        """None when the variant covers the request on this device with its default params, else the reason
+        in words (app/planner.py `refusal` asks the same with this adapter's tuning table)."""
         out = self.configured(geom, caps)
         return out.reason if isinstance(out, Refusal) else None
 
