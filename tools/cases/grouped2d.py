@@ -70,4 +70,15 @@ SPECS = [
          output_padding=[3, 1]),
     spec("dw_m2_s4x5_k7_many_phases_bias", [2, 3, 3, 3], [3, 2, 7, 6], True, group=3, strides=[4, 5],
          pads=[3, 2, 0, 1]),
+    # blocks of 2 or 4 of a group's output channels (M/group even): the seed's blocked kernel,
+    # nchw2d_grouped_stride_phase_blocked(_bias), with and without bias
+    spec("blocked_g2_c4_m4_k4_s2_p1", [1, 8, 6, 7], [8, 4, 4, 4], True, group=2, strides=[2, 2], pads=[1, 1, 1, 1]),
+    spec("blocked_g4_c2_m2_k3_s2_batch2", [2, 8, 5, 5], [8, 2, 3, 3], False, group=4, strides=[2, 2]),
+    spec("blocked_dw_m2_k4_s2_p1", [1, 8, 5, 6], [8, 2, 4, 4], True, group=8, strides=[2, 2], pads=[1, 1, 1, 1]),
+    spec("blocked_g2_c2_m8_k2_s2", [1, 4, 6, 6], [4, 8, 2, 2], False, group=2, strides=[2, 2]),
+    spec("blocked_g3_c2_m4_k3_s2_op1", [1, 6, 5, 4], [6, 4, 3, 3], True, group=3, strides=[2, 2], pads=[1, 1, 1, 1],
+         output_padding=[1, 1]),
+    spec("blocked_g4_c2_m6_k4_s2_p1", [1, 8, 4, 5], [8, 6, 4, 4], False, group=4, strides=[2, 2], pads=[1, 1, 1, 1]),
+    spec("blocked_g2_c3_m4_k3_s3_batch2", [2, 6, 4, 4], [6, 4, 3, 3], False, group=2, strides=[3, 3], pads=[1, 0, 1, 0]),
+    spec("blocked_dw_m4_k2_s2_asym", [1, 4, 5, 7], [4, 4, 2, 2], False, group=4, strides=[2, 2], pads=[0, 1, 1, 0]),
 ]
