@@ -52,7 +52,7 @@ def test_model_bytes_are_valid_onnx_that_computes_the_reference(tmp_path, attrib
             "w_data": base64.b64encode(inputs["w"].tobytes()).decode(),
             "b_data": base64.b64encode(inputs["b"].tobytes()).decode()}
     script = tmp_path / "model.mjs"
-    script.write_text(MODEL_JS % (ROOT / "web" / "onnx-convtranspose.mjs").as_uri())
+    script.write_text(MODEL_JS % (ROOT / "web" / "views" / "onnx-convtranspose.mjs").as_uri())
     out = subprocess.run(["node", str(script), json.dumps(spec)], capture_output=True, text=True, check=True).stdout
     model = onnx.load_from_string(base64.b64decode(out))
     onnx.checker.check_model(model, full_check=True)
