@@ -1,4 +1,4 @@
-"""The one way from JavaScript into Python: every function here is called by name through web/boot.mjs's
+"""The one way from JavaScript into Python: every function here is called by name through web/runtime/python.mjs's
 `callPython` (the pages, the Node host, the bench, tune and device runners all come in this way).
 
 JS objects arrive as JsProxy (or as dicts and lists, converted by the caller) and are turned into Python

@@ -31,7 +31,7 @@ def _js(value):
 
 
 def _executor_module():
-    import convtranspose_executor  # registered by web/boot.mjs (pyodide.registerJsModule)
+    import convtranspose_executor  # registered by web/runtime/boot.mjs (pyodide.registerJsModule)
 
     return convtranspose_executor
 
