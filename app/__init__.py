@@ -29,11 +29,14 @@ async def _shared_gpu():
 
 
 async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = None, limits: dict | None = None,
-                     device=None):
+                     device=None, autotune: bool = False, autotune_store=None, autotune_budget_ms: float | None = None):
     """The kernel. `device`: the caller's GPUDevice (its features and limits are what the kernel plans with;
     GPU-resident tensors must live on it); without it, one device the package opens and shares.
     `limits` caps the device limits the package plans with (names in app.device.CAPPABLE): requests past
-    them are split into pieces (app/split.py); tests use it to split tiny tensors."""
+    them are split into pieces (app/split.py); tests use it to split tiny tensors.
+    `autotune`: each signature's first call times the candidates the rules nominate and keeps the fastest
+    (app/autotune.py), remembered in `autotune_store` (async get/set of JSON text; default: this session's
+    memory, in JS IndexedDB or a JSON file), searching at most `autotune_budget_ms` per signature."""
     if kernel_id != contract.kernel_id():
         raise KernelNotFoundError(f"unknown kernel {kernel_id!r}; this package provides {contract.kernel_id()!r}")
     if version != contract.contract_version():
@@ -49,9 +52,15 @@ async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = No
     from .kernel import ConvTransposeKernel
 
     check_limits(limits)
+    tuner = None
+    if autotune:
+        from .autotune import BUDGET_MS, Autotuner, MemoryStore
+
+        tuner = Autotuner(autotune_store if autotune_store is not None else MemoryStore(),
+                          BUDGET_MS if autotune_budget_ms is None else autotune_budget_ms)
     if device is not None:
-        return ConvTransposeKernel(DeviceHandle(_adopted(device), None, limits))
-    return ConvTransposeKernel(DeviceHandle(await _shared_gpu(), _shared_gpu, limits))
+        return ConvTransposeKernel(DeviceHandle(_adopted(device), None, limits), tuner)
+    return ConvTransposeKernel(DeviceHandle(await _shared_gpu(), _shared_gpu, limits), tuner)
 
 
 _adopted_gpus: list = []  # (GPUDevice, Gpu): kernels on the same caller device share one executor

@@ -72,10 +72,16 @@ def _request_parts(request) -> tuple[dict, str | None, dict]:
 
 
 @entry
-async def open_kernel(kernel_id: str, version: int, revision=None, limits=None, device=None):
+async def open_kernel(kernel_id: str, version: int, revision=None, limits=None, device=None, autotune=None):
     """The kernel (app/kernel.py ConvTransposeKernel) as a Python object: JS calls it through this module and
-    reads `kernel.planning` (the tuning tables' revision, a string) into every launch key."""
-    return await get_kernel(kernel_id, version=version, revision=revision, limits=_plain(limits), device=device)
+    reads `kernel.planning` (the tuning tables' revision, a string) into every launch key. autotune: null, or
+    {store (JS object with async get/set), budgetMs}."""
+    options = {}
+    if autotune is not None:
+        options = {"autotune": True, "autotune_store": autotune.store,
+                   "autotune_budget_ms": _plain(getattr(autotune, "budgetMs", None))}
+    return await get_kernel(kernel_id, version=version, revision=revision, limits=_plain(limits), device=device,
+                            **options)
 
 
 @entry

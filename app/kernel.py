@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import contract, finite, planner, tuning_tables
+from .autotune import key as autotune_key, relabelled
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
 from .split import plan_pieces, run_pieces
@@ -43,10 +44,11 @@ class ConvTransposeKernel:
     """`await kernel(x=..., w=..., b=None, variant=None, output="cpu", timing=False, **attributes)`
     -> {"y": ndarray (or GpuTensor with output="gpu"), "meta": {...}}."""
 
-    def __init__(self, gpu):
+    def __init__(self, gpu, autotuner=None):
         # A DeviceHandle (app/device.py): the current Gpu, reopened after a loss, and the (capped) caps to plan
         # with. Named `gpu` because callers and the README use kernel.gpu.memory() and its counters.
         self.gpu = gpu
+        self.autotuner = autotuner  # app/autotune.py Autotuner: the rules' choice timed against its rivals
 
     @property
     def planning(self) -> str:
@@ -78,6 +80,9 @@ class ConvTransposeKernel:
         pieces = pieces if pieces is not None else self.pieces(geom, variant, params, tables)
         if len(pieces) > 1 or geom.y_size == 0:
             return None, pieces
+        if self.autotuner is not None and variant is None and params is None:
+            choice = await self.autotuner.choose(self, geom, tables)
+            pieces = relabelled(self.pieces(geom, choice.variant, choice.params, tables), choice)
         return await gpu.launch(pieces[0][1], geom, key), pieces
 
     async def __call__(self, x, w, b=None, variant: str | None = None, output: str = "cpu", timing: bool = False,
@@ -114,8 +119,12 @@ class ConvTransposeKernel:
             return {"y": y, "meta": meta}
         y, gpu_ms = await gpu.run(launch, arrays, output, timing)
         spec = launch.spec
-        return {"y": y, "meta": {"variant": str(spec.variant), "reason": str(spec.reason), "gpu_ms": gpu_ms,
-                                 "y_shape": list(geom.y_shape), "pieces": 1}}
+        meta = {"variant": str(spec.variant), "reason": str(spec.reason), "gpu_ms": gpu_ms,
+                "y_shape": list(geom.y_shape), "pieces": 1}
+        if self.autotuner is not None and variant is None and params is None:
+            choice = self.autotuner.choices.get(autotune_key(geom))
+            meta["autotune"] = choice.meta() if choice is not None else None
+        return {"y": y, "meta": meta}
 
     async def upload(self, array) -> GpuTensor:
         """A numpy array (or {"data", "shape"}) copied into a new GPU buffer the caller owns."""

@@ -21,7 +21,7 @@ from .errors import ConvTransposeError
 from .plan import Plan, Refusal
 from .shapes import ConvGeometry
 from .variants import VARIANTS
-from .variants.base import unmet
+from .variants.base import Variant, unmet
 
 _HALO_WHEN = {"adapter": "hardware", "group": ["dense"], "stride": 1, "min_taps": 2, "min_output": 1048576,
               "min_in_per_group": 8, "min_out_per_group": 8}
@@ -108,6 +108,23 @@ def refusal(geom: ConvGeometry, caps: DeviceCaps, variant: str, params: dict | N
     """Why `variant`, forced, does not cover the request on this device (None when it does)."""
     out = _forced(geom, caps, variant, params, tables)
     return out.reason if isinstance(out, Refusal) else None
+
+
+def covering(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = None) -> list[Variant]:
+    """The variants whose rules cover the request and that configure for it, the planner's choice first, then
+    the rules' order; one per kernel (a seed name and its successor run the same shaders): autotune's
+    candidates (app/autotune.py)."""
+    chosen = VARIANTS[plan(geom, caps, tables=tables).variant]
+    out, kernels = [chosen], {chosen.tuning_name}
+    for name, when, why in RULES:
+        shapes = {k: v for k, v in when.items() if k != "adapter"}
+        variant = VARIANTS[name]
+        if (variant.tuning_name in kernels or not _adapter_fits(when, caps) or unmet(shapes, geom) is not None
+                or isinstance(_configured(name, geom, caps, why, None, tables), Refusal)):
+            continue
+        out.append(variant)
+        kernels.add(variant.tuning_name)
+    return out
 
 
 def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, params: dict | None = None,

@@ -2,6 +2,7 @@
 // variant, and the tuning tables' revision that decides its plan) goes through Python, which validates,
 // plans, renders and compiles, and leaves a launch in the executor (executor.mjs). Every later call with
 // that signature is checked and run here, in JavaScript, without entering Python.
+import { defaultStore } from "./autotune-store.mjs";
 import { bootApp } from "./boot.mjs";
 import { kernelError } from "./errors.mjs";
 import { runFinite } from "./finite.mjs";
@@ -10,6 +11,17 @@ import { INPUTS, inputDtypes, pythonRequest, tensor } from "./tensors.mjs";
 import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
 
 let kernels = 0;
+
+/** getKernel's `autotune` (false, true, or {store?, budgetMs?}) as app/bridge.py open_kernel takes it: a
+ * class instance, so that it reaches Python as a proxy with the store's methods, not converted to a dict. */
+class Autotuning {
+  constructor(store, budgetMs) { this.store = store; this.budgetMs = budgetMs; }
+}
+async function autotuning(option) {
+  if (!option) return null;
+  const given = option === true ? {} : option;
+  return new Autotuning(given.store ?? await defaultStore(), given.budgetMs ?? null);
+}
 // The tuning tables' revision that plans follow (Python's, one for the whole runtime): part of every launch
 // key, so that a new table (any kernel's tuneBench) plans afresh instead of replaying launches planned
 // under the old one. Read again at every getKernel.
@@ -25,10 +37,13 @@ const replanned = (result) => {
  * Inputs: {data: Float32Array | Uint16Array (float16 bits) | number[], shape, dtype?, constant?} or
  * {buffer: GPUBuffer, shape, dtype?, finite?} on the kernel's device. y: {data, shape, dtype}, or with
  * output "gpu" {buffer, shape, dtype, dispose} that the caller owns (dispose() hands it back for reuse).
- * `device`: the caller's GPUDevice; without it the package opens (and shares) its own.
+ * `device`: the caller's GPUDevice; without it the package opens (and shares) its own. `assets`: the folder
+ * (URL) that serves pyodide/ and bundle.zip, when not beside the module (boot.mjs).
  */
-export async function getKernel(id, { version = 1, revision = null, limits = null, device = null } = {}) {
-  const pyKernel = await callPython("open_kernel", id, version, revision, limits, device);
+export async function getKernel(id, { version = 1, revision = null, limits = null, device = null, assets = null,
+                                       autotune = false } = {}) {
+  if (assets !== null) await bootApp({ assets });
+  const pyKernel = await callPython("open_kernel", id, version, revision, limits, device, await autotuning(autotune));
   const dtypes = inputDtypes((await bootApp()).manifest);
   const serial = ++kernels;
   replanned({ planning: pyKernel.planning });

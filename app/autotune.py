@@ -1,0 +1,208 @@
+"""Autotuning on first use: a kernel opened with `autotune=True` times, on the first call of each request
+signature, the few candidates the planner's rules nominate, keeps the fastest for that signature on this
+adapter, and remembers it in a store, so that later kernels (and later page loads) start from it.
+
+Candidates (`nominees`) are tested variants only, so a result is exact whichever wins:
+- the variants whose rules cover the request, in the rules' order (the rules' own choice first), each with
+  its params as the planner would give them (forced none: the adapter's table entry, else its defaults);
+- for a tunable variant, also the params the tuning tables in use chose most often for it on any shape class
+  (measured winners elsewhere), where the variant accepts them for this request.
+Timing uses seeded synthetic inputs of the request's shapes (times do not depend on the values), through
+the same GPU path as the benchmarks (app/bench.py time_plan). The search stops once `budget_ms` of it has
+passed (the rules' choice is always timed), so a first call costs at most about the budget more.
+
+The store maps a key (the request's shapes, dtypes and attributes, as geometry) to a JSON text recording
+the choice with the adapter and package revision it was measured on. Anything unreadable, from another
+adapter or revision, or that no longer covers the request (a variant renamed, a param refused) is ignored
+with a warning, and the search runs again. In the browser the store is IndexedDB, in Node a JSON file
+(web/runtime/autotune-store.mjs); any object with async `get(key)` and `set(key, text)` will do.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from . import planner, tuning_tables
+from .errors import ConvTransposeError
+from .shapes import ConvGeometry
+
+FORMAT = 1
+BUDGET_MS = 2000.0  # per signature: what a first call may spend searching
+MAX_VARIANTS = 3  # covering variants timed, in the rules' order
+MAX_TABLE_PARAMS = 2  # measured winners per tunable variant
+MAX_NOMINEES = 6
+RUNS = 3
+
+
+@dataclass(frozen=True)
+class Choice:
+    variant: str
+    params: dict | None
+    source: str  # "search" (timed now) or "store" (a valid stored choice)
+    candidates: int = 0
+    search_ms: float = 0.0
+    times: tuple = ()  # (variant, params, median ms) per timed candidate
+
+    def describe(self) -> str:
+        if self.source == "store":
+            return f"autotuned on this adapter (stored choice: {self.variant})"
+        return (f"autotuned on this adapter: the fastest of {self.candidates} candidates, "
+                f"{self.search_ms:.0f} ms of search on the signature's first call")
+
+    def meta(self) -> dict:
+        return {"source": self.source, "variant": self.variant, "params": self.params,
+                "candidates": self.candidates, "search_ms": round(self.search_ms, 3),
+                "times": [{"variant": v, "params": p, "ms": ms} for v, p, ms in self.times]}
+
+
+def key(geom: ConvGeometry) -> str:
+    """What identifies a signature in the store: the geometry that decides every plan."""
+    return json.dumps({"x": list(geom.x_shape), "w": list(geom.w_shape), "bias": geom.has_bias,
+                       "dtype": geom.dtype, "strides": list(geom.strides), "dilations": list(geom.dilations),
+                       "pads": list(geom.pads_begin) + list(geom.pads_end), "group": geom.group,
+                       "output_padding": list(geom.output_padding), "y": list(geom.y_shape),
+                       "finite": geom.finite_data}, sort_keys=True)
+
+
+def _table_params(variant, caps, tables: list[dict] | None) -> list[dict]:
+    """The params the tables chose most often for `variant` over all their shape classes (this adapter's
+    table first), most frequent first."""
+    ordered = sorted(tuning_tables.in_use() if tables is None else tables,
+                     key=lambda t: t.get("adapter") != tuning_tables.adapter_key(caps))
+    counts = Counter()
+    for table in ordered:
+        for entry in table.get("variants", {}).get(variant.tuning_name, {}).values():
+            counts[json.dumps(entry["params"], sort_keys=True)] += 1
+    return [json.loads(p) for p, _ in counts.most_common()]
+
+
+def nominees(geom: ConvGeometry, caps, tables: list[dict] | None = None) -> list[tuple[str, dict | None]]:
+    """(variant, params or None) candidates for the request, the rules' choice first."""
+    out = []
+    for variant in planner.covering(geom, caps, tables)[:MAX_VARIANTS]:
+        out.append((variant.name, None))
+        if variant.tunable is None:
+            continue
+        base = variant.params(geom, caps, None, tuning_tables.lookup(variant.tuning_name, geom, caps, tables))
+        extra = 0
+        for params in _table_params(variant, caps, tables):
+            full = base | params
+            if extra == MAX_TABLE_PARAMS or full == base or variant.tunable.refusal(full, geom, caps) is not None:
+                continue
+            if (variant.name, full) not in out:
+                out.append((variant.name, full))
+                extra += 1
+    return out[:MAX_NOMINEES]
+
+
+def _inputs(geom: ConvGeometry) -> dict:
+    rng = np.random.default_rng(0)
+    shapes = {"x": geom.x_shape, "w": geom.w_shape} | ({"b": (geom.out_channels,)} if geom.has_bias else {})
+    return {n: rng.uniform(-1, 1, size=s).astype(geom.dtype) for n, s in shapes.items()}
+
+
+def stored_choice(text, geom: ConvGeometry, caps, revision: str, tables) -> Choice | None:
+    """The stored choice when it is readable, from this adapter and revision, and still covers the request;
+    else None, with a warning saying why it was ignored."""
+    if text is None:
+        return None
+    try:
+        entry = json.loads(str(text))
+        variant, params = entry["variant"], entry["params"]
+        fits = entry["format"] == FORMAT and isinstance(variant, str) and (params is None or isinstance(params, dict))
+    except (ValueError, KeyError, TypeError):
+        fits, entry = False, None
+    if not fits:
+        warnings.warn("autotune: a stored choice is unreadable; ignored, the rules decide", stacklevel=2)
+        return None
+    if entry.get("adapter") != tuning_tables.adapter_key(caps) or entry.get("revision") != revision:
+        warnings.warn("autotune: the stored choice was measured on another adapter or package revision; ignored, "
+                      "the rules decide", stacklevel=2)
+        return None
+    try:
+        planner.plan(geom, caps, variant, params, tables)
+        why = _params_refusal(variant, params, geom, caps, tables)
+    except ConvTransposeError as exc:
+        why = str(exc)
+    if why:
+        warnings.warn(f"autotune: the stored choice no longer covers this request ({why}); ignored, the rules "
+                      "decide", stacklevel=2)
+        return None
+    return Choice(variant, params, "store")
+
+
+def _params_refusal(name: str, params: dict | None, geom, caps, tables) -> str | None:
+    """Why stored params would not be used as stored (the planner falls back to defaults where a variant
+    refuses forced params: a stored choice must be what was measured)."""
+    if params is None:
+        return None
+    variant = planner.VARIANTS[name]
+    if variant.tunable is None:
+        return f"{name} takes no params"
+    base = variant.params(geom, caps, None, tuning_tables.lookup(variant.tuning_name, geom, caps, tables))
+    return variant.tunable.refusal(base | params, geom, caps)
+
+
+async def search(kernel, geom: ConvGeometry, tables=None, budget_ms: float = BUDGET_MS) -> Choice:
+    """Times the nominees (the first always, the rest while the budget lasts) and returns the fastest."""
+    from .bench import time_plan
+
+    started = time.perf_counter()
+    arrays = _inputs(geom)
+    times = []
+    for variant, params in nominees(geom, kernel.gpu.caps, tables):
+        if times and (time.perf_counter() - started) * 1000 >= budget_ms:
+            break
+        _, samples, _ = await time_plan(kernel, geom, arrays, variant, runs=RUNS, params=params, tables=tables)
+        times.append((variant, params, statistics.median(gpu if gpu is not None else wall for wall, gpu in samples)))
+    variant, params, _ = min(times, key=lambda t: t[2])
+    return Choice(variant, params, "search", len(times), (time.perf_counter() - started) * 1000, tuple(times))
+
+
+class Autotuner:
+    """A kernel's autotuning: its store and budget, and the choices made in this session."""
+
+    def __init__(self, store, budget_ms: float = BUDGET_MS):
+        self.store = store
+        self.budget_ms = float(budget_ms)
+        self.choices: dict[str, Choice] = {}
+
+    async def choose(self, kernel, geom: ConvGeometry, tables=None) -> Choice:
+        from .metadata import recorded
+
+        k = key(geom)
+        if k in self.choices:
+            return self.choices[k]
+        caps, revision = kernel.gpu.caps, recorded()["revision"]
+        choice = stored_choice(await self.store.get(k), geom, caps, revision, tables)
+        if choice is None:
+            choice = await search(kernel, geom, tables, self.budget_ms)
+            await self.store.set(k, json.dumps({"format": FORMAT, "variant": choice.variant, "params": choice.params,
+                                                "adapter": tuning_tables.adapter_key(caps), "revision": revision,
+                                                "times": choice.meta()["times"]}))
+        self.choices[k] = choice
+        return choice
+
+
+def relabelled(pieces: list, choice: Choice) -> list:
+    """The forced plan of an autotuned choice, its reason saying where the choice came from."""
+    return [(g, replace(p, reason=choice.describe())) for g, p in pieces]
+
+
+class MemoryStore:
+    """A store in a dict (CPython tests, or a caller that keeps choices for one session)."""
+
+    def __init__(self):
+        self.items: dict[str, str] = {}
+
+    async def get(self, k: str):
+        return self.items.get(k)
+
+    async def set(self, k: str, text: str) -> None:
+        self.items[k] = text
