@@ -1,4 +1,4 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app device [--host]`, `python -m app serve [--bind] [--port]`, `python -m app setup`, `python -m app export DIR`."""
+"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app model FILE.onnx [--host] [--against ort] [--dtype] [--chain]`, `python -m app device [--host]`, `python -m app serve [--bind] [--port]`, `python -m app setup`, `python -m app export DIR`."""
 from __future__ import annotations
 
 import argparse
@@ -37,8 +37,22 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--plot", help="with --against ort: write a PNG chart of ours vs ORT per case here")
     bench.add_argument("--breakdown", action="store_true",
                        help="print where a call's time goes (first and repeat calls; CPU data and GPU-resident)")
+    bench.add_argument("--autotune", action="store_true",
+                       help="time the choice a first call with autotuning makes (searched afresh), with the search's cost")
     bench.add_argument("--out", help="write the rows as JSON here")
     bench.add_argument("--bench", help="a bench file other than bench.json")
+    model = sub.add_parser("model", help="run every ConvTranspose layer of an ONNX file on WebGPU with the model's weights, "
+                                         "checked against onnxruntime's CPU provider (docs/models.md)")
+    model.add_argument("path")
+    model.add_argument("--host", choices=["browser", "node"], default="browser")
+    model.add_argument("--against", choices=["ort"], help="also time onnxruntime-web (both WebGPU builds) on each "
+                                                           "layer, cut from the file with the same weights")
+    model.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                       help="run (and check) the layers in this dtype, the model's weights converted")
+    model.add_argument("--chain", action="store_true",
+                       help="also time the longest chain of ConvTranspose layers, intermediates on the GPU")
+    model.add_argument("--runs", type=int, default=5)
+    model.add_argument("--warmup", type=int, default=1)
     device = sub.add_parser("device", help="print the WebGPU adapter's info, features and limits as the package sees them")
     device.add_argument("--host", choices=["browser", "node"], default="browser")
     tune = sub.add_parser("tune", help="measure the best tile params per variant and shape class on this adapter "
@@ -71,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
         from .host.bench_runner import main as run_bench
 
         return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench, args.against,
-                         args.plot, args.warmup, args.repeats, args.breakdown)
+                         args.plot, args.warmup, args.repeats, args.breakdown, args.autotune)
+    if args.command == "model":
+        from .host.model_runner import main as run_model
+
+        return run_model(args.path, args.host, args.against, args.dtype, args.chain, args.runs, args.warmup)
     if args.command == "tune":
         from .host.tune_runner import main as run_tune
 

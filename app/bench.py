@@ -40,30 +40,43 @@ def make_inputs(case: dict) -> dict:
 
 
 async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: int = 5, warmup: int = 1,
-                   repeats: int = 1) -> list[dict]:
+                   repeats: int = 1, autotune: bool = False) -> list[dict]:
     """Rows for one case: the planner's choice when `variants` is None, else each listed variant that covers it.
     repeats > 1: each run submits the plan that many times back to back on resident buffers (real GPUs).
+    autotune: the choice a first call with autotuning makes (app/autotune.py, searched afresh: nothing
+    stored), its search's cost in the row's `autotune`.
     The case is validated once and each variant planned once (the plan that decides coverage is the one run).
     Every row's y (of the runs it timed) is checked against the reference: a fast wrong kernel cannot win."""
     attributes = case["attributes"]
     geom, arrays = validate(**make_inputs(case), **attributes)
     flops = 2 * geom.multiply_adds()
     rows = []
+    choice = None
+    if autotune:
+        from .autotune import Autotuner, MemoryStore
+
+        choice = await Autotuner(MemoryStore()).choose(kernel, geom)
     for variant in variants or [None]:
+        params = None
+        if choice is not None:
+            variant, params = choice.variant, choice.params
         try:
-            pieces = kernel.pieces(geom, variant)
+            pieces = kernel.pieces(geom, variant, params)
         except ConvTransposeError as exc:
-            if variant is None or isinstance(exc, Unfittable):
+            if variant is None or choice is not None or isinstance(exc, Unfittable):
                 raise
             continue  # the forced variant does not cover the case
         if repeats > 1:
             timing = await _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats,
                                           pieces[0][1] if len(pieces) == 1 else None)
         else:
-            timing = await time_call(lambda: kernel.call(geom, arrays, attributes, variant, pieces=pieces),
+            timing = await time_call(lambda: kernel.call(geom, arrays, attributes, variant, pieces=pieces, params=params),
                                      warmup=warmup, runs=runs)
         y = timing.pop("y")
-        rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None, **timing,
+        if choice is not None:
+            timing["autotune"] = choice.meta()
+        rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None and choice is None,
+                     **timing,
                      "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
                      "flop": flops, "check": check(geom, arrays, y)})
     return rows

@@ -307,11 +307,14 @@ def bench_cases(text: str, tier: str) -> list[dict]:
 
 
 @entry
-async def bench_rows(case, variants=None, runs: int = 5, warmup: int = 1, repeats: int = 1) -> list[dict]:
-    """One bench case timed: the planner's choice, each listed variant, or every variant ("all")."""
+async def bench_rows(case, variants=None, runs: int = 5, warmup: int = 1, repeats: int = 1,
+                     autotune: bool = False) -> list[dict]:
+    """One bench case timed: the planner's choice, each listed variant, or every variant ("all"); or the
+    choice of a first call with autotuning (`autotune`, with its search's cost)."""
     variants = _plain(variants)
     chosen = bench.all_variants() if variants == "all" else variants
-    return await bench.run_case(await _kernel(), _plain(case), chosen, runs=runs, warmup=warmup, repeats=repeats)
+    return await bench.run_case(await _kernel(), _plain(case), chosen, runs=runs, warmup=warmup, repeats=repeats,
+                                autotune=bool(autotune))
 
 
 @entry

@@ -51,7 +51,8 @@ def open_host(host: str):
 
 def main(tier: str = "small", host: str = "browser", variants: str | None = None, runs: int = 5,
          out: str | None = None, bench_path: str | None = None, against: str | None = None,
-         plot: str | None = None, warmup: int = 1, repeats: int = 1, breakdown: bool = False) -> int:
+         plot: str | None = None, warmup: int = 1, repeats: int = 1, breakdown: bool = False,
+         autotune: bool = False) -> int:
     text = Path(bench_path or ROOT / "bench.json").read_text()
     if (against or breakdown) and variants:
         raise SystemExit("--against ort and --breakdown time the planner's choice: leave out --variants")
@@ -61,6 +62,8 @@ def main(tier: str = "small", host: str = "browser", variants: str | None = None
         raise SystemExit("--plot draws in the browser: use --host browser")
     if against and breakdown:
         raise SystemExit("--against ort and --breakdown are separate runs: pick one")
+    if autotune and (variants or against or breakdown):
+        raise SystemExit("--autotune times the choice autotuning makes: leave out --variants, --against, --breakdown")
     with open_host(host) as app:
         cases = app.py("bench_cases", text, tier)
         if breakdown:
@@ -68,19 +71,23 @@ def main(tier: str = "small", host: str = "browser", variants: str | None = None
         elif against:
             rows = _against_ort(app, cases, runs, warmup, plot, tier, host)
         else:
-            rows = _ours(app, cases, variants, runs, warmup, repeats)
+            rows = _ours(app, cases, variants, runs, warmup, repeats, autotune)
     if out:
         Path(out).write_text(json.dumps(rows, indent=1))
         print(f"wrote {out}")
     return 1 if any(not r.get("check", {"ok": True})["ok"] for r in rows) else 0
 
 
-def _ours(app, cases, variants, runs, warmup, repeats) -> list[dict]:
+def _ours(app, cases, variants, runs, warmup, repeats, autotune=False) -> list[dict]:
     chosen = variants.split(",") if variants and variants != "all" else variants
     rows = []
     print(f"{'case':28s} {'variant':42s} {'median ms':>10s} {'min ms':>10s} {'GFLOP/s':>9s}  check", flush=True)
     for case in cases:
-        for row in app.py("bench_rows", case, chosen, runs, warmup, repeats):
+        for row in app.py("bench_rows", case, chosen, runs, warmup, repeats, autotune):
+            if autotune:
+                a = row["autotune"]
+                print(f"{row['case']:28s} autotune: {a['candidates']} candidates timed, {a['search_ms']:.0f} ms of "
+                      f"search", flush=True)
             rows.append(row)
             c = row["check"]
             verdict = f"ok ({c['checked']}, max err {c['max_abs_err']:.1e})" if c["ok"] else \
