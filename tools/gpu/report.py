@@ -74,6 +74,26 @@ def main(out: str, tier: str = "full") -> int:
               f"{_fmt(r16, 2)} | {_fmt(floor, 4)} |")
     print(f"\nours/cuDNN throughput, geometric mean over {len(ratios32)} cases: fp32 {_fmt(geometric_mean(ratios32), 2)}, "
           f"fp16 {_fmt(geometric_mean(ratios16), 2)}")
+    dense = {c["name"] for c in bench.load((ROOT / "bench.json").read_text(), tier) if c["attributes"].get("group", 1) == 1}
+    for label, rows, dtype in (("fp32", chosen, "float32"), ("fp16", f16, "float16")):
+        worst = [(t.get(dtype, {}).get("median_ms") / rows[n]["median_ms"], n) for n, t in torch_rows.items()
+                 if n in dense and n in rows and rows[n].get("median_ms") and t.get(dtype, {}).get("median_ms")]
+        if worst:
+            print(f"lowest dense {label} ratio: {min(worst)[0]:.2f} ({min(worst)[1]})")
+    tuned = {r["case"]: r for r in _load(out_dir / f"bench-{tier}-f16-autotune.json")}
+    if tuned:
+        print("\nfp16 with autotuning (a first call's choice, searched afresh):\n")
+        print("| case | planner ms | autotuned variant | ms | cuDNN f16 ms | ratio | candidates | search ms |")
+        print("|---|---|---|---|---|---|---|---|")
+        ratios = []
+        for name, r in tuned.items():
+            t16 = torch_rows.get(name, {}).get("float16", {}).get("median_ms")
+            ratio = t16 / r["median_ms"] if t16 and r["median_ms"] else None
+            ratios += [ratio] if ratio else []
+            a = r["autotune"]
+            print(f"| {name} | {_fmt(f16.get(name, {}).get('median_ms'))} | {r['variant']} | {_fmt(r['median_ms'])} | "
+                  f"{_fmt(t16)} | {_fmt(ratio, 2)} | {a['candidates']} | {a['search_ms']:.0f} |")
+        print(f"\nautotuned fp16 geometric mean over {len(ratios)} cases: {_fmt(geometric_mean(ratios), 2)}")
     return 0
 
 

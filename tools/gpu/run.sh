@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
-#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench torch report ort breakdown sweep
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench autotune torch report ort breakdown sweep
 #                                        (default: device cases variants tune bench torch report)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 # sweep: tunes VARIANT (forced) on every TIER case (or CASES=a,b) in DTYPE over its bench.json grid (or GRID,
@@ -49,6 +49,9 @@ for stage in $STAGES; do
              python3 -m app bench --tier "$TIER" --host node --runs 10 --repeats "$REPEATS" --out "$OUT/$name.json" "$@" \
                || status=1
            done ;;
+    autotune) python3 tools/gpu/as_dtype.py float16 >/tmp/gpu/bench-f16.json
+              python3 -m app bench --tier "$TIER" --host node --runs 10 --repeats "$REPEATS" --autotune \
+                --bench /tmp/gpu/bench-f16.json --out "$OUT/bench-$TIER-f16-autotune.json" || status=1 ;;
     torch) python3 tools/gpu/torch_bench.py --tier "$TIER" --repeats "$REPEATS" --skip "${TORCH_SKIP:-}" \
              --out "$OUT/torch-$TIER.json" || status=1 ;;
     report) python3 tools/gpu/report.py "$OUT" "$TIER" | tee "$OUT/report-$TIER.md" ;;
