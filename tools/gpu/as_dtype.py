@@ -2,7 +2,7 @@
 shapes and seeded data, rounded to that dtype, for the float16 column of the GPU report.
 `--variant NAME` also makes every case name that variant, so that `python -m app tune --bench` on the
 output tunes it on every case (the sweep of a new kernel's tile shapes); `--grid JSON` replaces that
-variant's tuning grid."""
+variant's tuning grid; `--bench FILE` reads another bench file."""
 import argparse
 import json
 from pathlib import Path
@@ -11,8 +11,9 @@ parser = argparse.ArgumentParser()
 parser.add_argument("dtype")
 parser.add_argument("--variant")
 parser.add_argument("--grid", type=json.loads)
+parser.add_argument("--bench", default=str(Path(__file__).resolve().parents[2] / "bench.json"))
 args = parser.parse_args()
-doc = json.loads((Path(__file__).resolve().parents[2] / "bench.json").read_text())
+doc = json.loads(Path(args.bench).read_text())
 forced = {"variant": args.variant} if args.variant else {}
 doc["cases"] = [case | {"dtype": args.dtype} | forced for case in doc["cases"]]
 if args.grid:

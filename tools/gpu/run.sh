@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
-#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench autotune torch report ort breakdown sweep
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench autotune torch report ort breakdown sweep scaling
 #                                        (default: device cases variants tune bench torch report)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 # sweep: tunes VARIANT (forced) on every TIER case (or CASES=a,b) in DTYPE over its bench.json grid (or GRID,
@@ -52,6 +52,19 @@ for stage in $STAGES; do
     autotune) python3 tools/gpu/as_dtype.py float16 >/tmp/gpu/bench-f16.json
               python3 -m app bench --tier "$TIER" --host node --runs 10 --repeats "$REPEATS" --autotune \
                 --bench /tmp/gpu/bench-f16.json --out "$OUT/bench-$TIER-f16-autotune.json" || status=1 ;;
+    scaling) python3 tools/gpu/scaling.py cases >/tmp/gpu/scaling.json
+             python3 tools/gpu/as_dtype.py float16 --bench /tmp/gpu/scaling.json >/tmp/gpu/scaling-f16.json
+             for b in "scaling.json:bench-scaling.json" "scaling-f16.json:bench-scaling-f16.json"; do
+               python3 -m app bench --tier scaling --host node --runs 5 --repeats 10 --bench "/tmp/gpu/${b%%:*}" \
+                 --out "/tmp/gpu/${b##*:}" >/dev/null || status=1
+             done
+             python3 tools/gpu/torch_bench.py --tier scaling --bench /tmp/gpu/scaling.json --runs 5 --repeats 10 \
+               --out /tmp/gpu/torch-scaling.json >/dev/null || status=1
+             python3 -m app bench --tier scaling --host node --against ort --bench /tmp/gpu/scaling.json --runs 5 \
+               --warmup 1 --out /tmp/gpu/ort-scaling.json >/dev/null || status=1
+             python3 tools/gpu/scaling.py plot /tmp/gpu "$OUT/scaling.svg" | tee "$OUT/scaling.md"
+             tar -C /tmp/gpu -czf "$OUT/scaling-runs.tgz" bench-scaling.json bench-scaling-f16.json torch-scaling.json \
+               ort-scaling.json ;;
     torch) python3 tools/gpu/torch_bench.py --tier "$TIER" --repeats "$REPEATS" --skip "${TORCH_SKIP:-}" \
              --out "$OUT/torch-$TIER.json" || status=1 ;;
     report) python3 tools/gpu/report.py "$OUT" "$TIER" | tee "$OUT/report-$TIER.md" ;;

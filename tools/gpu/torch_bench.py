@@ -73,6 +73,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--bench", default=str(ROOT / "bench.json"), help="a bench file other than bench.json")
     parser.add_argument("--skip", default="", help="comma-separated cases not to run (the holdout iSTFT: cuDNN "
                                                    "had not finished it after 9 minutes on the H200)")
     args = parser.parse_args()
@@ -81,7 +82,7 @@ def main() -> int:
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
     rows = []
-    for case in bench.load((ROOT / "bench.json").read_text(), args.tier):
+    for case in bench.load(Path(args.bench).read_text(), args.tier):
         if case["name"] in skip:
             continue
         inputs = bench.make_inputs(case)
