@@ -2,7 +2,9 @@
 
 Routes: `/` (the run page), `/web/*` (the page's views under web/views/, the JS runtime under web/runtime/), `/pyodide/*` (the verified runtime from
 build/pyodide), `/ort/*` (onnxruntime-web's dist/ from node_modules, pinned in package-lock.json: the peer
-that `python -m app bench --against ort` times in the same page), `/bundle.zip` (the Python package, templates and contract files, zipped for Pyodide)
+that `python -m app bench --against ort` times in the same page), `/node_modules/protobufjs/dist/*` (protobufjs,
+which reads and writes ONNX files in the page: web/views/onnx-convtranspose.mjs finds it at the same relative
+path in Node and in the page), `/bundle.zip` (the Python package, templates and contract files, zipped for Pyodide)
 and the contract files at the root. Paths are resolved and must stay inside their folder, so `..`,
 encoded dots, absolute paths and symlinks out of the tree are all 404s.
 """
@@ -22,6 +24,7 @@ from .assets import PYODIDE_DIR, ensure_pyodide_assets
 
 # Checkout only (an installed wheel has neither): the benchmark peer from npm and the docs' images.
 ORT_DIST = (CHECKOUT or ROOT) / "node_modules" / "onnxruntime-web" / "dist"
+PROTOBUF_DIST = (CHECKOUT or ROOT) / "node_modules" / "protobufjs" / "dist"
 DOCS = (CHECKOUT or ROOT) / "docs"
 
 CONTRACT_FILES = ("manifest.json", "metadata.json", "test.json", "bench.json")
@@ -30,7 +33,8 @@ CONTRACT_FILES = ("manifest.json", "metadata.json", "test.json", "bench.json")
 BUNDLE_FILES = ("manifest.json", "metadata.json", "bench.json")
 MIME = {".mjs": "text/javascript", ".js": "text/javascript", ".wasm": "application/wasm",
         ".json": "application/json", ".html": "text/html; charset=utf-8", ".css": "text/css",
-        ".zip": "application/zip", ".whl": "application/zip", ".png": "image/png"}
+        ".zip": "application/zip", ".whl": "application/zip", ".png": "image/png",
+        ".proto": "text/plain; charset=utf-8"}
 HEADERS = {
     # Cross-origin isolation: lets Pyodide use SharedArrayBuffer and high-resolution timers.
     "Cross-Origin-Opener-Policy": "same-origin",
@@ -73,7 +77,7 @@ def resolve(url_path: str) -> Path | None:
     if path.lstrip("/") in CONTRACT_FILES:
         return ROOT / path.lstrip("/")
     for prefix, folder in (("/web/", ROOT / "web"), ("/pyodide/", PYODIDE_DIR), ("/docs/", DOCS),
-                           ("/ort/", ORT_DIST)):
+                           ("/ort/", ORT_DIST), ("/node_modules/protobufjs/dist/", PROTOBUF_DIST)):
         if path.startswith(prefix):
             try:
                 candidate = (folder / path[len(prefix):]).resolve()

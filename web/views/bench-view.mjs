@@ -1,5 +1,7 @@
 // The Benchmarks view: bench.json's cases of one tier, our kernel (the planner's choice) and, when the
-// module is there, onnxruntime-web on the same case; a table and a bar chart of median GPU time.
+// module is there, onnxruntime-web on the same case; a table and a bar chart of median GPU time. Below them,
+// the drop zone for an .onnx file's layers (model-drop.mjs).
+import { initModelDrop } from "./model-drop.mjs";
 import { drawBars } from "./plots.mjs";
 
 const $ = (id) => document.getElementById(id);
@@ -223,4 +225,5 @@ export async function initBench(readyKernel, deviceInfo) {
   $("bench-tune").disabled = false;
   loadTier();
   await loadOrt();
+  initModelDrop(kernel);
 }

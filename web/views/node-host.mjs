@@ -2,13 +2,15 @@
 // navigator.gpu from Dawn (npm `webgpu`). It answers JSON lines on stdin, one request per line:
 //   {"id": 1, "method": "call", "params": ["bench_cases", text, "small"]}  ->  {"id": 1, "result": [...]}
 // Methods: call(name, args) (app.bridge.<name>, the one way into Python), loadPyodideMs, compare(case, options)
-// and breakdown(case, options) (web/views/compare.mjs: ours beside onnxruntime-web, where a call's time goes).
+// and breakdown(case, options) (web/views/compare.mjs: ours beside onnxruntime-web, where a call's time goes),
+// model(spec) (web/views/model-run.mjs: a layer or chain cut from an ONNX file, `python -m app model`).
 // Usage: node web/views/node-host.mjs BUILD_DIR   (BUILD_DIR holds pyodide/ and bundle.zip)
 import { readFile } from "node:fs/promises";
 import { create, globals } from "webgpu";
 import { bootApp, callPython } from "../runtime/index.mjs";
 import { reply, serve } from "./json-lines.mjs";
 import { breakdownCase, compareCase } from "./compare.mjs";
+import { runModel } from "./model-run.mjs";
 import { setOrtBase } from "./ort-bench.mjs";
 
 const build = process.argv[2].replace(/\/?$/, "/");
@@ -54,6 +56,7 @@ const methods = {
   loadPyodideMs: () => app.loadMs,
   compare: (benchCase, options) => compareCase(benchCase, options),
   breakdown: (benchCase, options) => breakdownCase(benchCase, options),
+  model: (spec) => runModel(spec),
 };
 
 reply({ ready: true, loadMs: app.loadMs });

@@ -22,6 +22,10 @@
 //     instead when offered (SwiftShader does), which cannot carry pass timestamps: there, ORT's own profiling
 //     (env.webgpu.profiling "default" mode, per-kernel timestamps) times separate runs, because it makes
 //     JSEP submit one pass at a time and would distort the wall time.
+// ortModel(ep, modelBytes, {input, output, dims, dtype, data}): any model (a one-node or chain model cut
+//   from a user's file by app/onnx_model.py) as one session, timed the way compare.mjs times ORT: e2e() with a
+//   CPU tensor in and y read back, resident() with x in a GPUBuffer and y left on the GPU, gpu() by pass
+//   timestamps (null without timestamp-query); close() releases the session.
 // Returns {impl, ep, median_ms, min_ms, source: "timestamp-query" | "wall", wall_median_ms, wall_min_ms,
 //   gpu_median_ms?, passes?, y?: Float32Array (read back once, after timing), y_shape?, error?: string}.
 //   median_ms/min_ms are the GPU numbers where source is "timestamp-query", else the wall numbers.
@@ -95,6 +99,56 @@ export function passTimer(device, capacity = 4096) {
       return { ms: Number(ns) / 1e6, passes: used / 2 };
     },
     destroy() { proto.beginComputePass = original; querySet.destroy(); resolve.destroy(); },
+  };
+}
+
+/** ORT's error in one line: the kernel's own "Status Message" where the wasm layer wraps it. */
+export function ortMessage(err) {
+  const text = String(err?.message ?? err).split("\n")[0];
+  const status = text.match(/Status Message: (.*)$/);
+  return (status ? status[1] : text).slice(0, 300);
+}
+
+/** One session of `bytes` on the WebGPU EP, its input `input` fed `data` (dims, dtype), output `output`. */
+export async function ortModel(ep, bytes, { input, output, dims, dtype = "float32", data }) {
+  const ort = await loadOrt(ep);
+  const session = await ort.InferenceSession.create(bytes, {
+    executionProviders: ["webgpu"], preferredOutputLocation: "gpu-buffer",
+    extra: { session: { disable_cpu_ep_fallback: "1" } },
+  });
+  const device = await ort.env.webgpu.device;
+  const size = Math.max(4, Math.ceil(data.byteLength / 4) * 4);  // writeBuffer takes whole words
+  const xBuffer = device.createBuffer({ size, usage: STORAGE | COPY_SRC | COPY_DST });
+  const words = new Uint8Array(size);
+  words.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  device.queue.writeBuffer(xBuffer, 0, words);
+  const xGpu = ort.Tensor.fromGpuBuffer(xBuffer, { dataType: dtype, dims });
+  const timer = passTimer(device);
+  const run = async (x) => {
+    const out = (await session.run({ [input]: x }))[output];
+    await device.queue.onSubmittedWorkDone();
+    out.dispose();
+  };
+  return {
+    name: `onnxruntime-web ${ort.env.versions?.web ?? ""} ${ep}`.replace("  ", " "), ep,
+    async e2e() {
+      const out = (await session.run({ [input]: new ort.Tensor(dtype, data, dims) }))[output];
+      const y = await out.getData();
+      out.dispose();
+      return y;
+    },
+    resident: () => run(xGpu),
+    async gpu() {
+      if (!timer) return null;
+      timer.start();
+      try {
+        await run(xGpu);
+      } finally {
+        timer.stop();
+      }
+      return (await timer.read()).ms;
+    },
+    async close() { timer?.destroy(); xBuffer.destroy(); await session.release().catch(() => {}); },
   };
 }
 

@@ -1,0 +1,262 @@
+"""`python -m app model FILE.onnx` on models built here with onnx.helper, and the Benchmarks view's drop zone.
+
+The decoder: four ConvTranspose nodes with Relu, Add and Sigmoid between them (two of one signature, one
+grouped with asymmetric pads, one grouped with output_padding), a 1D and a 3D layer on inputs of their own,
+a node whose weight is a graph input and one whose input keeps a dynamic batch (both listed and skipped)."""
+import base64
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from app import onnx_model
+from app.host.server import ROOT
+
+RNG = np.random.default_rng(7)
+DECODER_LAYERS = ["up0", "up1", "up2", "up3", "line1d", "cube3d"]
+
+
+def _init(name, shape, scale=0.5):
+    return numpy_helper.from_array((RNG.uniform(-1, 1, shape) * scale).astype(np.float32), name)
+
+
+def decoder_model() -> onnx.ModelProto:
+    f = TensorProto.FLOAT
+    nodes = [
+        helper.make_node("ConvTranspose", ["x", "w0", "b0"], ["t0"], name="up0", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["t0"], ["r0"]),
+        helper.make_node("ConvTranspose", ["r0", "w1", "b1"], ["t1"], name="up1", pads=[1, 1, 1, 1]),  # up0's signature
+        helper.make_node("Add", ["t1", "skip"], ["a1"]),
+        helper.make_node("ConvTranspose", ["a1", "w2"], ["t2"], name="up2", strides=[2, 2], pads=[1, 0, 2, 1], group=2),
+        helper.make_node("Sigmoid", ["t2"], ["s2"]),
+        helper.make_node("ConvTranspose", ["s2", "w3", "b3"], ["y"], name="up3", strides=[2, 1], group=3,
+                         output_padding=[1, 0]),
+        helper.make_node("ConvTranspose", ["x1", "w4", "b4"], ["y1"], name="line1d", strides=[3], pads=[1, 2],
+                         output_padding=[1]),
+        helper.make_node("ConvTranspose", ["x3", "w5"], ["y3"], name="cube3d", strides=[2, 2, 2], pads=[0, 1, 0, 1, 0, 0]),
+        helper.make_node("ConvTranspose", ["x", "wdyn"], ["ydyn"], name="fed_weight", strides=[2, 2]),
+        helper.make_node("ConvTranspose", ["xn", "w0"], ["yn"], name="dynamic_batch"),
+    ]
+    inits = [_init("w0", [8, 8, 3, 3]), _init("b0", [8]), _init("w1", [8, 8, 3, 3]), _init("b1", [8]),
+             _init("skip", [1, 8, 3, 3]), _init("w2", [8, 3, 4, 4]), _init("w3", [6, 2, 3, 3]), _init("b3", [6]),
+             _init("w4", [4, 3, 5]), _init("b4", [3]), _init("w5", [2, 2, 2, 2, 2])]
+    graph = helper.make_graph(
+        nodes, "decoder",
+        [helper.make_tensor_value_info("x", f, [1, 8, 3, 3]), helper.make_tensor_value_info("x1", f, [1, 4, 10]),
+         helper.make_tensor_value_info("x3", f, [1, 2, 3, 3, 3]), helper.make_tensor_value_info("wdyn", f, [8, 4, 2, 2]),
+         helper.make_tensor_value_info("xn", f, ["N", 8, 3, 3])],
+        [helper.make_tensor_value_info(n, f, [None] * r) for n, r in (("y", 4), ("y1", 3), ("y3", 5), ("ydyn", 4), ("yn", 4))],
+        inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+@pytest.fixture(scope="module")
+def decoder_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("models") / "decoder.onnx"
+    onnx.save(decoder_model(), path)
+    return path
+
+
+def cli(*args, timeout=900):
+    return subprocess.run([sys.executable, "-m", "app", "model", *map(str, args)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=timeout)
+
+
+# -- Reading, in CPython alone
+
+def test_reads_every_convtranspose_node_and_skips_with_the_reason(decoder_file):
+    ml = onnx_model.read(decoder_file)
+    assert [l.name for l in ml.layers] == DECODER_LAYERS
+    by = {l.name: l for l in ml.layers}
+    assert by["up2"].x_shape == (1, 8, 3, 3) and by["up2"].y_shape == (1, 6, 5, 7)  # shape inference through Add
+    assert by["up2"].attributes == {"strides": [2, 2], "pads": [1, 0, 2, 1], "group": 2} and by["up2"].b is None
+    assert by["up3"].x_shape == (1, 6, 5, 7) and by["up3"].y_shape == (1, 6, 12, 9)
+    assert by["line1d"].y_shape == (1, 3, 30) and by["cube3d"].y_shape == (1, 2, 5, 5, 6)
+    skipped = {s.name: s.reason for s in ml.skipped}
+    assert skipped == {"fed_weight": "w ('wdyn') is a graph input, not an initializer",
+                       "dynamic_batch": "x ('xn') stays dynamic after shape inference: [?,8,3,3]"}
+
+
+def test_the_chain_is_the_four_decoder_layers_with_the_ops_between_dropped(decoder_file):
+    ml = onnx_model.read(decoder_file)
+    layers = onnx_model.chain(ml)
+    assert [l.name for l in layers] == ["up0", "up1", "up2", "up3"]
+    assert onnx_model.dropped_between(ml, layers) == ["Add", "Relu", "Sigmoid"]
+    model = onnx_model.chain_model(ml, layers)
+    assert [n.op_type for n in model.graph.node] == ["ConvTranspose"] * 4
+    # The chain model is the file's layers with the file's weights: ORT on it equals the ConvTranspose
+    # nodes of the original graph applied one after another with nothing between them.
+    x = onnx_model.seeded_input([1, 8, 3, 3], "float32", 0)
+    got = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    t = x
+    for layer in layers:
+        t = onnxruntime.InferenceSession(onnx_model.one_node(ml, layer).SerializeToString(),
+                                         providers=["CPUExecutionProvider"]).run(None, {"x": t})[0]
+    assert got.shape == (1, 6, 12, 9)
+    np.testing.assert_allclose(got, t, rtol=1e-6, atol=1e-6)
+
+
+def test_one_node_models_keep_the_weights_and_compute_what_the_file_computes(decoder_file):
+    ml = onnx_model.read(decoder_file)
+    layer = next(l for l in ml.layers if l.name == "line1d")
+    cut = onnx_model.one_node(ml, layer)
+    onnx.checker.check_model(cut, full_check=True)
+    original = onnx.load(decoder_file)
+    w4 = next(t for t in original.graph.initializer if t.name == "w4")
+    np.testing.assert_array_equal(numpy_helper.to_array(cut.graph.initializer[0]), numpy_helper.to_array(w4))
+    x1 = RNG.uniform(-1, 1, [1, 4, 10]).astype(np.float32)
+    full = onnxruntime.InferenceSession(original.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {"x": np.zeros([1, 8, 3, 3], np.float32), "x1": x1, "x3": np.zeros([1, 2, 3, 3, 3], np.float32),
+             "wdyn": np.zeros([8, 4, 2, 2], np.float32), "xn": np.zeros([1, 8, 3, 3], np.float32)}
+    want = full.run(["y1"], feeds)[0]
+    got = onnxruntime.InferenceSession(cut.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x1})[0]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_chain_is_refused_when_no_two_layers_feed_one_another(tmp_path):
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"], strides=[2, 2]),
+         helper.make_node("ConvTranspose", ["x", "w"], ["z"])],
+        "parallel", [helper.make_tensor_value_info("x", f, [1, 2, 3, 3])],
+        [helper.make_tensor_value_info("y", f, [None] * 4), helper.make_tensor_value_info("z", f, [None] * 4)],
+        [_init("w", [2, 2, 2, 2])])
+    path = tmp_path / "parallel.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    assert onnx_model.chain(onnx_model.read(path)) == []
+    out = cli(path, "--chain", timeout=60)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == f"{path}: --chain: no two consecutive ConvTranspose layers feed one another (docs/models.md)"
+
+
+# -- Refusals: one line, before any host starts (no Chromium, no Node: fast)
+
+def test_a_file_that_is_not_onnx_is_refused_in_one_line(tmp_path):
+    path = tmp_path / "notes.onnx"
+    path.write_bytes(b"\xff\xfe this is not a protobuf \x00\x01\x02")
+    out = cli(path, timeout=60)
+    assert out.returncode == 2 and out.stdout == "", out
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{path}: not an ONNX model"), out.stderr
+
+
+def test_a_text_file_that_parses_as_empty_protobuf_is_refused(tmp_path):
+    path = tmp_path / "empty.onnx"
+    path.write_bytes(b"")
+    out = cli(path, timeout=60)
+    assert out.returncode == 2 and out.stderr.strip() == f"{path}: not an ONNX model (no graph, IR version or opset in the file)"
+
+
+def test_a_model_the_checker_rejects_is_refused_in_one_line(tmp_path):
+    f = TensorProto.FLOAT
+    graph = helper.make_graph(  # "w" is neither an input, an initializer nor a node's output
+        [helper.make_node("ConvTranspose", ["x", "w"], ["y"])], "broken",
+        [helper.make_tensor_value_info("x", f, [1, 2, 3, 3])], [helper.make_tensor_value_info("y", f, [None] * 4)])
+    path = tmp_path / "broken.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    out = cli(path, timeout=60)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{path}: rejected by onnx.checker: "), out.stderr
+    assert "w" in lines[0]
+
+
+# -- The model on real WebGPU
+
+def _check_decoder_output(out, against: bool):
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.strip().splitlines()
+    status = {line.split()[1].rstrip(":"): line.split()[0] for line in lines[1:-1]}
+    assert status == {**{n: "PASS" for n in DECODER_LAYERS}, "fed_weight": "SKIP", "dynamic_batch": "SKIP",
+                      "chain": "PASS"}, out.stdout
+    assert lines[-1] == "7 passed, 0 failed, 2 skipped"
+    line = {l.split()[1].rstrip(":"): l for l in lines[1:-1]}
+    assert "up0 -> up1 -> up2 -> up3 (4 layers; Add, Relu, Sigmoid between them dropped)" in line["chain"]
+    if against:
+        # ORT-web refuses 3D ConvTranspose: not comparable, not failed
+        assert "ort: not comparable (onnxruntime-web refuses it" in line["cube3d"], line["cube3d"]
+        for name in ("up0", "up2", "line1d", "chain"):
+            assert "e2e ours" in line[name] and "ort-" in line[name], line[name]
+    else:
+        assert "ours e2e" in line["up0"]
+
+
+@pytest.mark.browser
+def test_the_decoder_in_chromium_against_ort(decoder_file):
+    _check_decoder_output(cli(decoder_file, "--against", "ort", "--chain", "--runs", "2"), against=True)
+
+
+@pytest.mark.browser
+def test_the_decoder_in_node_on_dawn_against_ort(decoder_file):
+    _check_decoder_output(cli(decoder_file, "--host", "node", "--against", "ort", "--chain", "--runs", "2"),
+                          against=True)
+
+
+@pytest.mark.browser
+def test_float16_layers_pass_or_say_the_device_lacks_shader_f16(decoder_file):
+    out = cli(decoder_file, "--host", "node", "--dtype", "float16")
+    lines = out.stdout.strip().splitlines()
+    ran = [l for l in lines[1:-1] if l.split()[1] in DECODER_LAYERS]
+    assert len(ran) == 6
+    if all(l.startswith("SKIP") for l in ran):  # SwiftShader: no shader-f16
+        assert all("shader-f16" in l for l in ran), ran
+        assert lines[-1] == "0 passed, 0 failed, 8 skipped" and out.returncode == 0
+    else:
+        assert all(l.startswith("PASS") for l in ran), out.stdout
+        assert out.returncode == 0
+
+
+# -- The drop zone, in the page
+
+DROP = """async (b64) => {
+    const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const drop = document.getElementById('model-drop');
+    const data = new DataTransfer();
+    data.items.add(new File([bytes], 'decoder.onnx', { type: 'application/octet-stream' }));
+    drop.dispatchEvent(new DragEvent('drop', { dataTransfer: data, bubbles: true, cancelable: true }));
+}"""
+
+
+@pytest.mark.browser
+def test_the_drop_zone_lists_and_runs_the_layers(page, decoder_file):
+    """Layers the page can size: value_info is dropped from the file, so shapes come through Relu/Add/Sigmoid
+    from the graph inputs; the checks are ORT-web's y where it runs the layer, else the float64 reference."""
+    page.click("nav a[data-view=bench]")
+    page.wait_for_selector("#view-bench:not([hidden])")
+    page.evaluate(DROP, base64.b64encode(decoder_file.read_bytes()).decode())
+    page.wait_for_function("/^Done|^Could not/.test(document.getElementById('model-status').textContent)",
+                           timeout=600_000)
+    status = page.text_content("#model-status")
+    assert status.startswith("Done: decoder.onnx, 8 ConvTranspose node(s): 6 passed, 0 failed, 2 skipped"), status
+    rows = page.locator("#model-table tbody tr")
+    assert rows.count() == 8
+    cells = lambda i: [rows.nth(i).locator("td").nth(k).text_content() for k in range(7)]  # noqa: E731
+    table = {cells(i)[0]: cells(i) for i in range(8)}
+    for name in DECODER_LAYERS:
+        assert table[name][5].startswith("PASS"), table[name]
+    assert table["up2"][1] == "x[1,8,3,3] w[8,3,4,4] group=2 pads=1,0,2,1 strides=2,2 -> y[1,6,5,7]"
+    ort_ran = "not available" not in page.text_content("#bench-ort-status")
+    if ort_ran:
+        assert "onnxruntime-web" in table["up0"][6] and "float64" in table["cube3d"][6], table["cube3d"]
+    assert table["fed_weight"][5] == "SKIP" and "graph input" in table["fed_weight"][6]
+    assert table["dynamic_batch"][5] == "SKIP" and "static shape" in table["dynamic_batch"][6]
+    assert page.is_visible("#model-chart")
+
+    # The file input takes the same path.
+    page.set_input_files("#model-file", str(decoder_file))
+    page.wait_for_function("/^Done|^Could not/.test(document.getElementById('model-status').textContent)",
+                           timeout=600_000)
+    assert page.text_content("#model-status").startswith("Done: decoder.onnx")
+
+
+@pytest.mark.browser
+def test_the_drop_zone_refuses_a_file_that_is_not_onnx(page):
+    page.click("nav a[data-view=bench]")
+    page.evaluate(DROP, base64.b64encode(b"\xff\xfe not onnx").decode())
+    page.wait_for_function("/^Done|^Could not/.test(document.getElementById('model-status').textContent)")
+    assert page.text_content("#model-status").startswith("Could not read decoder.onnx: not an ONNX model")
+    assert page.locator("#model-table tbody tr").count() == 0

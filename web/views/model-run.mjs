@@ -1,0 +1,159 @@
+// A model's ConvTranspose layers on our kernel, each beside onnxruntime-web when asked, in one page or Node
+// process (`python -m app model`, and the Benchmarks view's drop zone).
+//
+//   runModel({model, x, runs, warmup, against})
+//
+// model: a one-node model or a chain model cut by app/onnx_model.py (ConvTranspose nodes only, each feeding
+// the next); ours runs it as one call per node, every intermediate left on the GPU and fed to the next call.
+// Where the model is: {path} (Node: a file), {url} (the page: fetched) or {bytes}; x: base64 of the input's
+// bytes (the model's input dtype, float16 as bits). Our weights are the model's, marked constant, as ORT holds its
+// initializers. Timing as compare.mjs does it (bench --against ort), medians of `runs` alternating rounds
+// after `warmup`: e2e (CPU x in, y back on the CPU), resident (x in a GPUBuffer, y left on the GPU, wall time
+// to onSubmittedWorkDone) and gpu (the compute passes' timestamps). Without `against`, ours alone.
+// Returns {layers (node names), dtype, y (base64), y_shape, variants (one per node), ours: {e2e_ms, resident_ms, gpu_ms, host_ms},
+//          ort?: {webgpu: {e2e_ms, ..., max_abs_diff_ours} | {error}, jsep: ...}}.
+import { getKernel } from "../runtime/index.mjs";
+import { KERNEL_ID } from "../runtime/contract.mjs";
+import { modelNodes, readModel } from "./onnx-convtranspose.mjs";
+import { ortMessage, ortModel } from "./ort-bench.mjs";
+
+const EPS = ["webgpu", "jsep"];
+const now = () => performance.now();
+const median = (xs) => { const s = xs.filter((v) => v != null).sort((a, b) => a - b); const m = s.length >> 1;
+  return s.length === 0 ? null : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const TYPED = { float32: Float32Array, float16: Uint16Array };
+
+async function modelBytes(model) {
+  if (model.bytes) return model.bytes;
+  if (model.path) return new Uint8Array(await (await import("node:fs/promises")).readFile(model.path));
+  const response = await fetch(model.url);
+  if (!response.ok) throw new Error(`${model.url}: HTTP ${response.status}`);
+  return new Uint8Array(await response.arrayBuffer());
+}
+
+export function toBase64(bytes) {
+  const u8 = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (globalThis.Buffer) return globalThis.Buffer.from(u8).toString("base64");
+  let s = "";
+  for (let i = 0; i < u8.length; i += 0x8000) s += String.fromCharCode(...u8.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+function fromBase64(text, dtype) {
+  const raw = globalThis.Buffer ? Uint8Array.from(globalThis.Buffer.from(text, "base64"))
+    : Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+  return new TYPED[dtype](raw.buffer);
+}
+
+/** The layers of a chain (or the one layer) as our kernel's requests: constant weights, the node's attributes. */
+function requests(nodes, dtype) {
+  return nodes.map((n) => ({
+    w: { data: n.w, shape: n.w_shape, dtype, constant: true },
+    ...(n.b ? { b: { data: n.b, shape: [n.b.length], dtype, constant: true } } : {}),
+    ...n.attributes,
+  }));
+}
+
+/** Ours on a chain of layers (one or more): each output but the last left on the GPU and fed to the next. */
+export async function ours(layers, xShape, xData, dtype) {
+  const kernel = await getKernel(KERNEL_ID, { version: 1 });
+  const device = kernel.gpuDevice();
+  const xGpu = kernel.upload({ data: xData, shape: xShape, dtype });
+  let host = null, variants = [];
+  async function run(x, output, timing = false) {
+    let t = x, gpuMs = 0;
+    for (const [i, layer] of layers.entries()) {
+      const { y, meta } = await kernel({ ...layer, x: t }, { output: i < layers.length - 1 ? "gpu" : output, timing });
+      if (i > 0) t.dispose();  // the intermediate's reader is queued: the buffer can go back to the pool
+      t = y;
+      variants[i] = meta.variant;
+      gpuMs = timing && meta.gpu_ms != null && gpuMs != null ? gpuMs + meta.gpu_ms : null;
+    }
+    return { y: t, gpuMs };
+  }
+  return {
+    name: "ours",
+    async e2e() { return (await run({ data: xData, shape: xShape, dtype }, "cpu")).y; },  // {data, shape}
+    async resident() {
+      const start = now();
+      const { y } = await run(xGpu, "gpu");
+      host = now() - start;
+      await device.queue.onSubmittedWorkDone();
+      y.dispose();
+    },
+    lastHost: () => host,
+    async gpu() { const { y, gpuMs } = await run(xGpu, "gpu", true); y.dispose(); return gpuMs; },
+    variants: () => variants,
+    close() { xGpu.buffer.destroy(); },
+  };
+}
+
+function maxDiff(a, b) {
+  if (!a || !b || a.length !== b.length) return null;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(Number(a[i]) - Number(b[i])));
+  return Number.isNaN(d) ? null : d;
+}
+
+const asFloat = (y, dtype) => (dtype === "float16" ? null : y);  // ORT's float16 output is compared in Python
+
+/** Ours (and ORT's builds, with `against`) on one model in alternating rounds; see the module header. */
+export async function runModel({ model, x, runs = 5, warmup = 1, against = false, eps = EPS }) {
+  const bytes = await modelBytes(model);
+  const cut = modelNodes(readModel(bytes));
+  const xData = fromBase64(x, cut.dtype);
+  const impl = await ours(requests(cut.nodes, cut.dtype), cut.x_shape, xData, cut.dtype);
+  const impls = [impl];
+  const result = { layers: cut.nodes.map((n) => n.name), dtype: cut.dtype };
+  if (against) {
+    result.ort = {};
+    for (const ep of eps) {
+      try {
+        impls.push(await ortModel(ep, bytes, { input: cut.input, output: cut.output, dims: cut.x_shape, dtype: cut.dtype, data: xData }));
+      } catch (err) {
+        result.ort[ep] = { error: ortMessage(err) };
+      }
+    }
+  }
+  const samples = new Map(impls.map((i) => [i, { e2e: [], resident: [], gpu: [], host: [] }]));
+  const last = new Map();
+  const refused = new Set();  // ORT builds that failed a run (3D ConvTranspose fails at run, not at creation)
+  try {
+    for (let round = 0; round < warmup + runs; round++) {
+      for (const it of impls) {
+        if (refused.has(it)) continue;
+        const s = samples.get(it);
+        try {
+          let start = now();
+          last.set(it, await it.e2e());
+          const e2e = now() - start;
+          start = now();
+          await it.resident();
+          const resident = now() - start;
+          const gpu = await it.gpu();
+          if (round >= warmup) {
+            s.e2e.push(e2e); s.resident.push(resident); s.gpu.push(gpu);
+            if (it.lastHost) s.host.push(it.lastHost());
+          }
+        } catch (err) {
+          if (it === impl) throw err;
+          refused.add(it);
+          result.ort[it.ep] = { error: ortMessage(err) };
+        }
+      }
+    }
+  } finally {
+    for (const it of impls) await it.close();
+  }
+  const y = last.get(impl);  // ours: {data, shape}; ORT's: its typed array
+  result.y = toBase64(y.data);
+  result.y_shape = y.shape;
+  result.variants = impl.variants();
+  for (const it of impls.filter((i) => !refused.has(i))) {
+    const s = samples.get(it);
+    const row = { e2e_ms: median(s.e2e), resident_ms: median(s.resident), gpu_ms: median(s.gpu) };
+    if (it === impl) result.ours = { ...row, host_ms: median(s.host) };
+    else result.ort[it.ep] = { ...row, impl: it.name, max_abs_diff_ours: maxDiff(asFloat(last.get(it), cut.dtype), asFloat(y.data, cut.dtype)) };
+  }
+  return result;
+}
