@@ -16,6 +16,7 @@ small f16 matrices), so that every configuration shape the sgmat variants can be
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from dataclasses import dataclass, field
@@ -87,6 +88,12 @@ def devices() -> dict[str, DeviceCaps]:
                                       subgroup_min_size=64, subgroup_max_size=64,
                                       subgroup_matrix_configs=(_config("f16", 16, 16, 16),)),
     }
+
+
+@functools.cache
+def _devices() -> dict[str, DeviceCaps]:
+    """devices(), made once: read-only use (each shader's limits and adapters)."""
+    return devices()
 
 
 # Requests as (x shape, w shape, attributes); each is planned in both dtypes, with and without bias.
@@ -177,13 +184,13 @@ PIPELINE_LIMITS = ("maxComputeWorkgroupStorageSize", "maxComputeInvocationsPerWo
 def planned_limits(shader: Shader) -> dict:
     """The limits the shader's pipeline can need at most: the smallest of the devices it was planned for
     (each plan fits the device it was made for)."""
-    caps = devices()
+    caps = _devices()
     return {k: min(caps[d].limit(k) for _, d, _ in shader.uses) for k in PIPELINE_LIMITS}
 
 
 def planned_for_software(shader: Shader) -> bool:
     """Whether a software adapter (SwiftShader, lavapipe) would run the shader: some plan for one made it."""
-    caps = devices()
+    caps = _devices()
     return any(caps[d].is_fallback for _, d, _ in shader.uses)
 
 
@@ -193,17 +200,31 @@ class Matrix:
     covered: dict = field(default_factory=dict)  # variant -> {(dtype, has_bias, rank)}
     params_seen: dict = field(default_factory=dict)  # variant -> {param: {values}}
 
-    def add(self, variant: str, device: str, geom, launch) -> None:
+    # (template, params as JSON) -> Shader: most plans repeat params already rendered (1M dispatches, 11K
+    # distinct params), so each (template, params) is rendered once.
+    _rendered: dict = field(default_factory=dict, repr=False)
+    _params_recorded: set = field(default_factory=set, repr=False)  # (variant, params key) in params_seen
+
+    def add(self, variant: str, device: str, geom, launch, label: str | None = None) -> None:
+        use = (variant, device, label or _label(geom))
         for dispatch in (*launch.weight_passes, *launch.dispatches):
-            source = render(dispatch.template, dispatch.params)
-            shader = self.shaders.get(source)
+            # repr: exact for the params' plain data (ints, bools, strings, lists), and cheaper than JSON; a
+            # dict built in another key order only costs one more render (shaders are keyed by source).
+            key = (dispatch.template, repr(dispatch.params))
+            shader = self._rendered.get(key)
             if shader is None:
-                shader = self.shaders[source] = Shader(dispatch.template, dict(dispatch.params), source,
-                                                       _needs(source))
-            shader.uses.add((variant, device, _label(geom)))
-            seen = self.params_seen.setdefault(variant, {})
-            for k, v in dispatch.params.items():
-                seen.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
+                source = render(dispatch.template, dispatch.params)
+                shader = self.shaders.get(source)
+                if shader is None:
+                    shader = self.shaders[source] = Shader(dispatch.template, dict(dispatch.params), source,
+                                                           _needs(source))
+                self._rendered[key] = shader
+            shader.uses.add(use)
+            if (variant, key) not in self._params_recorded:
+                self._params_recorded.add((variant, key))
+                seen = self.params_seen.setdefault(variant, {})
+                for k, v in dispatch.params.items():
+                    seen.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
         self.covered.setdefault(variant, set()).add((geom.dtype, geom.has_bias, geom.rank))
 
     def add_shared(self, template: str, params: dict, dtype: str) -> None:
@@ -215,8 +236,8 @@ class Matrix:
 
     @property
     def templates(self) -> set[str]:
-        return {s.template for s in self.shaders.values()} | {
-            inc for s in self.shaders.values() for inc in _includes(s.template)}
+        rendered = {s.template for s in self.shaders.values()}
+        return rendered | {inc for name in rendered for inc in _includes(name)}
 
 
 def _includes(template: str) -> set[str]:
@@ -242,6 +263,10 @@ def _tables() -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((ROOT / "tuning").glob("*.json"))]
 
 
+def _params_key(params: dict) -> str:
+    return repr(sorted(params.items()))
+
+
 def build() -> Matrix:
     """Plans every variant over GEOMETRIES x DEVICES (and the tuning grids and tables); renders each plan."""
     matrix = Matrix()
@@ -251,24 +276,33 @@ def build() -> Matrix:
         for name, classes in table.get("variants", {}).items():
             table_params.setdefault(name, []).extend(entry["params"] for entry in classes.values())
     # configured looks up no table (the planner does): the tables' params are forced below, on every device.
+    tunable = set(tuner.tunable_variants())
     for (device_name, caps), geom in itertools.product(devices().items(), geometries()):
+        label = _label(geom)
         for name, variant in VARIANTS.items():
             launch = variant.configured(geom, caps)
             if isinstance(launch, Refusal):
                 continue
-            matrix.add(name, device_name, geom, launch)
-            if name not in tuner.tunable_variants():
+            matrix.add(name, device_name, geom, launch, label)
+            if name not in tunable:
                 continue
+            defaults = tuner.defaults(name, geom, caps)
             options = tuner.candidates(name, grids.get(name, {}), geom, caps)[1:]
-            options += [p for p in table_params.get(name, [])
-                        if tuner.refusal(name, tuner.defaults(name, geom, caps) | p, geom, caps) is None]
+            options += [defaults | p for p in table_params.get(name, [])
+                        if tuner.refusal(name, defaults | p, geom, caps) is None]
+            # configure is pure in (geometry, caps, resolved params): params planned once are not planned again
+            # (a table's entry often equals a grid candidate or the defaults).
+            planned = {_params_key(defaults)}
             for params in options:
+                if _params_key(params) in planned:
+                    continue
+                planned.add(_params_key(params))
                 try:
                     launch = variant.configured(geom, caps, forced=params)
                 except ConvTransposeError:
                     continue
                 if not isinstance(launch, Refusal):
-                    matrix.add(name, device_name, geom, launch)
+                    matrix.add(name, device_name, geom, launch, label)
     for dtype in DTYPES:  # the launch-wide NaN/Inf check (app/gpu.py declares its pass the same way)
         params = {"dtype": dtype, "workgroup_size": _check_workgroup()} | bindings_params(("data",), ("flag",),
                                                                                           ("words",))
