@@ -12,7 +12,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 PACKAGE_DATA = ["manifest.json", "metadata.json", "bench.json", "test.json", "templates/*.wgsl.jinja",
-                "tuning/*.json", "web/*.html", "web/*.css", "web/runtime/*.mjs", "web/views/*.mjs"]
+                "tuning/*.json", "web/*.html", "web/*.css", "web/runtime/*.mjs", "web/runtime/*.d.ts", "web/views/*.mjs"]
 
 
 class BuildWithData(build_py):

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.host.export import ENTRY, MARK, export
+from app.host.export import ENTRY, MARK, PACKAGE_NAME, export, package_version
 from app.kernel import validate
 from app.reference import conv_transpose_reference
 
@@ -33,6 +33,14 @@ def test_export_writes_a_self_contained_folder(tmp_path):
     assert {f"pyodide/{p['file_name']}" for p in lock["packages"].values()} <= names  # every package it names
     assert (out / "README.txt").read_text().startswith(MARK)
     assert 'from "./web/runtime/index.mjs"' in (out / ENTRY).read_text()
+    # An npm package too (tests/test_npm_package.py packs and uses it): its entries and declarations are here,
+    # and the browser entry names its own folder as the assets' (a bundle's, once bundled).
+    package = json.loads((out / "package.json").read_text())
+    assert package["name"] == PACKAGE_NAME and package["version"] == package_version()
+    assert {t.removeprefix("./") for t in package["exports"]["."].values()} <= names
+    assert {"web/runtime/node.mjs", "web/runtime/index.d.ts"} <= names
+    assert 'bootDefaults({ base: new URL("./", import.meta.url).href })' in (out / ENTRY).read_text()
+    assert report["first_visit"] < report["total"] - (out / "package.json").stat().st_size  # Node's files not counted
     # Again in place (an earlier export is replaced), but never over a folder that is not one.
     (out / "stale.txt").write_text("left from before")
     export(out)

@@ -25,6 +25,11 @@ COVERED = {
     "pip install '.[browser]'": "tests/test_wheel.py::test_pip_install_from_a_checkout",
     "python -m app serve": "tests/test_wheel.py::test_installed_package_serves_the_app_and_exports",
     "python -m app export DIR": "tests/test_export.py::test_export_command_line",
+    "npm pack ./DIR": "tests/test_npm_package.py::tarball",
+    "npm install ./webgpu-convtranspose-0.1.0.tgz": "tests/test_npm_package.py::scratch_app",
+    "npx esbuild app.js --bundle --format=esm --outdir=dist": "tests/test_npm_package.py::site",
+    "cp -r node_modules/webgpu-convtranspose/bundle.zip node_modules/webgpu-convtranspose/pyodide dist/":
+        "tests/test_npm_package.py::site",
     "python -m app cases FILE": "tests/test_wheel.py::test_installed_package_runs_a_case_file_in_chromium",
     "python -m app cases FILE --variant all": "tests/test_readme.py::test_cases_with_every_variant",
     "python -m app bench --tier full --host node --against ort":

@@ -1,26 +1,35 @@
-"""`python -m app export DIR`: the kernel as a static folder any web app can host and import.
+"""`python -m app export DIR`: the kernel as a static folder any web app can host and import, which is also
+an npm package (`npm pack ./DIR`, then `npm install` the tarball and `import { getKernel } from "webgpu-convtranspose"`).
 
-    DIR/convtranspose.mjs   the entry: `import { getKernel } from "<where DIR is served>/convtranspose.mjs"`
-    DIR/web/runtime/        the JS runtime: index.mjs (getKernel, callPython) and the modules it imports
+    DIR/convtranspose.mjs   the browser entry: `import { getKernel } from "<where DIR is served>/convtranspose.mjs"`
+    DIR/web/runtime/        the JS runtime: index.mjs (getKernel, callPython) and the modules it imports;
+                            node.mjs (the Node entry: assets read from this folder) and index.d.ts (the types)
     DIR/bundle.zip          the Python package, WGSL templates, contract and tuning tables (what Pyodide unpacks)
     DIR/pyodide/            the verified Pyodide runtime, numpy, jinja2, markupsafe and the pruned lock
+    DIR/package.json        the npm package: name, version (pyproject.toml's), exports for browser and node
     DIR/README.txt          how to host it
 
-Every URL is relative to the entry's own (import.meta.url), so the folder works under any path.
+Every URL is relative to the browser entry's own (import.meta.url): the folder works under any path, and a
+bundle made from it looks for bundle.zip and pyodide/ beside itself.
 """
 from __future__ import annotations
 
 import json
 import re
 import shutil
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
-from ..contract import ROOT, kernel_id
+from ..contract import CHECKOUT, ROOT, kernel_id
 from .assets import PYODIDE_DIR, RUNTIME_FILES, ensure_pyodide_assets
 from .server import bundle_bytes
 
 ENTRY = "convtranspose.mjs"
 RUNTIME_ENTRY = "runtime/index.mjs"  # under web/: the runtime's public module, which the entry re-exports
+NODE_ENTRY = "runtime/node.mjs"  # under web/: the same exports, assets read by the file system
+TYPES = "runtime/index.d.ts"  # under web/: the declarations of both entries
+PACKAGE_NAME = "webgpu-convtranspose"
 MARK = "webgpu-convtranspose export"  # README.txt's first line: how a later export knows DIR is one of ours
 # pyodide.js is the classic-script loader; the ES module entry only needs pyodide.mjs.
 PYODIDE_FILES = [name for name in RUNTIME_FILES if name != "pyodide.js"] + ["pyodide-lock.json"]
@@ -40,6 +49,7 @@ The ONNX ConvTranspose kernel ({kernel}, contract version 1) on WebGPU, computed
     // y = {{ data: Float32Array, shape: [1, 3, 7, 7], dtype: "float32" }}
 
 Every URL the module fetches is relative to the entry, so the folder works under any path.
+It is also an npm package ({package}): `npm pack` here makes the tarball to `npm install`.
 The first getKernel call downloads every file below (about {mib:.0f} MiB) and boots Pyodide; later calls
 reuse it (and the browser's HTTP cache keeps the files).
 
@@ -75,6 +85,32 @@ def _module_closure(entry: Path) -> list[Path]:
     return seen
 
 
+def package_version() -> str:
+    """pyproject.toml's version in a checkout, the installed distribution's otherwise."""
+    if CHECKOUT is not None:
+        return tomllib.loads((CHECKOUT / "pyproject.toml").read_text())["project"]["version"]
+    return metadata.version(PACKAGE_NAME)
+
+
+def package_json(files: list[str]) -> dict:
+    """The npm package: browsers (and bundlers) get the entry that finds its assets beside itself, Node the
+    one that reads them from this folder; both share the declarations."""
+    entries = {"types": f"./web/{TYPES}", "browser": f"./{ENTRY}", "node": f"./web/{NODE_ENTRY}",
+               "default": f"./{ENTRY}"}
+    return {
+        "name": PACKAGE_NAME,
+        "version": package_version(),
+        "description": "ONNX ConvTranspose (1D, 2D, 3D) on WebGPU, planned by Python in Pyodide: "
+                       "getKernel(\"webgpu-kernels/ai.onnx.ConvTranspose\")",
+        "type": "module",
+        "main": f"./{ENTRY}",
+        "types": f"./web/{TYPES}",
+        "exports": {".": entries, "./package.json": "./package.json"},
+        "files": files,
+        "keywords": ["webgpu", "onnx", "convtranspose", "pyodide", "wgsl"],
+    }
+
+
 def export(dest: Path) -> dict:
     """Writes the static folder; returns {"files": {relative path: bytes}, "total": bytes}."""
     dest = Path(dest)
@@ -91,21 +127,32 @@ def export(dest: Path) -> dict:
     for name in PYODIDE_FILES + sorted(p["file_name"] for p in lock["packages"].values()):
         shutil.copyfile(PYODIDE_DIR / name, dest / "pyodide" / name)
     web = ROOT / "web"
-    for module in _module_closure(web / RUNTIME_ENTRY):
-        target = dest / "web" / module.relative_to(web.resolve())
+    modules = _module_closure(web / RUNTIME_ENTRY) + _module_closure(web / NODE_ENTRY)
+    for source in dict.fromkeys(modules + [(web / TYPES).resolve()]):
+        target = dest / "web" / source.relative_to(web.resolve())
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(module, target)
+        shutil.copyfile(source, target)
     (dest / "bundle.zip").write_bytes(bundle_bytes())
     (dest / ENTRY).write_text(
-        "// The ConvTranspose kernel on WebGPU: getKernel(id, {version, device?, limits?}). See README.txt.\n"
+        "// The ConvTranspose kernel on WebGPU: getKernel(id, {version, device?, limits?, assets?}). See README.txt.\n"
+        "// bundle.zip and pyodide/ are found beside this module, or beside the bundle a bundler puts it in.\n"
+        f'import {{ bootDefaults }} from "./web/runtime/boot.mjs";\n\n'
+        'bootDefaults({ base: new URL("./", import.meta.url).href });\n'
         f'export * from "./web/{RUNTIME_ENTRY}";\n')
+    # pyodide.asm.js is a classic script that Node loads as CommonJS: the package's "type": "module" must not
+    # reach it (Node would run it as an ES module, without require)
+    (dest / "pyodide" / "package.json").write_text('{"type": "commonjs"}\n')
+    (dest / "package.json").write_text(json.dumps(package_json(
+        [ENTRY, "web/", "bundle.zip", "pyodide/", "README.txt"]), indent=2) + "\n")
     files = {p.relative_to(dest).as_posix(): p.stat().st_size for p in sorted(dest.rglob("*"))
              if p.is_file() and p.name != "README.txt"}
     listing = "\n".join(f"  {name:<56} {size:>11,} bytes" for name, size in files.items())
-    first_visit = sum(files.values())  # the first getKernel fetches every file but this README
+    # a browser's first getKernel fetches every file but this README and the npm package's Node side
+    node_only = {"package.json", "pyodide/package.json", f"web/{NODE_ENTRY}", f"web/{TYPES}"}
+    first_visit = sum(size for name, size in files.items() if name not in node_only)
     (dest / "README.txt").write_text(README.format(
         mark=MARK, kernel=kernel_id(), entry=ENTRY, mib=first_visit / 2**20,
-        listing=listing))
+        listing=listing, package=PACKAGE_NAME))
     files["README.txt"] = (dest / "README.txt").stat().st_size
     return {"files": files, "total": sum(files.values()), "first_visit": first_visit}
 

@@ -28,10 +28,14 @@ export function indexedDbStore(indexedDB = globalThis.indexedDB) {
   };
 }
 
+// Node's built-in modules, imported by a name bundlers do not resolve: a browser bundle of the runtime (the npm
+// package's) must build without them, and never reaches the Node branch.
+const nodeBuiltin = (name) => import(/* webpackIgnore: true */ /* @vite-ignore */ `node:${name}`);
+
 /** Choices in one JSON file (Node), read once, rewritten whole on every new choice. */
 export async function jsonFileStore(path) {
-  const fs = await import("node:fs/promises");
-  const { dirname } = await import("node:path");
+  const fs = await nodeBuiltin("fs/promises");
+  const { dirname } = await nodeBuiltin("path");
   let items = {};
   try {
     items = JSON.parse(await fs.readFile(path, "utf8"));
@@ -58,7 +62,7 @@ export function memoryStore() {
 export async function defaultStore() {
   if (globalThis.indexedDB) return indexedDbStore();
   if (globalThis.process?.versions?.node) {
-    const { homedir } = await import("node:os");
+    const { homedir } = await nodeBuiltin("os");
     const path = process.env.CONVTRANSPOSE_AUTOTUNE ?? `${homedir()}/.cache/webgpu-convtranspose/autotune.json`;
     return jsonFileStore(path);
   }

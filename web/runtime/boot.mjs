@@ -6,7 +6,25 @@ import * as executorModule from "./executor.mjs";
 
 const PACKAGE_DIR = "/home/pyodide/convtranspose";
 let booting = null;
+let bootedFrom = null;  // the assets folder the runtime booted from (one per page or process)
 let booted = null;
+// Where pyodide/ and bundle.zip are (the assets): beside web/ unless an entry says otherwise. The npm package's
+// browser entry names its own folder, because a bundler moves this module into the app's bundle and its
+// import.meta.url becomes the bundle's; getKernel's `assets` option overrides both.
+const defaults = { base: new URL("../../", import.meta.url).href };
+
+/** What later boots use unless told otherwise: {base, readBytes, loadPyodide} (the package's entries). */
+export function bootDefaults(options) {
+  Object.assign(defaults, options);
+}
+
+/** An `assets` option (URL, path, or relative to the page) as the folder URL the boot joins names to. */
+export function assetsBase(assets) {
+  let base = assets instanceof URL ? assets.href : String(assets);
+  if (!base.endsWith("/")) base += "/";
+  const page = globalThis.document?.baseURI ?? globalThis.location?.href;
+  return page ? new URL(base, page).href : base;
+}
 
 async function fetchBytes(url) {
   const response = await fetch(url);
@@ -17,7 +35,8 @@ async function fetchBytes(url) {
 async function boot({ base, loadPyodide, readBytes = fetchBytes, progress = () => {} }) {
   const started = performance.now();
   progress("Loading the Python runtime (Pyodide)…");
-  if (!loadPyodide) ({ loadPyodide } = await import(`${base}pyodide/pyodide.mjs`));
+  // a run-time URL: bundlers must leave it alone (esbuild does; webpack and Vite are told to)
+  if (!loadPyodide) ({ loadPyodide } = await import(/* webpackIgnore: true */ /* @vite-ignore */ `${base}pyodide/pyodide.mjs`));
   const pyodide = await loadPyodide({
     indexURL: `${base}pyodide/`,
     lockFileURL: `${base}pyodide/pyodide-lock.json`,
@@ -41,10 +60,18 @@ async function boot({ base, loadPyodide, readBytes = fetchBytes, progress = () =
 }
 
 /** Starts Pyodide once per page (or process); every later call shares it:
- * {pyodide, bridge (app.bridge), manifest (manifest.json), loadMs}. */
-export function bootApp(options = {}) {
+ * {pyodide, bridge (app.bridge), manifest (manifest.json), loadMs}. options.assets (or base): the folder
+ * holding pyodide/ and bundle.zip; a later call naming another folder is refused. */
+export function bootApp({ assets = null, ...options } = {}) {
+  if (assets !== null) options.base = assetsBase(assets);
+  if (booting && options.base && options.base !== bootedFrom) {
+    return Promise.reject(new Error(`the runtime is already loaded from ${bootedFrom}: ` +
+      `one assets folder per page (or process), asked for ${options.base}`));
+  }
   if (!booting) {
-    booting = boot({ base: new URL("../../", import.meta.url).href, ...options });
+    const settings = { ...defaults, ...options };
+    bootedFrom = settings.base;
+    booting = boot(settings);
     booting.catch(() => { booting = null; });
   }
   return booting;

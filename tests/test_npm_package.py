@@ -1,0 +1,391 @@
+"""The npm package (`python -m app export DIR` is one): packed with `npm pack`, then used as a web developer would,
+offline, with nothing written beyond what README.md's "Use it in your web app" says:
+
+- a browser app `npm install`s the tarball, is bundled by esbuild with the package's assets copied beside the
+  bundle, is served by a plain static server and runs 1D, 2D and 3D calls (GPU-resident ones too) in headless
+  Chromium and Firefox, checked against the float64 reference; the same app with its assets elsewhere
+  (getKernel's `assets` option) loads them from there and nowhere else;
+- a Node script with npm `webgpu` providing navigator.gpu imports getKernel with no other setup;
+- TypeScript type-checks an app against the package's declarations with `tsc --strict`, and refuses wrong calls.
+"""
+import functools
+import hashlib
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import tarfile
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.host.export import PACKAGE_NAME, export, package_version
+from app.host.node import node_env
+from app.kernel import validate
+from app.reference import conv_transpose_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = ROOT / "node_modules" / ".bin"
+README = ROOT / "README.md"
+MAX_TARBALL = 25_000_000  # bytes: the issue's 25 MB
+KERNEL_ID = "webgpu-kernels/ai.onnx.ConvTranspose"
+REQUESTS = [  # x shape, w shape, bias length, attributes: 2D, 1D grouped, 3D
+    ((1, 3, 4, 5), (3, 2, 3, 3), 2, {"strides": [2, 2], "pads": [1, 0, 1, 0], "output_padding": [1, 0]}),
+    ((2, 4, 9), (4, 1, 4), 4, {"strides": [2], "pads": [1, 1], "group": 4}),
+    ((1, 2, 3, 3, 2), (2, 2, 2, 2, 2), None, {"strides": [2, 1, 2]}),
+]
+
+
+def run(command: list, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
+    done = subprocess.run([str(c) for c in command], cwd=cwd, capture_output=True, text=True, timeout=300, **kwargs)
+    assert done.returncode == 0, f"{command}: {done.stdout[-2000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def readme_steps() -> dict:
+    """README.md's commands, "Use it in your web app": export, pack, then the app's install, bundle and copy."""
+    block = next(b for b in re.findall(r"```sh\n(.*?)```", README.read_text(), re.S) if "npm pack ./DIR" in b)
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    assert lines[:2] == ["python -m app export DIR", "npm pack ./DIR"] and len(lines) == 5, lines
+    install, bundle, copy = lines[2:]
+    assert install == f"npm install ./{PACKAGE_NAME}-{package_version()}.tgz", install  # the tarball npm pack makes
+    assert bundle.startswith("npx esbuild ") and copy.startswith("cp "), lines
+    return {"install": shlex.split(install), "bundle": shlex.split(bundle), "copy": copy}
+
+
+@pytest.fixture(scope="module")
+def tarball(tmp_path_factory) -> Path:
+    work = tmp_path_factory.mktemp("npm")
+    export(work / "DIR")
+    run(["npm", "pack", "./DIR"], work)  # README.md's `npm pack ./DIR`
+    return work / f"{PACKAGE_NAME}-{package_version()}.tgz"
+
+
+def scratch_app(folder: Path, tarball: Path) -> Path:
+    """A new app folder with the tarball installed by README.md's command (offline here: the file has no
+    dependencies to fetch)."""
+    folder.mkdir(parents=True)
+    (folder / "package.json").write_text(json.dumps({"name": "scratch-app", "private": True, "type": "module"}))
+    shutil.copyfile(tarball, folder / tarball.name)
+    npm, install, *rest = readme_steps()["install"]
+    run([npm, install, "--offline", "--no-audit", "--no-fund", *rest], folder)
+    return folder
+
+
+def repo_package(app_parent: Path, name: str) -> None:
+    """An npm package of this repository's node_modules (webgpu, @webgpu/types, @types/node), visible to apps
+    under app_parent as an installed one would be (Node and tsc look in every parent's node_modules)."""
+    link = app_parent / "node_modules" / name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(ROOT / "node_modules" / name, target_is_directory=True)
+
+
+def requests(seed: int):
+    """(request with plain lists, float64 reference y) for REQUESTS."""
+    rng = np.random.default_rng(seed)
+    for x_shape, w_shape, bias, attrs in REQUESTS:
+        x = rng.uniform(-1, 1, x_shape).astype(np.float32)
+        w = rng.uniform(-1, 1, w_shape).astype(np.float32)
+        b = rng.uniform(-1, 1, bias).astype(np.float32) if bias else None
+        tensors = {name: {"data": t.ravel().tolist(), "shape": list(t.shape)}
+                   for name, t in (("x", x), ("w", w), ("b", b)) if t is not None}
+        geom, _ = validate(x, w, b, **attrs)
+        yield {**tensors, **attrs}, conv_transpose_reference(geom, x, w, b)
+
+
+def check(got: dict, want: np.ndarray) -> None:
+    assert got["shape"] == list(want.shape) and got["dtype"] == "float32", got.get("shape")
+    np.testing.assert_allclose(np.array(got["y"]).reshape(want.shape), want, atol=1e-5, rtol=1e-4)
+
+
+def test_the_tarball_is_a_package_of_at_most_25_mb_with_verified_pyodide(tarball):
+    size = tarball.stat().st_size
+    print(f"\n{tarball.name}: {size:,} bytes")
+    assert size <= MAX_TARBALL
+    with tarfile.open(tarball) as tar:
+        files = {m.name.removeprefix("package/"): m for m in tar.getmembers() if m.isfile()}
+        read = lambda name: tar.extractfile(files[name]).read()  # noqa: E731
+        meta = json.loads(read("package.json"))
+        lock = json.loads(read("pyodide/pyodide-lock.json"))
+        wheels = {p["file_name"]: p["sha256"] for p in lock["packages"].values()}
+        assert {"numpy", "jinja2", "markupsafe"} <= set(lock["packages"])
+        for name, digest in wheels.items():  # what Chromium enforces (SRI) holds for every wheel shipped
+            assert hashlib.sha256(read(f"pyodide/{name}")).hexdigest() == digest, name
+    assert meta["name"] == PACKAGE_NAME and meta["version"] == package_version() and meta["type"] == "module"
+    entries = meta["exports"]["."]
+    assert list(entries) == ["types", "browser", "node", "default"]  # conditions match in order: types first
+    for target in [*entries.values(), meta["types"], meta["main"]]:
+        assert target.removeprefix("./") in files, target
+    assert {"bundle.zip", "pyodide/pyodide.mjs", "pyodide/pyodide.asm.wasm", "pyodide/python_stdlib.zip",
+            "pyodide/package.json", "web/runtime/index.mjs", "web/runtime/kernel.mjs", "README.txt"} <= set(files)
+    assert not [name for name in files if name.startswith(("app/", "tests/", "node_modules/"))]
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript", ".js": "text/javascript",
+                      ".wasm": "application/wasm"}
+
+    def log_message(self, *args):
+        pass
+
+
+# The app's own page code: README.md's import, and what the test asks of it.
+APP_JS = """
+import { getKernel, ConvTransposeError } from "webgpu-convtranspose";
+
+const assets = new URLSearchParams(location.search).get("assets") ?? undefined;
+let kernel;
+window.appReady = (async () => {
+  kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, assets });
+  return true;
+})();
+
+const cpu = (t) => t && { data: new Float32Array(t.data), shape: t.shape };
+
+async function readBack(device, buffer, count) {
+  const read = device.createBuffer({ size: count * 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const encoder = device.createCommandEncoder();
+  encoder.copyBufferToBuffer(buffer, 0, read, 0, count * 4);
+  device.queue.submit([encoder.finish()]);
+  await read.mapAsync(GPUMapMode.READ);
+  const out = Array.from(new Float32Array(read.getMappedRange().slice(0)));
+  read.destroy();
+  return out;
+}
+
+// CPU arrays in and out; or resident: x uploaded by the kernel, w in the app's own buffer, y left on the GPU.
+window.runCall = async (request, resident) => {
+  const inputs = { ...request, x: cpu(request.x), w: cpu(request.w), b: cpu(request.b) };
+  if (!resident) {
+    const { y } = await kernel(inputs);
+    return { y: Array.from(y.data), shape: y.shape, dtype: y.dtype };
+  }
+  const device = kernel.gpuDevice();
+  const x = kernel.upload(inputs.x);
+  const buffer = device.createBuffer({ size: inputs.w.data.byteLength,
+                                       usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+  device.queue.writeBuffer(buffer, 0, inputs.w.data);
+  const { y } = await kernel({ ...inputs, x, w: { buffer, shape: inputs.w.shape } }, { output: "gpu" });
+  const data = await readBack(device, y.buffer, y.shape.reduce((a, d) => a * d, 1));
+  y.dispose();
+  x.buffer.destroy();
+  buffer.destroy();
+  return { y: data, shape: y.shape, dtype: y.dtype };
+};
+
+window.refusal = async () => {
+  try {
+    await kernel({ x: { data: new Float32Array(18), shape: [1, 2, 3, 3] },
+                   w: { data: new Float32Array(54), shape: [2, 3, 3, 3] }, group: 3 });
+    return null;
+  } catch (err) {
+    return { isClass: err instanceof ConvTransposeError, name: err.name, field: err.field };
+  }
+};
+"""
+INDEX_HTML = '<!doctype html><meta charset="utf-8"><title>scratch app</title><script type="module" src="app.js"></script>\n'
+
+
+@pytest.fixture(scope="module")
+def site(tarball, tmp_path_factory):
+    """A static site with the scratch app as README.md builds it: installed, bundled (esbuild from this
+    repository's node_modules, as npx finds it in an app that depends on it) into dist/, the runtime copied
+    beside the bundle (app/); and the same bundle without the copy (cdn-app/), its page given
+    ?assets=/cdn/webgpu-convtranspose/, a folder holding the package's assets."""
+    root = tmp_path_factory.mktemp("site")
+    source = scratch_app(root / "source", tarball)
+    (source / "app.js").write_text(APP_JS)
+    steps = readme_steps()
+    run([BIN / "esbuild", *steps["bundle"][2:]], source)
+    (source / "dist" / "index.html").write_text(INDEX_HTML)
+    shutil.copytree(source / "dist", root / "www" / "cdn-app")
+    run(["bash", "-c", steps["copy"]], source)
+    shutil.copytree(source / "dist", root / "www" / "app")
+    shutil.copytree(source / "node_modules" / PACKAGE_NAME, root / "www" / "cdn" / PACKAGE_NAME)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(root / "www")))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def run_app(page, seed: int) -> None:
+    """The 1D, 2D and 3D requests, CPU then GPU-resident, checked; and a refusal as the package's class."""
+    cases = list(requests(seed))
+    for (request, want), resident in zip(cases * 2, [False] * len(cases) + [True] * len(cases)):
+        check(page.evaluate("([request, resident]) => window.runCall(request, resident)", [request, resident]), want)
+    assert page.evaluate("window.refusal()") == {"isClass": True, "name": "ConvTransposeError", "field": "group"}
+
+
+@pytest.mark.browser
+def test_bundled_app_runs_in_chromium(site, page):
+    from app.host.browser import BOOT_TIMEOUT_MS
+
+    context = page.context.browser.new_context()  # the session's Chromium, an empty cache
+    with context:
+        app = context.new_page()
+        app.set_default_timeout(BOOT_TIMEOUT_MS)
+        fetched, errors = [], []
+        app.on("request", lambda r: fetched.append(r.url))
+        app.on("pageerror", lambda e: errors.append(str(e)))
+        app.goto(f"{site}app/index.html")
+        assert app.evaluate("window.appReady") is True, errors
+        run_app(app, seed=27)
+        assert not errors, errors
+        assert all(u.startswith(f"{site}app/") for u in fetched), fetched  # the bundle's folder, nothing else
+        assert f"{site}app/pyodide/pyodide.asm.wasm" in fetched and f"{site}app/bundle.zip" in fetched
+
+
+@pytest.mark.browser
+def test_the_assets_option_loads_the_runtime_from_another_folder(site, page):
+    from app.host.browser import BOOT_TIMEOUT_MS
+
+    context = page.context.browser.new_context()
+    with context:
+        app = context.new_page()
+        app.set_default_timeout(BOOT_TIMEOUT_MS)
+        fetched = []
+        app.on("request", lambda r: fetched.append(r.url))
+        app.goto(f"{site}cdn-app/index.html?assets=/cdn/{PACKAGE_NAME}/")
+        assert app.evaluate("window.appReady") is True
+        request, want = next(requests(28))
+        check(app.evaluate("([request, resident]) => window.runCall(request, resident)", [request, False]), want)
+        cdn = f"{site}cdn/{PACKAGE_NAME}/"
+        assert f"{cdn}pyodide/pyodide.asm.wasm" in fetched and f"{cdn}bundle.zip" in fetched
+        assert all(u.startswith((cdn, f"{site}cdn-app/")) for u in fetched), fetched
+        assert not [u for u in fetched if u.startswith(f"{site}cdn-app/") and not u.split("?")[0].endswith(
+            ("index.html", "app.js"))], fetched  # nothing but the page and its bundle from the app's folder
+
+
+@pytest.mark.firefox
+def test_bundled_app_runs_in_firefox(site):
+    from app.host.firefox import app_page
+
+    with app_page(f"{site}app/index.html") as firefox:  # waits for window.appReady
+        firefox.set_default_timeout(180_000)
+        run_app(firefox, seed=29)
+
+
+NODE_APP = """
+import { create, globals } from "webgpu";
+import { getKernel } from "webgpu-convtranspose";
+
+Object.assign(globalThis, globals);
+globalThis.navigator = { gpu: create([]) };
+
+const request = JSON.parse(process.argv[2]);
+const tensor = (t) => t && { data: new Float32Array(t.data), shape: t.shape };
+const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1 });
+const { y, meta } = await kernel({ ...request, x: tensor(request.x), w: tensor(request.w), b: tensor(request.b) });
+console.log(JSON.stringify({ y: Array.from(y.data), shape: y.shape, dtype: y.dtype, variant: meta.variant }));
+process.exit(0);
+"""
+
+
+def test_node_imports_the_package_with_no_other_setup(tarball, tmp_path):
+    repo_package(tmp_path, "webgpu")  # the app's own dependency, from this repository's node_modules
+    app = scratch_app(tmp_path / "app", tarball)
+    (app / "main.mjs").write_text(NODE_APP)
+    request, want = next(requests(30))  # the 2D one
+    done = run(["node", "main.mjs", json.dumps(request)], app, env=node_env())
+    check(json.loads(done.stdout.strip().splitlines()[-1]), want)
+
+
+TS_APP = """
+import { getKernel, ConvTransposeError, GpuError, KernelNotFoundError, type GpuTensor, type Kernel }
+  from "webgpu-convtranspose";
+
+const adapter = await navigator.gpu.requestAdapter();
+if (!adapter) throw new Error("no WebGPU adapter");
+const device: GPUDevice = await adapter.requestDevice();
+const kernel: Kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose",
+                                       { version: 1, device, assets: new URL("/kernel-assets/", location.href) });
+
+const x = new Float32Array(2 * 3 * 3);
+const { y, meta } = await kernel({ x: { data: x, shape: [1, 2, 3, 3] },
+                                   w: { data: [0.5, 1], shape: [2, 1, 1, 1], constant: true }, strides: [2, 2] });
+const first: number = y.data[0];
+const gpuMs: number | null = meta.gpu_ms;
+console.log(first, gpuMs, meta.variant, y.shape.length, y.dtype === "float16");
+
+const buffer: GPUBuffer = device.createBuffer({ size: x.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST });
+device.queue.writeBuffer(buffer, 0, x);
+const xg: GpuTensor = { buffer, shape: [1, 2, 3, 3], finite: true };
+const w = kernel.upload({ data: new Float32Array(2 * 3 * 2 * 2), shape: [2, 3, 2, 2] });
+const a = await kernel({ x: xg, w, pads: [0, 0, 0, 0] }, { output: "gpu" });
+const b = await kernel({ x: a.y, w: { data: new Float32Array(6), shape: [3, 2, 1, 1] } }, { output: "gpu", timing: true });
+const out: GPUBuffer = b.y.buffer;
+out.destroy();
+a.y.dispose();
+kernel.forget(w);
+console.log(kernel.memory().live_bytes, kernel.gpuDevice() === device);
+
+try {
+  await kernel({ x: { data: [1, 2], shape: [1, 1, 2] }, w: { data: [1], shape: [1, 1, 1] }, group: 3 });
+} catch (err) {
+  if (err instanceof ConvTransposeError) console.log(err.field, err.message, err.pythonTraceback ?? "");
+  else if (err instanceof GpuError || err instanceof KernelNotFoundError) console.log(err.name);
+  else throw err;
+}
+"""
+# Each line a mistake the declarations must catch (the test reads the line numbers tsc reports).
+TS_WRONG = """import { getKernel } from "webgpu-convtranspose";
+const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, asset: "/cdn/" });
+await kernel({ x: { data: new Float32Array(4), shape: [1, 1, 4] } });
+await kernel({ x: { data: new Float32Array(4), shape: [1, 1, 4] }, w: { data: [1], shape: [1, 1, 1] } }, { output: "disk" });
+await kernel({ x: { buffer: 42, shape: [1, 1, 4] }, w: { data: [1], shape: [1, 1, 1] } });
+const gpu = await kernel({ x: { data: [1], shape: [1, 1, 1] }, w: { data: [1], shape: [1, 1, 1] } }, { output: "gpu" });
+console.log(gpu.y.data);
+"""
+TS_OPTIONS = ["--noEmit", "--strict", "--target", "ES2022", "--module", "ESNext", "--moduleResolution", "bundler",
+              "--lib", "ES2022,DOM", "--types", "@webgpu/types"]
+
+
+@pytest.fixture(scope="module")
+def ts_app(tarball, tmp_path_factory) -> Path:
+    parent = tmp_path_factory.mktemp("ts")
+    repo_package(parent, "@webgpu/types")  # the app's WebGPU types; the package's merge with them
+    app = scratch_app(parent / "app", tarball)
+    (app / "app.ts").write_text(TS_APP)
+    (app / "wrong.ts").write_text(TS_WRONG)
+    return app
+
+
+def tsc(app: Path, *args) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "tsc"), *TS_OPTIONS, *args], cwd=app, capture_output=True, text=True, timeout=300)
+
+
+def test_typescript_app_type_checks_against_the_declarations(ts_app):
+    done = tsc(ts_app, "app.ts")
+    assert done.returncode == 0, done.stdout
+
+
+def test_typescript_refuses_wrong_calls(ts_app):
+    done = tsc(ts_app, "wrong.ts")
+    assert done.returncode != 0
+    lines = {int(line.split("(")[1].split(",")[0]) for line in done.stdout.splitlines()
+             if line.startswith("wrong.ts(")}
+    assert lines == {2, 3, 4, 5, 7}, done.stdout  # every mistake, and the one correct call (line 6) accepted
+    assert "'asset' does not exist" in done.stdout and "Property 'w' is missing" in done.stdout, done.stdout
+
+
+def test_typescript_node_app_without_webgpu_types(tarball, tmp_path):
+    """A Node app with @types/node and no WebGPU types still type-checks (GPUBuffer's declared members only)."""
+    repo_package(tmp_path, "@types/node")
+    app = scratch_app(tmp_path / "app", tarball)
+    (app / "main.ts").write_text(
+        'import { getKernel, KernelError } from "webgpu-convtranspose";\n'
+        'const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { assets: new URL("file:///srv/k/") });\n'
+        'const r = await kernel({ x: { data: [1, 2, 3], shape: [1, 1, 3] }, w: { data: [1], shape: [1, 1, 1] } },'
+        ' { output: "gpu" });\n'
+        "const bytes: number = r.y.buffer.size;\n"
+        "r.y.dispose();\n"
+        "try { await getKernel(\"nope\"); } catch (e) { if (e instanceof KernelError) console.log(e.field, bytes); }\n")
+    done = subprocess.run([str(BIN / "tsc"), "--noEmit", "--strict", "--target", "ES2022", "--module", "NodeNext",
+                           "--moduleResolution", "NodeNext", "--lib", "ES2022", "--types", "node", "main.ts"],
+                          cwd=app, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout
