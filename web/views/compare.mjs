@@ -12,9 +12,8 @@
 import { callPython, getKernel } from "../runtime/index.mjs";
 import { KERNEL_ID } from "../runtime/contract.mjs";
 import { convTransposeModel } from "./onnx-convtranspose.mjs";
-import { caseInputs, loadOrt, passTimer } from "./ort-bench.mjs";
+import { caseInputs, ortModel } from "./ort-bench.mjs";
 
-const STORAGE = 0x80, COPY_SRC = 0x4, COPY_DST = 0x8;
 const now = () => performance.now();
 const median = (xs) => { const s = xs.filter((v) => v != null).sort((a, b) => a - b); const m = s.length >> 1;
   return s.length === 0 ? null : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
@@ -49,46 +48,10 @@ async function ours(benchCase, data) {
 }
 
 async function onnxruntime(ep, benchCase, data) {
-  const ort = await loadOrt(ep);
   const model = convTransposeModel({ x: benchCase.x, w: benchCase.w, bias: !!benchCase.bias,
                                      attributes: benchCase.attributes ?? {}, w_data: data.w, b_data: data.b ?? null });
-  const session = await ort.InferenceSession.create(model, {
-    executionProviders: ["webgpu"], preferredOutputLocation: "gpu-buffer",
-    extra: { session: { disable_cpu_ep_fallback: "1" } },
-  });
-  const device = await ort.env.webgpu.device;
-  const xBuffer = device.createBuffer({ size: Math.max(4, data.x.byteLength), usage: STORAGE | COPY_SRC | COPY_DST });
-  device.queue.writeBuffer(xBuffer, 0, data.x);
-  const xGpu = ort.Tensor.fromGpuBuffer(xBuffer, { dataType: "float32", dims: benchCase.x });
-  const timer = passTimer(device);
-  return {
-    name: `ort-${ep}`,
-    async e2e() {
-      const out = await session.run({ x: new ort.Tensor("float32", data.x, benchCase.x) });
-      const y = await out.y.getData();
-      out.y.dispose();
-      return y;
-    },
-    async resident() {
-      const out = await session.run({ x: xGpu });
-      await device.queue.onSubmittedWorkDone();
-      out.y.dispose();
-    },
-    async gpu() {
-      if (!timer) return null;
-      timer.start();
-      let out;
-      try {
-        out = await session.run({ x: xGpu });
-        await device.queue.onSubmittedWorkDone();
-      } finally {
-        timer.stop();
-      }
-      out.y.dispose();
-      return (await timer.read()).ms;
-    },
-    async close() { timer?.destroy(); xBuffer.destroy(); await session.release().catch(() => {}); },
-  };
+  const session = await ortModel(ep, model, { input: "x", output: "y", dims: benchCase.x, data: data.x });
+  return { ...session, name: `ort-${ep}` };
 }
 
 function maxDiff(a, b) {
