@@ -18,6 +18,8 @@ pack() {  # pack SRC DEST: xz, redone only when SRC changed
 pack "$(readlink -f "$(command -v node)")" .gpu/node.xz
 pack node_modules/webgpu/dist/linux-x64/dawn.node .gpu/dawn.node.xz
 cp node_modules/webgpu/package.json node_modules/webgpu/index.js .gpu/webgpu/
+# protobufjs's standalone build: ONNX models read and written in JS (web/views/onnx-convtranspose.mjs).
+mkdir -p .gpu/protobufjs && cp node_modules/protobufjs/package.json node_modules/protobufjs/dist/protobuf.min.js .gpu/protobufjs/
 tar -C build -cJf .gpu/pyodide.tar.xz pyodide
 # Both ORT builds: the JSEP one (ort.min.mjs) and the native WebGPU EP (ort.webgpu.min.mjs), with their wasm.
 ort=node_modules/onnxruntime-web

@@ -25,6 +25,8 @@ if [ ! -x /tmp/gpu/node ] || [ ! -f build/pyodide/pyodide.mjs ]; then
   xz -dc .gpu/dawn.node.xz >node_modules/webgpu/dist/linux-x64/dawn.node
   tar -C build -xJf .gpu/pyodide.tar.xz
   mkdir -p node_modules/onnxruntime-web && tar -C node_modules/onnxruntime-web -xJf .gpu/ort.tar.xz
+  mkdir -p node_modules/protobufjs/dist && cp .gpu/protobufjs/package.json node_modules/protobufjs/ \
+    && cp .gpu/protobufjs/protobuf.min.js node_modules/protobufjs/dist/
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/nvidia-smi.txt"
 
