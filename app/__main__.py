@@ -87,7 +87,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_bench(args.tier, args.host, args.variants, args.runs, args.out, args.bench, args.against,
                          args.plot, args.warmup, args.repeats, args.breakdown, args.autotune)
     if args.command == "model":
-        from .host.model_runner import main as run_model
+        try:
+            from .host.model_runner import main as run_model
+        except ModuleNotFoundError as exc:  # onnx and onnxruntime come with the test extra, not the package
+            parser.error(f"model reads the file with onnx and checks it with onnxruntime: {exc.name} is missing "
+                         "(pip install onnx onnxruntime)")
 
         return run_model(args.path, args.host, args.against, args.dtype, args.chain, args.runs, args.warmup)
     if args.command == "tune":

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import onnxruntime
 
 from .. import onnx_model
 
@@ -43,8 +44,6 @@ def reduction(layer: onnx_model.Layer) -> int:
 
 
 def ort_cpu(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
-    import onnxruntime
-
     session = onnxruntime.InferenceSession(model_bytes, providers=["CPUExecutionProvider"])
     return session.run(None, {"x": x})[0]
 
