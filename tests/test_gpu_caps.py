@@ -105,7 +105,7 @@ def test_right_matrices_come_straight_from_packed_weights_of_their_type(x, w, at
     # bd: wp is bound as the matrices' component type and allocated past its last step and tile, so that
     # no matrix load leaves it.
     geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
-    launch = plan(geom, h200_caps(), "phase_gemm_sgmat", {"bd": 1})
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat", {"bd": 1, "vs": 0})
     gemm = launch.dispatches[0]
     assert launch.tiles["bd"] == 1 and ["wp", "read", "array<C>"] in gemm.params["bindings"]
     packed = geom.group * math.prod(geom.kernel) * geom.in_per_group * -(-geom.out_per_group // 4) * 4
@@ -113,14 +113,59 @@ def test_right_matrices_come_straight_from_packed_weights_of_their_type(x, w, at
     assert launch.prepared["wp"] == 2 * (packed + step_rows + gemm.params["tn"])
 
 
-def test_tall_tiles_read_right_matrices_directly_small_ones_stage_them():
+def test_narrow_packed_rows_refuse_direct_right_matrices():
+    # bd and vs need the same packed rows (a multiple of 16 bytes), so vs's defaults take every request bd
+    # could read directly; bd stays a forced (tuned) choice, refused on rows shorter than a matrix.
     f16 = {"x": "float16", "w": "float16"}
-    proj = infer((1, 512, 128, 128), (512, 256, 1, 1), None, {}, f16)  # 128 x 128 tiles, 256 workgroups
-    assert plan(proj, h200_caps()).tiles["bd"] == 1
-    small = infer((1, 512, 64, 64), (512, 256, 1, 1), None, {}, f16)  # 64 x 64 tiles
-    assert plan(small, h200_caps()).tiles["bd"] == 0
     narrow = infer((1, 512, 128, 128), (512, 8, 1, 1), None, {}, f16)  # 8-wide wp rows: shorter than a matrix
-    assert plan(narrow, h200_caps(), "phase_gemm_sgmat").tiles["bd"] == 0
+    assert "at least a matrix's 16 columns" in phase_gemm_sgmat.tiles_refusal(
+        plan(narrow, h200_caps(), "phase_gemm_sgmat").tiles | {"bd": 1, "vs": 0}, narrow, h200_caps())
+    assert plan(narrow, h200_caps(), "phase_gemm_sgmat", {"bd": 1, "vs": 0}).tiles["bd"] == 0
+
+
+F16 = {"x": "float16", "w": "float16"}
+VS_SHAPES = [  # (x, w, attrs, (cm, cn, va, yv)) under vs's rule
+    ((1, 512, 128, 128), (512, 256, 1, 1), {}, (4, 4, 1, 1)),  # deep, wide: 128 x 128 tiles, y as vectors
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, (4, 2, 1, 0)),  # 128 x 128 makes 128 workgroups
+    ((1, 128, 256, 256), (128, 64, 2, 2), {"strides": [2, 2]}, (2, 2, 1, 0)),  # 128 deep: 64-row tiles
+    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (2, 1, 0, 0)),  # 32 out-channels: 32 columns
+    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (4, 4, 0, 0)),
+]
+
+
+@pytest.mark.parametrize("x, w, attrs, want", VS_SHAPES)
+def test_float16_on_f16_matrices_stages_vectors_in_one_buffer(x, w, attrs, want):
+    geom = infer(x, w, (w[1],), attrs, F16)
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
+    gemm, t = launch.dispatches[0], launch.tiles
+    assert t["vs"] == 1 and t["bd"] == 0 and gemm.template == phase_gemm_sgmat.VECTOR_STAGED
+    assert (t["cm"], t["cn"], t["va"], gemm.params["yv"]) == want
+    types = {name: kind for name, _, kind in gemm.params["bindings"]}
+    assert types["wp"] == "array<vec4<u32>>"
+    assert types["x"] == ("array<vec4<u32>>" if t["va"] else "array<T>")
+    assert types["y"] == ("array<vec4<T>>" if gemm.params["yv"] else "array<T>")
+    # one staging buffer of A and B (16-byte rows padded by one vector), reused by one column block of results
+    tm, tn, tks = phase_gemm_sgmat._tile(t, {"M": 16, "N": 16, "K": 16})
+    assert launch.workgroup_bytes == 16 * max(tks * (tm // 8 + tn // 8 + 2), 2 * 16 * (tm // 4 + 1))
+
+
+def test_vs_refuses_what_it_cannot_stage_as_vectors():
+    caps = h200_caps()
+    odd = infer((1, 64, 32, 32), (64, 60, 2, 2), None, {"strides": [2, 2]}, F16)  # 60-half packed rows
+    t = plan(odd, caps, "phase_gemm_sgmat").tiles
+    assert t["vs"] == 0
+    assert "multiple of 8 out-channels" in phase_gemm_sgmat.tiles_refusal(t | {"vs": 1, "bd": 0}, odd, caps)
+    geom = infer((1, 64, 32, 32), (64, 64, 2, 2), None, {"strides": [2, 2]}, F16)
+    t = plan(geom, caps, "phase_gemm_sgmat").tiles
+    assert t["vs"] == 1
+    assert phase_gemm_sgmat.tiles_refusal(t | {"bd": 1}, geom, caps).startswith("vs stages the right matrices")
+    assert plan(geom, caps, "phase_gemm_sgmat", {"bd": 1}).tiles == t  # refused: the defaults run
+    # float16 on f32 matrices (no f16 -> f32 shape): vs is refused by name, the scalar-staged kernel runs
+    f32_caps = h200_caps(subgroup_matrix_configs=matrix_configs(APPLE_CONFIGS[:2]))
+    t = plan(geom, f32_caps, "phase_gemm_sgmat").tiles
+    assert t["vs"] == 0
+    assert phase_gemm_sgmat.tiles_refusal(t | {"vs": 1, "bd": 0}, geom, f32_caps).startswith(
+        "vs stages 16-byte vectors of f16")
 
 
 def test_f16_storage_on_f32_matrices_stages_the_right_matrices():
@@ -141,7 +186,7 @@ def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
     f16 = {"x": "float16", "w": "float16"}
     for x, w, attrs in [((1, 512, 128, 128), (512, 256, 1, 1), {}),
                         ((1, 256, 16, 16, 16), (256, 128, 2, 2, 2), {"strides": [2, 2, 2]})]:
-        launch = plan(infer(x, w, None, attrs, f16), h200_caps(), "phase_gemm_sgmat")
+        launch = plan(infer(x, w, None, attrs, f16), h200_caps(), "phase_gemm_sgmat", {"vs": 0})
         assert launch.tiles["va"] == 1
         assert ["x", "read", "array<vec4<T>>"] in launch.dispatches[0].params["bindings"]
     padded = infer((1, 64, 32, 32), (64, 64, 3, 3), None, {"pads": [1] * 4}, f16)
@@ -149,7 +194,8 @@ def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
     odd = infer((1, 64, 5, 5), (64, 64, 2, 2), None, {"strides": [2, 2]}, f16)  # 25 pixels an image
     tiles = plan(odd, h200_caps(), "phase_gemm_sgmat").tiles
     assert tiles["va"] == 0
-    assert "multiple of 4 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1}, odd, h200_caps())
+    assert "multiple of 4 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1, "vs": 0}, odd, h200_caps())
+    assert "multiple of 8 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1, "vs": 1}, odd, h200_caps())
     assert plan(padded, h200_caps(), "phase_gemm_sgmat", {"va": 1}).tiles["va"] == 0  # refused: the defaults run
     # float16 on f32 matrices stages converted values: va is refused by name
     caps = h200_caps(subgroup_matrix_configs=matrix_configs(APPLE_CONFIGS[:2]))

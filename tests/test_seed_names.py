@@ -100,7 +100,8 @@ THROUGH = {
     "conv-transpose3d-col2im": (((1, 4, 3, 3, 3), (4, 3, 2, 2, 2), {}), True, {}, "swiftshader", "ncdhw3d_col2im"),
     "conv-transpose2d-grouped-stride-phase": (DEPTHWISE, False, F16, "h200", "nchw2d_grouped_stride_phase"),
     "conv-transpose2d-grouped-stride-phase-blocked": (GROUPED_G32, True, F16, "h200", "nchw2d_grouped_stride_phase"),
-    "conv-1x1-subgroup-matrix": (((1, 64, 32, 32), (64, 64, 1, 1), {}), False, F16, "h200", "phase_gemm_sgmat"),
+    # 60 out-channels: packed rows of 16-byte vectors (vs) do not divide them, so va's scalar-staged kernel runs
+    "conv-1x1-subgroup-matrix": (((1, 64, 32, 32), (64, 60, 1, 1), {}), False, F16, "h200", "phase_gemm_sgmat"),
 }
 THROUGH["conv-transpose2d-weight-reorder"] = THROUGH["conv-transpose2d-col2im"]
 THROUGH["conv-transpose3d-weight-reorder"] = THROUGH["conv-transpose3d-col2im"]

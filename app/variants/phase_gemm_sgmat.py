@@ -9,10 +9,11 @@ storage needs f32 components (f16 would round every input to 11 bits), f16 stora
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..plan import Plan, Refusal
-from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant
+from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, max_phase_taps
 from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, gemm_plan, parts_refusal, split_k,
                          workgroup_count)
 
@@ -20,24 +21,39 @@ NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
 # 1x1 kernels with va render through the seed's name for them: a thin entry over TEMPLATE that fixes va.
 POINTWISE = "conv-1x1-subgroup-matrix.wgsl.jinja"
+# vs: the same GEMMs in the structure of docs/ceiling.md's fastest WGSL GEMM (16-byte staging vectors, one
+# buffer with two barriers per step, every operand staged, result matrices leaving through the staging memory).
+VECTOR_STAGED = "conv-transpose-phase-gemm-sgmat-vs.wgsl.jinja"
 FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
 STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
-PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd", "va")
-SWITCHES = ("bd", "va")  # 0 or 1
+PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd", "va", "vs")
+SWITCHES = ("bd", "va", "vs")  # 0 or 1
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
-# (sg_m, sg_n, cm, cn, kb, kz, bd, va) for 16 x 16 matrices, from H200 sweeps (f16, docs/h200/sweeps/
-# phase_gemm_sgmat-f16-*.json): 2 x 2 subgroups, the tallest tile that still makes FILL workgroups: 128 x 128
-# (4 x 4 matrices each) where there are more than 64 out-channels, else 128 x 64, else 64 x 64 (the fastest
-# 2 x 2-subgroup shape swept on each of the nine `large` dense cases; 8 subgroups with 4 K-blocks won on
-# stride1_256_3x3, an entry of the H200 table, but cost the other cases of its class 7-15%). Two matrix
-# K-blocks per step. The tall tiles read their right matrices straight from the packed weights, a step
-# ahead (bd): 1.2-3.2x faster on all nine `large` cases swept (the 1x1 projection 0.083 ms against 0.267
-# staged); 64 x 64 tiles stage them: bd was up to 1.3x slower there (`full` hifigan_k16s8p4, 0.071 ms
-# against 0.055), never more than 2% faster.
-_WIDE = (2, 2, 4, 4, 2, 1, 1, 1)
-_TALL = (2, 2, 4, 2, 2, 1, 1, 1)
-_SMALL = (2, 2, 2, 2, 2, 1, 0, 1)
+# (sg_m, sg_n, cm, cn, kb, kz, bd, va, vs) for 16 x 16 matrices where vs is refused (float16 on f32
+# matrices, float32, packed weight rows not a multiple of 8 out-channels), from H200 sweeps (f16,
+# docs/h200/sweeps/phase_gemm_sgmat-f16-*.json): 2 x 2 subgroups, the tallest tile that still makes FILL
+# workgroups: 128 x 128 (4 x 4 matrices each) where there are more than 64 out-channels, else 128 x 64, else
+# 64 x 64. Two matrix K-blocks per step. The tall tiles read their right matrices straight from the packed
+# weights, a step ahead (bd): 1.2-3.2x faster on all nine `large` cases swept (the 1x1 projection 0.083 ms
+# against 0.267 staged); 64 x 64 tiles stage them: bd was up to 1.3x slower there (`full` hifigan_k16s8p4,
+# 0.071 ms against 0.055), never more than 2% faster.
+_WIDE = (2, 2, 4, 4, 2, 1, 1, 1, 0)
+_TALL = (2, 2, 4, 2, 2, 1, 1, 1, 0)
+_SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0)
+# vs where it runs: 1.4-1.9x faster than the shapes above on all seven `large` fp16 cases this variant
+# serves (docs/h200/sweeps/phase_gemm_sgmat-f16-vs-large.json: proj_512_1x1 0.079 -> 0.040 ms, hifigan_512
+# 0.127 -> 0.090, vocoder_64 0.105 -> 0.040). 2 x 2 subgroups, two K-blocks per step, tiles no wider than
+# the out-channels (2 subgroups of 16 columns per matrix: vocoder_64's 32 out-channels ran 0.040 ms on 32
+# columns against 0.050 on 64), 4 result matrices tall, or 2 where each output sums at most
+# SHORT_REDUCTION products: a tile's few steps then do not cover its prologue and write-out, and twice
+# the workgroups overlap them (unet_128_k2s2 and vocoder_64, 128 deep: 0.109 and 0.040 ms on 64 rows against
+# 0.126 and 0.047 on 128; unet3d, 256 deep: 0.039 on 128 rows against 0.043). Where the widest tile makes
+# fewer than FILL workgroups, 2 matrices wide, then the small tile with split-K, as above.
+VS_SUBGROUPS = (2, 2)
+VS_K_BLOCKS = 2
+VS_MAX_MATRICES = 4
+SHORT_REDUCTION = 128
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -110,6 +126,8 @@ def _vector_a_refusal(t: dict, geom, caps, config: dict) -> str | None:
                   for k, s, o, i in zip(geom.kernel, geom.strides, geom.out_spatial, geom.in_spatial))
     if not natural or any(geom.pads_begin) or any(d != 1 for d in geom.dilations):
         return "va needs kernel = strides with no pads, dilations or extra outputs (one tap per phase)"
+    if t.get("vs"):  # 16-byte vectors of 8 pixels; vs checks its own staging map
+        return "va with vs needs x's images to hold a multiple of 8 pixels" if math.prod(geom.in_spatial) % 8 else None
     if math.prod(geom.in_spatial) % 4:
         return "va needs x's images to hold a multiple of 4 pixels"
     tm, _, tks = _tile(t, config)
@@ -119,16 +137,79 @@ def _vector_a_refusal(t: dict, geom, caps, config: dict) -> str | None:
     return None
 
 
+def vector_y(geom) -> bool:
+    """Whether vs writes y as vectors of 4 rows: one phase (every stride 1), whose rows are y's pixels in
+    order, in images of a multiple of 4 pixels."""
+    return all(s == 1 for s in geom.strides) and math.prod(geom.out_spatial) % 4 == 0
+
+
+def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
+    """Why vs cannot run this shape on this request (None when it can): it stages f16 as 16-byte vectors,
+    every operand in workgroup memory, each invocation a fixed slice of a step's k rows."""
+    if geom.dtype != "float16" or config["componentType"] != "f16":
+        return "vs stages 16-byte vectors of f16: it needs float16 storage on f16 matrices"
+    if t["bd"]:
+        return "vs stages the right matrices: bd must be 0"
+    if config["M"] % 8 or config["N"] % 8:
+        return "vs needs matrices of a multiple of 8 rows and columns (16-byte vectors)"
+    if wp_cols(geom) % 8:
+        return "vs needs packed weight rows of a multiple of 8 out-channels (16-byte vectors)"
+    tm, tn, tks = _tile(t, config)
+    threads = t["sg_m"] * t["sg_n"] * subgroup_size(caps)
+    a_runs = tm // (8 if t["va"] else 2)  # A's vectors (va) or gathered row pairs across the tile
+    if threads % a_runs or tks % (threads // a_runs):
+        return "vs needs the workgroup to stage whole k rows of A"
+    if threads % (tn // 8) or tks % (threads // (tn // 8)):
+        return "vs needs the workgroup to stage whole k rows of B"
+    if vector_y(geom):
+        if threads % (tm // 4):
+            return "vs needs the workgroup to write whole columns of the tile's 4-row vectors"
+        step = threads // (tm // 4)
+    else:
+        step = max(1, threads // tm)
+    if (t["sg_n"] * config["N"]) % step:
+        return "vs needs the workgroup to write whole column blocks"
+    return None
+
+
 def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
+    if t.get("vs"):  # one step of A and B in 16-byte vectors, rows padded by one; then one column block of
+        # every subgroup's f32 results, columns padded by one vector
+        return 16 * max(tks * (tm // 8 + 1 + tn // 8 + 1), t["sg_n"] * config["N"] * (tm // 4 + 1))
     comp = component_bytes(config)
     pad = ROW_PAD_BYTES // comp
     staged = tm + pad + (0 if t["bd"] else tn + pad)  # bd: B is read from wp, not staged
     return 2 * tks * staged * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
 
 
+def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
+    """vs's shape for this request (the rule above), or None where vs cannot run it."""
+    def shape(cm: int, cn: int) -> tuple[dict | None, int]:
+        t = dict(zip(PARAMS, (*VS_SUBGROUPS, cm, cn, VS_K_BLOCKS, 1, 0, 1, 1)))
+        t["va"] = int(_vector_a_refusal(t, geom, caps, config) is None)
+        if _vector_staged_refusal(t, geom, caps, config) or tiles_refusal(t, geom, caps):
+            return None, 0
+        tm, tn, _ = _tile(t, config)
+        return t, workgroup_count(geom, {"tm": tm, "tn": tn})
+
+    cm = 2 if geom.in_per_group * max_phase_taps(geom) <= SHORT_REDUCTION else VS_MAX_MATRICES
+    cn = min(VS_MAX_MATRICES, -(-geom.out_per_group // (VS_SUBGROUPS[1] * config["N"])))
+    for cn_ in dict.fromkeys((cn, min(cn, 2))):
+        t, workgroups = shape(cm, cn_)
+        if t is None or workgroups >= FILL:
+            return t
+    t, workgroups = shape(2, min(cn, 2))
+    if t is not None and workgroups < FILL:
+        tm, tn, tks = _tile(t, config)
+        t["kz"] = split_k(geom, caps, tm, tn, tks)
+    return t
+
+
 def default_tiles(geom, caps) -> dict:
     config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16, "componentType": None}
+    if config["componentType"] and (staged := _vector_staged_defaults(geom, caps, config)):
+        return staged
     direct = int(direct_b_refusal(geom, config) is None)
 
     def shape(values: tuple) -> tuple[dict, int]:
@@ -170,6 +251,10 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "va (A rows loaded as vec4s of x) must be 0 or 1"
     if t["va"] and (why := _vector_a_refusal(t, geom, caps, config)):
         return why
+    if t.get("vs") not in (0, 1):
+        return "vs (16-byte vector staging, one buffer, results through the staging memory) must be 0 or 1"
+    if t["vs"] and (why := _vector_staged_refusal(t, geom, caps, config)):
+        return why
     if why := subgroups_refusal(t["sg_m"] * t["sg_n"], caps, config):
         return why
     threads = t["sg_m"] * t["sg_n"] * subgroup_size(caps)
@@ -195,6 +280,8 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
     tm, tn, tks = _tile(t, config)
     params = t | {"comp": config["componentType"], "sm": config["M"], "sn": config["N"], "sk": config["K"],
                   "subgroup_size": subgroup_size(caps), "tm": tm, "tn": tn}
+    if t["vs"]:
+        return _vector_staged_plan(geom, caps, params | {"yv": int(vector_y(geom))}, t, config)
     x_view = "array<vec4<T>>" if t["va"] else None
     template = POINTWISE if t["va"] and all(k == 1 for k in geom.kernel) else TEMPLATE
     if not t["bd"]:
@@ -205,8 +292,22 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
                        wp_view="array<C>", wp_tail=tail, x_view=x_view)
 
 
+def _vector_staged_plan(geom, caps, params: dict, t: dict, config: dict) -> Plan | Refusal:
+    """vs: x (va) and wp bound as 16-byte vectors; with yv, y (or the split's parts) as vectors of 4 rows."""
+    tm, tn, tks = _tile(t, config)
+    plan = gemm_plan(VECTOR_STAGED, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
+                     wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] else None)
+    if isinstance(plan, Refusal) or not params["yv"]:
+        return plan
+    views = {"y": "array<vec4<T>>", "parts": "array<vec4<f32>>"}
+    gemm = plan.dispatches[0]
+    bindings = [[name, access, views.get(name, kind)] for name, access, kind in gemm.params["bindings"]]
+    return replace(plan, dispatches=(replace(gemm, params=gemm.params | {"bindings": bindings}),
+                                     *plan.dispatches[1:]))
+
+
 SGMAT = Variant(
-    name=NAME, templates=(PACK, POINTWISE, TEMPLATE, SPLIT_SUM, *SHARED),
+    name=NAME, templates=(PACK, POINTWISE, TEMPLATE, VECTOR_STAGED, SPLIT_SUM, *SHARED),
     summary="phase_gemm's GEMMs (every rank, stride, dense or grouped) on subgroup matrices: tensor cores where "
             "the device offers matrices with f32 results (f16 components for float16, f32 ones for float32)",
     conditions={"input": "nonempty", "finite_data": True},
