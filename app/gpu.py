@@ -53,12 +53,13 @@ def to_typed(arr: np.ndarray):
     return getattr(js, TYPED[str(arr.dtype)]).new(u8.buffer)
 
 
-def _js_tensors(tensors: dict, constant: bool = False):
-    """name -> numpy array or GpuTensor, as the executor takes them: {buffer, shape} or {data[, constant]}
-    (constant: written once while the same array comes back, as timing runs reuse theirs)."""
+def _js_tensors(tensors: dict):
+    """name -> numpy array or GpuTensor, as the executor takes them: {buffer, shape} or {data}. A numpy
+    array travels as a new typed array each call, written every call (never constant: nothing would come
+    back to hit the weight cache); a GpuTensor's buffer keeps its prepared weight layouts in the executor's
+    weight cache until `forget`."""
     return _js({name: {"buffer": t.buffer, "shape": list(t.shape)} if isinstance(t, GpuTensor)
-                else {"data": to_typed(t)} | ({"constant": True} if constant else {})
-                for name, t in tensors.items()})
+                else {"data": to_typed(t)} for name, t in tensors.items()})
 
 
 def from_typed(data, dtype: str, shape) -> np.ndarray:
@@ -139,7 +140,8 @@ class Gpu:
         self.executor.largest = value
 
     def memory(self) -> dict:
-        """GPU memory the package holds (live bytes, the part launches keep between calls) and cache sizes."""
+        """GPU memory the package holds (live bytes, the part launches and weight caches keep between calls),
+        cache sizes and counters, and the weight cache of Python's calls (weight_cache_*)."""
         return self.executor.memory().to_py()
 
     def release_caches(self) -> None:
@@ -222,7 +224,7 @@ class Gpu:
         """Benchmarks: [(wall ms, GPU ms or None)] per run, per repetition (web/runtime/executor.mjs Launch.time);
         busy_ms: untimed work right before each timed run, so that a real GPU is at its working clocks."""
         try:
-            samples = await launch.time(_js_tensors(tensors, constant=True),
+            samples = await launch.time(_js_tensors(tensors),
                                         _js({"warmup": warmup, "runs": runs, "repeats": repeats, "busyMs": busy_ms}))
         except JsException as exc:
             raise python_error(exc) from None

@@ -9,18 +9,22 @@
 //
 // State per launch (its buffers, uniform buffers, bind groups, query set, readback buffers) lives until
 // the launch is evicted from the executor's LRU or the executor is cleared: nothing is created per call
-// except y when the caller keeps it on the GPU ({output: "gpu"}).
+// except y when the caller keeps it on the GPU ({output: "gpu"}). Constant weights and weight GPUBuffers
+// keep their GPU copy and prepared layouts in a WeightCache (weight-cache.mjs) of the calling kernel,
+// across launches.
 
 import { kernelError } from "./errors.mjs";
 import { NonfiniteCheck } from "./finite.mjs";
 import { TYPED_ARRAYS } from "./typed-arrays.mjs";
 import { MAP_MODE_READ, USAGE } from "./usage.mjs";
+import { WeightCache } from "./weight-cache.mjs";
 
 export const LAUNCH_CACHE_SIZE = 32;  // launches kept (per executor), least recently used destroyed first
 export const PIPELINE_CACHE_SIZE = 64;  // compiled pipelines kept, by template + structural parameters
 const SPARE_OUTPUTS = 2;  // disposed output buffers kept per size
 const MAX_QUERIES = 4096;  // WebGPU caps a timestamp query set at 4096 queries
 const MAX_SPINS = 20000;  // repetitions of one busy-keeping submission (tiny kernels: ~0.2 s of work at most)
+const BIND_GROUPS = 64;  // bind groups kept per pass (one per set of buffers: layers sharing a launch)
 
 const padded = (n) => Math.max(4, Math.ceil(n / 4) * 4);
 const now = () => performance.now();
@@ -43,10 +47,15 @@ export class Executor {
     this.live = 0;  // bytes of buffers this executor holds (launch state); y handed to callers not counted
     this.largest = 0;  // largest buffer created since the counter was last reset (split tests)
     this.executions = 0;  // launches submitted (tests prove refusals happen before GPU work)
-    this.weightPreparations = 0;  // weight-side passes run (skipped while the same constant weights return)
+    this.weightPreparations = 0;  // weight-side passes run (skipped while cached weights come back)
+    this.bytesWritten = 0;  // bytes of caller data calls wrote to the GPU (x, w, b)
+    this.weightBytesWritten = 0;  // ... of them, w's and b's
+    this.caches = new Map();  // owner (a JS kernel's serial; null: calls that name no cache) -> WeightCache
+    this.pipelineKeys = new WeakMap();  // pipeline -> its cache key (part of a launch's prepare key)
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
     this.deferred = null;  // the error of a call nobody waited for (y kept on the GPU), thrown by the next call
+    this.verified = new WeakSet();  // bind groups submitted by a call whose validation scope came back clean
   }
 
   buffer(size, usage, { counted = true, label } = {}) {
@@ -55,6 +64,22 @@ export class Executor {
     if (counted) this.live += buf.size;
     this.largest = Math.max(this.largest, buf.size);
     return buf;
+  }
+
+  /** A call's CPU data for input `name` into a GPU buffer, counted. */
+  write(buffer, data, name) {
+    writeTyped(this.device, buffer, data);
+    this.bytesWritten += data.byteLength;
+    if (name !== "x") this.weightBytesWritten += data.byteLength;
+  }
+
+  /** The verdict of a resident call's validation scope: an error is thrown by the next call; a clean one
+   * proves the call's new bind groups (`fresh`). */
+  deferVerdict(variant, fresh) {
+    return (error) => {
+      if (error) this.deferred ??= `variant ${variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`;
+      else for (const g of fresh) this.verified.add(g);
+    };
   }
 
   /** A typed array copied into a new GPU buffer that the caller owns (STORAGE | COPY_SRC | COPY_DST). */
@@ -69,11 +94,17 @@ export class Executor {
   outputBuffer(size) {
     const spare = this.spareOutputs.get(padded(size))?.pop();
     if (spare) { this.live -= spare.size; return spare; }
+    return this.allocate(size, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" });
+  }
+
+  /** A buffer made in an out-of-memory error scope of its own, for calls that do not wait: a failure is
+   * thrown by the next call. */
+  allocate(size, usage, options) {
     this.device.pushErrorScope("out-of-memory");
-    const buf = this.buffer(size, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" });
+    const buf = this.buffer(size, usage, options);
     this.device.popErrorScope().then((error) => {
-      if (error) this.deferred ??= `allocating y (${size} bytes): WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`;
-    }, () => {});
+      if (error) this.deferred ??= `allocating ${options.label} (${size} bytes): WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`;
+    }, ignore);
     return buf;
   }
 
@@ -116,6 +147,7 @@ export class Executor {
         `${messages || String((failure ?? scoped)?.message ?? failure ?? scoped)}`);
     }
     this.pipelines.set(key, pipeline);
+    this.pipelineKeys.set(pipeline, key);
     // GPUComputePipeline has no destroy(): dropping the last reference frees it (launches keep theirs).
     while (this.pipelines.size > this.pipelineCacheSize) this.pipelines.delete(this.pipelines.keys().next().value);
     return pipeline;
@@ -142,30 +174,44 @@ export class Executor {
     return launch;
   }
 
-  /** Drops every launch and pipeline (their GPU memory goes back to the device). */
+  /** The weight cache of `owner` (a kernel; null: the one for calls that name none, Python's), made with
+   * `limit` bytes on first use. */
+  weightCache(owner = null, limit = undefined) {
+    let cache = this.caches.get(owner);
+    if (!cache) {
+      cache = new WeightCache(this, limit);
+      this.caches.set(owner, cache);
+    }
+    return cache;
+  }
+
+  /** Drops every launch, pipeline and cached weight (their GPU memory goes back to the device). */
   clear() {
     for (const pool of this.spareOutputs.values()) for (const buf of pool) this.release(buf);
     this.spareOutputs.clear();
     for (const launch of this.launches.values()) launch.destroy();
     this.launches.clear();
     this.pipelines.clear();
+    for (const cache of this.caches.values()) cache.clear();
   }
 
-  /** Forgets prepared weight layouts made from this buffer or typed array (after the caller rewrote it). */
+  /** Drops what every weight cache keeps for this buffer or typed array (after the caller rewrote it). */
   forget(weights) {
-    for (const launch of this.launches.values()) {
-      if (launch.weightsFrom === weights) launch.weightsFrom = null;
-      for (const [name, data] of Object.entries(launch.constants)) if (data === weights) delete launch.constants[name];
-    }
+    for (const cache of this.caches.values()) cache.forget(weights);
   }
 
-  memory() {
+  /** What this executor holds (every kernel's launches and weight caches), and the counters; the weight
+   * cache's figures are those of `owner`'s. */
+  memory(owner = null) {
     let cached = 0;
     for (const launch of this.launches.values()) cached += launch.bytes;
     for (const pool of this.spareOutputs.values()) for (const buf of pool) cached += buf.size;
+    for (const cache of this.caches.values()) cached += cache.bytes;
     return { live_bytes: this.live, cached_bytes: cached, launches: this.launches.size, pipelines: this.pipelines.size,
-             executions: this.executions,
-             launch_cache_size: this.launchCacheSize, pipeline_cache_size: this.pipelineCacheSize };
+             executions: this.executions, weight_preparations: this.weightPreparations,
+             bytes_written: this.bytesWritten, weight_bytes_written: this.weightBytesWritten,
+             launch_cache_size: this.launchCacheSize, pipeline_cache_size: this.pipelineCacheSize,
+             ...this.weightCache(owner).stats() };
   }
 }
 
@@ -176,26 +222,37 @@ class Launch {
     this.variant = spec.variant;
     this.finiteOnly = spec.finite_only;
     this.bytes = 0;
-    this.weightsFrom = null;  // the constant weights (typed array or GPUBuffer) the prepared buffers hold
-    this.constants = {};  // input name -> the constant typed array its staging buffer holds
-    this.buffers = {};  // launch-owned buffers by name: scratch, prepared, and staging for CPU inputs and y
-    this.groups = new Map();  // bind groups by the ids of the buffers they bind
+    this.inputs = Object.entries(spec.inputs);  // [name, bytes] of the inputs the passes bind
+    this.buffers = {};  // launch-owned buffers by name: scratch, prepared (weights not cached), staging, y
     this.readbacks = [];
     this.stampReads = [];
-    const own = (name, size, usage) => { this.buffers[name] = this.hold(size, usage, name); };
-    for (const [name, size] of Object.entries(spec.scratch)) own(name, size, USAGE.STORAGE);
-    for (const [name, size] of Object.entries(spec.prepared)) own(name, size, USAGE.STORAGE);
+    for (const [name, size] of Object.entries(spec.scratch)) this.own(name, size, USAGE.STORAGE);
     const device = executor.device;
     const pass = (p) => {
       const words = new Int32Array(p.uniforms.length ? p.uniforms : [0]);
       const ubuf = this.hold(Math.ceil(words.byteLength / 16) * 16, USAGE.UNIFORM | USAGE.COPY_DST, "params");
       device.queue.writeBuffer(ubuf, 0, words);
-      return { pipeline: p.pipeline, bindings: p.bindings, ubuf, workgroups: p.workgroups,
-               layout: p.pipeline.getBindGroupLayout(0) };
+      const [x, y, z] = p.workgroups;
+      return { pipeline: p.pipeline, bindings: p.bindings, ubuf, x, y, z, layout: p.pipeline.getBindGroupLayout(0),
+               groups: new Map(), lastBound: null, lastGroup: null };  // bind groups by the ids of their buffers
     };
     this.prepare = spec.prepare.map(pass);
     this.passes = spec.passes.map(pass);
-    this.stampCount = 2 * (this.prepare.length + this.passes.length);
+    this.all = [...this.prepare, ...this.passes];
+    this.stampCount = 2 * this.all.length;
+    this.passDescriptor = { label: this.variant };
+    // The weight passes' outputs depend on w and on this key alone (their pipelines, uniforms, grids and
+    // buffer sizes): a weight cache keeps the layouts of one w per key, whichever launch prepared them.
+    const reads = new Set(this.prepare.flatMap((p) => p.bindings).filter((n) => !(n in spec.prepared)));
+    const pipelineKeys = this.prepare.map((p) => executor.pipelineKeys.get(p.pipeline));
+    this.prepareKey = this.prepare.length && reads.size === 1 && reads.has("w") && !pipelineKeys.includes(undefined)
+      ? JSON.stringify([pipelineKeys, spec.prepare.map((p) => [p.bindings, p.uniforms, p.workgroups]), spec.prepared])
+      : null;
+    // Whether w itself is bound on every call (else only when its layouts are prepared: a constant w is
+    // then not kept in the cache, its prepared layouts are)
+    this.bindsW = !this.prepare.length || this.prepareKey === null || this.passes.some((p) => p.bindings.includes("w"));
+    this.bound = { ...this.buffers };  // the buffers of the call being bound (reused: bind to submit is synchronous)
+    this.boundLayout = null;  // the cached layout the call being bound prepares, if any
     this.finiteCheck = spec.finite_check ? new NonfiniteCheck(spec, device, this.hold.bind(this)) : null;
     if (executor.timed) {
       this.querySet = device.createQuerySet({ type: "timestamp", count: this.stampCount });
@@ -211,15 +268,14 @@ class Launch {
 
   destroy() {
     for (const buf of Object.values(this.buffers)) this.executor.release(buf);
-    for (const p of [...this.prepare, ...this.passes]) this.executor.release(p.ubuf);
+    for (const p of this.all) this.executor.release(p.ubuf);
     for (const buf of [...this.readbacks, ...this.stampReads, ...(this.finiteCheck?.buffers() ?? [])]) {
       this.executor.release(buf);
     }
     if (this.resolved) this.executor.release(this.resolved);
     this.querySet?.destroy();
-    this.buffers = {}; this.readbacks = []; this.stampReads = []; this.finiteCheck = null;
-    this.groups.clear();
-    for (const p of [...this.prepare, ...this.passes]) p.lastBound = p.lastGroup = null;
+    this.buffers = {}; this.bound = {}; this.readbacks = []; this.stampReads = []; this.finiteCheck = null;
+    for (const p of this.all) { p.groups.clear(); p.lastBound = p.lastGroup = null; }
     this.bytes = 0;
   }
 
@@ -233,55 +289,66 @@ class Launch {
     const spec = this.spec;
     if (name in spec.inputs) return this.own(`in_${name}`, spec.inputs[name], USAGE.STORAGE | USAGE.COPY_DST);
     if (name === "y") return this.own("y", spec.y_bytes, USAGE.STORAGE | USAGE.COPY_SRC);
+    if (name in spec.prepared) return this.own(name, spec.prepared[name], USAGE.STORAGE);
     return this.buffers[name];
   }
 
   /** The caller's GPU buffers, checked before any GPU work: big enough, STORAGE usage, and (once per
-   * buffer, awaited) bindable on this device. */
-  async checkInputs(tensors) {
-    const spec = this.spec, exec = this.executor;
-    const unchecked = [];
-    for (const [name, nbytes] of Object.entries(spec.inputs)) {
+   * buffer, awaited) bindable on this device. A promise only when a buffer is new to this executor. */
+  checkInputs(tensors) {
+    const exec = this.executor;
+    let unchecked = null;
+    for (const [name, nbytes] of this.inputs) {
       const buf = tensors[name].buffer;
       if (!buf) continue;
       if (buf.size < nbytes) {
         throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer holds ${buf.size} bytes but shape ` +
-          `${JSON.stringify(tensors[name].shape)} (${spec.dtype}) needs ${nbytes}`, name);
+          `${JSON.stringify(tensors[name].shape)} (${this.spec.dtype}) needs ${nbytes}`, name);
       }
       if (buf.usage !== undefined && !(buf.usage & USAGE.STORAGE)) {
         throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer lacks GPUBufferUsage.STORAGE ` +
           `(usage ${buf.usage}); create it with STORAGE to bind it`, name);
       }
-      if (!exec.ours.has(buf) && !exec.checked.has(buf)) unchecked.push([name, buf]);
+      if (!exec.ours.has(buf) && !exec.checked.has(buf)) (unchecked ??= []).push([name, buf]);
     }
-    if (unchecked.length) await this.checkDevice(unchecked);
+    return unchecked && this.checkDevice(unchecked);
   }
 
-  /** The buffers of one call (synchronous, so that a call's error scopes never interleave with another's):
-   * caller GPU buffers as they are, CPU data written into launch-owned buffers. Constant CPU data
-   * ({data, constant: true}) is written once while the same typed array comes back; prepared weight
-   * layouts are kept while the same constant array or GPUBuffer comes back as w. */
-  bind(tensors, output, profile) {
-    const spec = this.spec, exec = this.executor;
-    const bound = { ...this.buffers };
-    const w = tensors.w;
-    const weights = w.buffer ?? (w.constant ? w.data : null);
-    const prepare = this.prepare.length > 0 && (weights === null || this.weightsFrom !== weights);
-    for (const name of Object.keys(spec.inputs)) {
+  /** The buffers of one call into this.bound (synchronous, so that a call's error scopes never interleave
+   * with another's); whether the weight passes run. Caller GPU buffers are bound as they are; constant CPU
+   * data ({data, constant: true}) as its copy in the weight cache (written on its first use); other CPU data
+   * is written into launch-owned buffers. Prepared weight layouts come from the cache for a constant w or a
+   * GPUBuffer w (the weight passes run when they are new: this.boundLayout), else are made every call. */
+  bind(tensors, output, profile, cache) {
+    const exec = this.executor, bound = this.bound, w = tensors.w;
+    let prepare = this.prepare.length > 0, layout = null;
+    if (prepare) {
+      const key = w.buffer ?? (w.constant ? w.data : null);
+      if (key !== null && cache !== null && this.prepareKey !== null) layout = cache.layout(key, this.prepareKey, this.spec.prepared);
+      if (layout?.ready) prepare = false;
+      if (layout) Object.assign(bound, layout.buffers);
+      else for (const name in this.spec.prepared) bound[name] = this.slot(name);
+    }
+    this.boundLayout = prepare ? layout : null;
+    for (const [name, size] of this.inputs) {
       const t = tensors[name];
       if (t.buffer) {
         bound[name] = t.buffer;
         continue;
       }
-      bound[name] = this.slot(name);
-      if (t.constant && this.constants[name] === t.data) continue;  // already on the GPU
-      writeTyped(exec.device, bound[name], t.data);
-      this.constants[name] = t.constant ? t.data : null;
+      if (name === "w" && !this.bindsW) {
+        // only the weight passes read w: written (into the launch's buffer) when they run
+        if (prepare) exec.write(bound.w = this.slot("w"), t.data, name);
+        continue;
+      }
+      const kept = t.constant && cache !== null ? cache.upload(t.data, size, name) : null;
+      if (kept !== null) bound[name] = kept;
+      else exec.write(bound[name] = this.slot(name), t.data, name);
     }
+    if (cache !== null && cache.bytes > cache.limit) cache.trim(Object.values(tensors).map((t) => t.buffer ?? t.data));
     if (profile) profile.upload = now();
-    const y = output === "gpu" ? exec.outputBuffer(spec.y_bytes) : this.slot("y");
-    bound.y = y;
-    return { bound, prepare, weights, y };
+    bound.y = output === "gpu" ? exec.outputBuffer(this.spec.y_bytes) : this.slot("y");
+    return prepare;
   }
 
   /** A caller's buffer from another GPUDevice is refused before any submission: binding it is a validation
@@ -289,7 +356,7 @@ class Launch {
   async checkDevice(unchecked) {
     const device = this.executor.device;
     for (const [name, buf] of unchecked) {
-      const pass = [...this.prepare, ...this.passes].find((p) => p.bindings.includes(name));
+      const pass = this.all.find((p) => p.bindings.includes(name));
       device.pushErrorScope("validation");
       let thrown = null;
       try {
@@ -308,54 +375,72 @@ class Launch {
     }
   }
 
+  /** The bind group of pass p over the buffers in `bound`: the one it bound last time (compared buffer by
+   * buffer, no key built), else one kept per set of buffers (layers sharing this launch), else a new one. */
   group(p, bound) {
-    // the hot path binds what it bound last time: compare before building a key
-    const last = p.lastBound;
-    if (last && p.bindings.every((n, j) => last[j] === bound[n])) return p.lastGroup;
-    const key = p.bindings.map((n) => idOf(bound[n])).join(",");
-    let g = this.groups.get(key);
-    if (!g) {
-      const entries = p.bindings.map((n, j) => ({ binding: j, resource: { buffer: bound[n] } }));
-      entries.push({ binding: entries.length, resource: { buffer: p.ubuf } });
-      g = this.executor.device.createBindGroup({ layout: p.layout, entries });
-      if (this.groups.size >= 8) this.groups.delete(this.groups.keys().next().value);
-      this.groups.set(key, g);
+    const names = p.bindings, n = names.length;
+    let last = p.lastBound;
+    if (last !== null) {
+      let j = 0;
+      while (j < n && last[j] === bound[names[j]]) j++;
+      if (j === n) return p.lastGroup;
     }
-    p.lastBound = p.bindings.map((n) => bound[n]);
+    let key = "";
+    for (let j = 0; j < n; j++) key += `${idOf(bound[names[j]])},`;
+    let g = p.groups.get(key);
+    if (g) {
+      p.groups.delete(key);
+    } else {
+      const entries = names.map((name, j) => ({ binding: j, resource: { buffer: bound[name] } }));
+      entries.push({ binding: n, resource: { buffer: p.ubuf } });
+      g = this.executor.device.createBindGroup({ layout: p.layout, entries });
+      if (p.groups.size >= BIND_GROUPS) p.groups.delete(p.groups.keys().next().value);
+    }
+    p.groups.set(key, g);
+    last = p.lastBound ??= new Array(n);
+    for (let j = 0; j < n; j++) last[j] = bound[names[j]];
     p.lastGroup = g;
     return g;
   }
 
   /** The passes into `encoder`: each in a compute pass of its own when timestamped, else all dispatches in
    * one pass (WebGPU orders dispatches within a pass, storage writes visible to the next; fewer calls on
-   * the host path). */
+   * the host path). Returns the bind groups no clean call has submitted yet, or null. */
   encode(encoder, passes, bound, stamps, first = 0) {
+    const verified = this.executor.verified;
+    let fresh = null;
     if (!stamps) {
-      const pass = encoder.beginComputePass({ label: this.variant });
+      const pass = encoder.beginComputePass(this.passDescriptor);
       for (const p of passes) {
+        const g = this.group(p, bound);
+        if (!verified.has(g)) (fresh ??= []).push(g);
         pass.setPipeline(p.pipeline);
-        pass.setBindGroup(0, this.group(p, bound));
-        pass.dispatchWorkgroups(...p.workgroups);
+        pass.setBindGroup(0, g);
+        pass.dispatchWorkgroups(p.x, p.y, p.z);
       }
       pass.end();
-      return;
+      return fresh;
     }
     passes.forEach((p, i) => {
       const at = 2 * (first + i);
       const pass = encoder.beginComputePass({ label: `${this.variant}#${i}`,
         timestampWrites: { querySet: this.querySet, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } });
+      const g = this.group(p, bound);
+      if (!verified.has(g)) (fresh ??= []).push(g);
       pass.setPipeline(p.pipeline);
-      pass.setBindGroup(0, this.group(p, bound));
-      pass.dispatchWorkgroups(...p.workgroups);
+      pass.setBindGroup(0, g);
+      pass.dispatchWorkgroups(p.x, p.y, p.z);
       pass.end();
     });
+    return fresh;
   }
 
   /** One call. tensors: {x, w, b?} each {data: typed array, constant?} or {buffer: GPUBuffer}.
    * output "cpu": y read back into a typed array; "gpu": y = {buffer, shape, dtype}, owned by the caller.
    * timing: GPU ms from timestamp-query (free with a CPU output: the stamps ride along with y's readback).
-   * profile: an object that receives performance.now() marks of the stages. */
-  async run(tensors, { output = "cpu", timing = false, profile = null } = {}) {
+   * profile: an object that receives performance.now() marks of the stages. weights: the WeightCache of the
+   * calling kernel (default: the executor's own, for callers that name none). */
+  async run(tensors, { output = "cpu", timing = false, profile = null, weights = undefined } = {}) {
     const exec = this.executor, device = exec.device, spec = this.spec;
     if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
     if (exec.deferred) {
@@ -365,32 +450,36 @@ class Launch {
     }
     // A call that waits anyway (y or timestamps to read, or a launch's first run, which creates its buffers)
     // runs in validation and out-of-memory error scopes and waits for them too. A resident call that does
-    // not wait scopes its submission for validation only (it allocates nothing, but for a new y, which is
-    // scoped on its own) and leaves the verdict to the next call, which throws it.
-    await this.checkInputs(tensors);
+    // not wait scopes its submission for validation only (what it allocates, a new y or new cached weights,
+    // is scoped on its own) and leaves the verdict to the next call, which throws it; and only when it binds
+    // a bind group no clean call has submitted: a repeat of proven buffers skips the scope (popErrorScope
+    // is the costliest WebGPU call of a repeat call after submit). What it could still meet is a buffer
+    // the caller destroyed and passed again: WebGPU reports that as an uncaptured error.
+    const unchecked = this.checkInputs(tensors);
+    if (unchecked) await unchecked;
     // From here to the submission nothing awaits.
     const stamps = exec.timed && (timing || output === "cpu");
     const scoped = !this.submitted || output === "cpu" || stamps;
     if (scoped) { device.pushErrorScope("out-of-memory"); device.pushErrorScope("validation"); }
-    const { bound, prepare, weights, y } = this.bind(tensors, output, profile);
+    const prepare = this.bind(tensors, output, profile, weights ?? exec.weightCache());
+    const layout = this.boundLayout, bound = this.bound, y = bound.y;
     exec.executions += 1;
-    const passes = prepare ? [...this.prepare, ...this.passes] : this.passes;
-    const stampBytes = stamps ? 8 * this.stampCount : 0;
     const encoder = device.createCommandEncoder();
     // Data uploaded from the CPU, on a variant exact only for finite data, with y read back anyway: the
     // GPU flags NaN/Inf in it during the same submission (finite.mjs: the caller reruns on an exact variant).
-    const check = this.finiteCheck;
-    const checked = check ? check.checked(tensors, output) : [];
-    if (checked.length) check.encode(encoder, checked, bound);
-    this.encode(encoder, passes, bound, stamps, prepare ? 0 : this.prepare.length);
+    const check = output === "cpu" ? this.finiteCheck : null;
+    const checked = check ? check.checked(tensors) : null;
+    if (checked) check.encode(encoder, checked, bound);
+    const fresh = this.encode(encoder, prepare ? this.all : this.passes, bound, stamps, prepare ? 0 : this.prepare.length);
     // Readback buffers come from per-launch pools: y's, and the timestamps' (mapped in the same wait).
     let readback = null, stampRead = null;
     if (output === "cpu") {
       readback = this.readbacks.pop() ?? this.hold(spec.y_bytes, USAGE.MAP_READ | USAGE.COPY_DST, "readback");
       encoder.copyBufferToBuffer(y, 0, readback, 0, padded(spec.y_bytes));
     }
-    const flagRead = checked.length ? check.copyFlag(encoder, this.hold.bind(this)) : null;
+    const flagRead = checked ? check.copyFlag(encoder, this.hold.bind(this)) : null;
     if (stamps) {
+      const stampBytes = 8 * this.stampCount;
       stampRead = this.stampReads.pop() ?? this.hold(stampBytes, USAGE.MAP_READ | USAGE.COPY_DST, "timestamps read");
       encoder.resolveQuerySet(this.querySet, 0, this.stampCount, this.resolved, 0);
       encoder.copyBufferToBuffer(this.resolved, 0, stampRead, 0, stampBytes);
@@ -399,16 +488,16 @@ class Launch {
     if (scoped) {
       device.queue.submit([encoder.finish()]);
       verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]);  // popped at once: calls interleave
-    } else {
+    } else if (fresh) {
       device.pushErrorScope("validation");
       device.queue.submit([encoder.finish()]);
-      device.popErrorScope().then((error) => {
-        if (error) exec.deferred ??= `variant ${this.variant}: WebGPU ${error.constructor?.name ?? "error"}: ${error.message}`;
-      }, () => {});
+      device.popErrorScope().then(exec.deferVerdict(this.variant, fresh), ignore);
+    } else {
+      device.queue.submit([encoder.finish()]);
     }
     if (profile) profile.submit = now();
     if (prepare) {
-      this.weightsFrom = weights;
+      if (layout) layout.ready = true;
       exec.weightPreparations += 1;
     }
     const meta = { variant: this.variant, reason: spec.reason, gpu_ms: null, y_shape: spec.y_shape, pieces: 1 };
@@ -421,7 +510,7 @@ class Launch {
       if (profile) profile.mapped = now();
       const failed = validation ?? oom ?? yFailed ?? stampsFailed ?? flagFailed;
       if (failed) {
-        this.weightsFrom = null;
+        if (prepare && layout) layout.ready = false;
         for (const [buf, pool] of [[readback, this.readbacks], [stampRead, this.stampReads]]) {
           if (!buf) continue;
           if (buf.mapState === "mapped") buf.unmap();
@@ -436,6 +525,7 @@ class Launch {
         throw kernelError("GpuError", `variant ${this.variant}: reading the output back failed: ${why}`);
       }
       this.submitted = true;
+      if (fresh) for (const g of fresh) exec.verified.add(g);
       if (readback) {
         data = new TYPED_ARRAYS[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
         readback.unmap();
@@ -475,19 +565,20 @@ class Launch {
 
   /** Benchmarks: the main passes submitted `repeats` times back to back in one command buffer (a real GPU
    * then stays at its working clocks, as inside a model), inputs bound as given (GPU buffers or CPU data
-   * written once), y left on the GPU. Per run: wall ms to onSubmittedWorkDone and GPU ms from timestamps,
-   * both per repetition. Weight-side passes run once, before. */
+   * written once, into the launch's own buffers: the timing keeps no weights), y left on the GPU. Per run:
+   * wall ms to onSubmittedWorkDone and GPU ms from timestamps, both per repetition. Weight-side passes run
+   * once, before. */
   async time(tensors, { warmup = 1, runs = 5, repeats = 1, busyMs = 0 } = {}) {
     const exec = this.executor, device = exec.device;
     if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
     await this.checkInputs(tensors);
-    const { bound, prepare, weights } = this.bind(tensors, "cpu", null);
+    const prepare = this.bind(tensors, "cpu", null, null);
+    const bound = { ...this.bound };  // kept across the awaits below: calls in between rebind this.bound
     device.pushErrorScope("validation");
     if (prepare) {
       const encoder = device.createCommandEncoder();
       this.encode(encoder, this.prepare, bound, false);
       device.queue.submit([encoder.finish()]);
-      this.weightsFrom = weights;
     }
     // A timestamp query set holds at most MAX_QUERIES queries: fewer repetitions rather than a refusal.
     repeats = Math.max(1, Math.min(repeats, Math.floor(MAX_QUERIES / (2 * this.passes.length))));
@@ -511,7 +602,7 @@ class Launch {
             const pass = encoder.beginComputePass(querySet ? { timestampWrites: { querySet, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } } : {});
             pass.setPipeline(p.pipeline);
             pass.setBindGroup(0, this.group(p, bound));
-            pass.dispatchWorkgroups(...p.workgroups);
+            pass.dispatchWorkgroups(p.x, p.y, p.z);
             pass.end();
           });
         }
@@ -552,6 +643,8 @@ function gpuMs(ticks, passes) {
   for (let i = 0; i < 2 * passes; i += 2) ns += ticks[i + 1] - ticks[i];
   return Number(ns) / 1e6;
 }
+
+const ignore = () => {};
 
 /** queue.writeBuffer straight from the caller's typed array (a byte length not a multiple of 4, as an odd
  * count of float16 values has, goes through a padded copy: writeBuffer needs whole 4-byte words). */

@@ -3,9 +3,11 @@
 // their launches are `finiteOnly`, and a call with non-finite data runs on the exact launch Python plans
 // for the same signature with finite=false (the key with EXACT appended). How a call finds out:
 // - GPU tensors say so themselves ({buffer, finite: false}); the default is finite;
-// - CPU data with y read back: the GPU flags NaN/Inf in it during the call's own submission
+// - constant CPU arrays ({data, constant: true}): scanned here once per array (finiteOf, until
+//   forgetFinite), whatever the output: they are not scanned again on the GPU;
+// - other CPU data with y read back: the GPU flags NaN/Inf in it during the call's own submission
 //   (NonfiniteCheck, the launch spec's finite_check pipeline), and the call reruns on the exact launch;
-// - CPU data with y left on the GPU: scanned here first, constant arrays once (finiteOf).
+// - other CPU data with y left on the GPU: scanned here first.
 
 import { USAGE } from "./usage.mjs";
 
@@ -25,44 +27,58 @@ export function allFinite(data, dtype) {
 /** A GPU tensor's own word on its data: finite unless it says `finite: false`. */
 export const gpuTensorFinite = (t) => t.finite !== false;
 
-const finiteOf = new WeakMap();  // constant typed arrays -> whether every value is finite (scanned once)
-function inputsFinite(tensors) {
-  return ["x", "w"].every((name) => {
-    const t = tensors[name];
-    if (t.buffer) return gpuTensorFinite(t);
-    if (!t.constant) return allFinite(t.data, t.dtype);
-    if (!finiteOf.has(t.data)) finiteOf.set(t.data, allFinite(t.data, t.dtype));
-    return finiteOf.get(t.data);
-  });
+// constant typed arrays -> whether every value is finite: scanned once per array, as the weight cache
+// (weight-cache.mjs) uploads it once; both forget it together (kernel.forget)
+const finiteOf = new WeakMap();
+const SCANNED = ["x", "w"];  // the inputs whose NaN or Inf a finiteOnly variant does not carry exactly
+
+function constantFinite(t) {
+  let finite = finiteOf.get(t.data);
+  if (finite === undefined) finiteOf.set(t.data, finite = allFinite(t.data, t.dtype));
+  return finite;
 }
 
-/** Known before the call to hold NaN or Inf: a GPU tensor says so, or y stays on the GPU (no readback to
- * carry the GPU's flag) and the CPU data scans non-finite. */
+/** A constant array changed in place: its next call scans it again. */
+export function forgetFinite(data) {
+  finiteOf.delete(data);
+}
+
+/** Known before the call to hold NaN or Inf: a GPU tensor says so, a constant array scans non-finite (once),
+ * or y stays on the GPU (no readback to carry the GPU's flag) and the other CPU data scans non-finite. */
 function knownNonfinite(tensors, output) {
-  return Object.values(tensors).some((t) => t.finite === false) || (output === "gpu" && !inputsFinite(tensors));
+  if (tensors.b?.finite === false) return true;
+  for (const name of SCANNED) {
+    const t = tensors[name];
+    if (t.buffer ? !gpuTensorFinite(t)
+      : t.constant ? !constantFinite(t)
+        : output === "gpu" && !allFinite(t.data, t.dtype)) return true;
+  }
+  return false;
 }
 
 /**
- * One call under the policy. launchFor(key, finite) -> the launch for a signature key (planned by Python on
- * its first use, finite: whether it may assume finite data) or null when it has none; run(launch) -> the
- * result; without(key) -> the result for a key that has no launch; planned() marks the launch chosen.
+ * One call under the policy. call: the call's {tensors, output, ...} (handed back to the policy's functions
+ * as it is); policy, made once per kernel: cached(key) -> the launch kept for a signature key, or undefined;
+ * launchFor(key, finite, call) -> the launch for a key (planned by Python on its first use, finite: whether
+ * it may assume finite data) or null when it has none; run(launch, call) -> the result; without(key, call)
+ * -> the result for a key that has no launch; planned(call) marks the launch chosen.
  */
-export async function runFinite(key, tensors, output, { launchFor, run, without, planned }) {
-  let launch = await launchFor(key, true);
-  const exactKey = key + EXACT;
-  if (launch?.finiteOnly && knownNonfinite(tensors, output)) {
-    launch = await launchFor(exactKey, false);
-    key = exactKey;
+export async function runFinite(key, call, policy) {
+  let launch = policy.cached(key) ?? await policy.launchFor(key, true, call);
+  if (launch?.finiteOnly && knownNonfinite(call.tensors, call.output)) {
+    key += EXACT;
+    launch = policy.cached(key) ?? await policy.launchFor(key, false, call);
   }
-  planned();
-  if (!launch) return without(key);
-  const out = await run(launch);
+  policy.planned(call);
+  if (!launch) return policy.without(key, call);
+  const out = await policy.run(launch, call);
   if (!out.meta.nonfinite) {
-    delete out.meta.nonfinite;
+    if ("nonfinite" in out.meta) delete out.meta.nonfinite;
     return out;
   }
-  const rerun = await launchFor(exactKey, false);
-  return rerun ? run(rerun) : without(exactKey);
+  const exactKey = key + EXACT;
+  const rerun = policy.cached(exactKey) ?? await policy.launchFor(exactKey, false, call);
+  return rerun ? policy.run(rerun, call) : policy.without(exactKey, call);
 }
 
 /**
@@ -82,14 +98,21 @@ export class NonfiniteCheck {
       const groups = Math.max(1, Math.min(1024, Math.ceil(words / spec.check_workgroup)));
       this.inputs[name] = { ubuf, groups, bindGroups: new WeakMap() };
     }
+    this.names = Object.keys(this.inputs);
     this.flag = hold(4, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, "nonfinite flag");
     this.layout = this.pipeline.getBindGroupLayout(0);
     this.reads = [];
   }
 
-  /** The inputs a call checks: those uploaded from the CPU, when y is read back anyway. */
-  checked(tensors, output) {
-    return output === "cpu" ? Object.keys(this.inputs).filter((n) => tensors[n]?.data) : [];
+  /** The inputs a call with y read back checks: those written from the CPU on this call (not constant
+   * arrays: knownNonfinite scans those once); null when none. */
+  checked(tensors) {
+    let names = null;
+    for (const name of this.names) {
+      const t = tensors[name];
+      if (t?.data && !t.constant) (names ??= []).push(name);
+    }
+    return names;
   }
 
   /** Encodes the check of `names` (bound: their buffers) ahead of the call's passes. */

@@ -5,10 +5,11 @@
 import { defaultStore } from "./autotune-store.mjs";
 import { bootApp } from "./boot.mjs";
 import { kernelError } from "./errors.mjs";
-import { runFinite } from "./finite.mjs";
+import { forgetFinite, runFinite } from "./finite.mjs";
 import { callPython, callPythonNow } from "./python.mjs";
 import { INPUTS, inputDtypes, pythonRequest, tensor } from "./tensors.mjs";
 import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
+import { WEIGHT_CACHE_BYTES } from "./weight-cache.mjs";
 
 let kernels = 0;
 
@@ -38,16 +39,26 @@ const replanned = (result) => {
  * {buffer: GPUBuffer, shape, dtype?, finite?} on the kernel's device. y: {data, shape, dtype}, or with
  * output "gpu" {buffer, shape, dtype, dispose} that the caller owns (dispose() hands it back for reuse).
  * `device`: the caller's GPUDevice; without it the package opens (and shares) its own. `assets`: the folder
- * (URL) that serves pyodide/ and bundle.zip, when not beside the module (boot.mjs).
+ * (URL) that serves pyodide/ and bundle.zip, when not beside the module (boot.mjs). `weightCacheBytes`: the
+ * bound of the GPU memory the kernel keeps for constant arrays and weight GPUBuffers (weight-cache.mjs).
  */
 export async function getKernel(id, { version = 1, revision = null, limits = null, device = null, assets = null,
-                                       autotune = false } = {}) {
+                                       autotune = false, weightCacheBytes = WEIGHT_CACHE_BYTES } = {}) {
+  if (typeof weightCacheBytes !== "number" || !(weightCacheBytes >= 0)) {
+    throw kernelError("ConvTransposeError", `weightCacheBytes must be a number of bytes >= 0, got ${JSON.stringify(weightCacheBytes)}`,
+      "weightCacheBytes");
+  }
   if (assets !== null) await bootApp({ assets });
   const pyKernel = await callPython("open_kernel", id, version, revision, limits, device, await autotuning(autotune));
   const dtypes = inputDtypes((await bootApp()).manifest);
   const serial = ++kernels;
   replanned({ planning: pyKernel.planning });
   let exec = await callPython("executor", pyKernel);
+  // this kernel's weight cache on the executor it runs on now (a new one on a device reopened after a loss)
+  let weights = exec.weightCache(serial, weightCacheBytes);
+  const adopt = (executor) => {
+    if (executor !== exec) { exec = executor; weights = exec.weightCache(serial, weightCacheBytes); }
+  };
   const pending = new Map();  // signature -> the Python planning under way (concurrent first calls share it)
   const special = new Map();  // signatures that never get a launch: empty outputs, requests split into pieces
 
@@ -60,7 +71,7 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     }
     const out = await pending.get(key);
     if (profile) Object.assign(profile, { python: out.timings });
-    if (out.executor) exec = out.executor;
+    if (out.executor) adopt(out.executor);
     if (out.launch) return out.launch;
     special.set(key, out);
     return null;
@@ -91,7 +102,7 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     }
     const tensors = {}, attributes = {};
     let slow = false;
-    for (const [k, v] of Object.entries(inputs)) if (!INPUTS.includes(k) && k !== "variant") attributes[k] = v;
+    for (const k of Object.keys(inputs)) if (k !== "x" && k !== "w" && k !== "b" && k !== "variant") attributes[k] = inputs[k];
     for (const name of INPUTS) {
       if (inputs[name] == null) {
         if (name !== "b") throw kernelError("ConvTransposeError", `input '${name}' is missing`, name);
@@ -103,29 +114,40 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     }
     if (slow) return slowPath(inputs, output);
     const variant = inputs.variant ?? null;
-    const key = JSON.stringify([serial, planning, variant,
-      INPUTS.map((n) => tensors[n] ? [tensors[n].shape, tensors[n].dtype] : null), attributes]);
-    if (exec.lost) exec = await callPython("executor", pyKernel);  // reopened after a loss (or the loss reported)
+    // the signature, built by hand (a repeat call's cost is mostly here and in the executor)
+    let key = `${serial}|${planning}|${JSON.stringify(variant)}`;
+    for (const name of INPUTS) {
+      const t = tensors[name];
+      key += t ? `|${t.dtype}[${t.shape}]` : "|";
+    }
+    key += `|${JSON.stringify(attributes)}`;
+    if (exec.lost) adopt(await callPython("executor", pyKernel));  // reopened after a loss (or the loss reported)
     if (profile) profile.checked = performance.now();
-    return runFinite(key, tensors, output, {
-      launchFor: async (k, finite) => exec.cached(k) ??
-        (special.has(k) ? null : await plan(k, tensors, attributes, variant, finite, profile)),
-      run: (launch) => launch.run(tensors, { output, timing, profile }),
-      without: (k) => {
-        const info = special.get(k);
-        if (!info.empty) return slowPath(inputs, output, info.pieces);
-        const { y_shape: shape, dtype, meta } = info.empty;
-        const y = output === "gpu"
-          ? { buffer: exec.upload(new Uint8Array(4)), shape, dtype }
-          : { data: new TYPED_ARRAYS[dtype](0), shape, dtype };
-        return { y, meta: { ...meta } };
-      },
-      planned: () => { if (profile) profile.planned = performance.now(); },
-    });
+    // one object per call: runFinite hands it to the policy below, and Launch.run reads its options from it
+    return runFinite(key, { tensors, attributes, variant, inputs, output, timing, profile, weights }, policy);
+  };
+
+  // runFinite's side of a call (finite.mjs), made once per kernel
+  const policy = {
+    cached: (k) => exec.cached(k),
+    launchFor: async (k, finite, call) => exec.cached(k) ??
+      (special.has(k) ? null : await plan(k, call.tensors, call.attributes, call.variant, finite, call.profile)),
+    run: (launch, call) => launch.run(call.tensors, call),
+    without: (k, call) => {
+      const info = special.get(k);
+      if (!info.empty) return slowPath(call.inputs, call.output, info.pieces);
+      const { y_shape: shape, dtype, meta } = info.empty;
+      const y = call.output === "gpu"
+        ? { buffer: exec.upload(new Uint8Array(4)), shape, dtype }
+        : { data: new TYPED_ARRAYS[dtype](0), shape, dtype };
+      return { y, meta: { ...meta } };
+    },
+    planned: (call) => { if (call.profile) call.profile.planned = performance.now(); },
   };
 
   kernel.device = () => callPythonNow("device_info", pyKernel);
-  kernel.memory = () => exec.memory();
+  /** The GPU memory the executor holds (launches, weight caches), its counters, and this kernel's weight cache. */
+  kernel.memory = () => exec.memory(serial);
   /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
   kernel.gpuDevice = () => exec.device;
   /** A typed array or {data, shape, dtype?} copied once into a GPU buffer of this kernel's device: {buffer, shape, dtype}. */
@@ -134,8 +156,13 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     if (!checked?.data) throw kernelError("ConvTransposeError", "upload takes {data: typed array, shape, dtype?}");
     return { buffer: exec.upload(checked.data), shape: checked.shape, dtype: checked.dtype };
   };
-  /** After rewriting, in place, a constant weight array or a weight GPUBuffer: its prepared layouts are rebuilt. */
-  kernel.forget = (weights) => exec.forget(ArrayBuffer.isView(weights) ? weights : weights?.buffer ?? weights?.data ?? weights);
+  /** After rewriting, in place, a constant weight array or a weight GPUBuffer (or a tensor holding one): its
+   * GPU copy and prepared layouts are dropped (made again on its next call), its finite status scanned again. */
+  kernel.forget = (given) => {
+    const key = ArrayBuffer.isView(given) ? given : given?.buffer ?? given?.data ?? given;
+    forgetFinite(key);
+    return weights.forget(key);
+  };
   kernel.reference = (inputs) => {
     const y = callPythonNow("reference", pythonRequest(inputs));
     y.data = typedArray(y.data, "float64");

@@ -1,0 +1,243 @@
+"""The weight cache of a kernel object (web/runtime/weight-cache.mjs): constant arrays and weight GPUBuffers keep
+their GPU copy and prepared layouts by identity, however many layers share a signature; bounded by bytes,
+least recently used out first; forget() drops one entry; plain arrays are written on every call. Bytes are
+counted by the executor (kernel.memory())."""
+import numpy as np
+import pytest
+
+from app.kernel import validate
+from app.reference import conv_transpose_reference
+
+from .browser_session import run_python
+
+pytestmark = pytest.mark.browser
+
+ATTRS = {"strides": [2, 2], "pads": [1, 1, 1, 1]}
+X_SHAPE, W_SHAPE = (1, 16, 4, 4), (16, 8, 3, 3)
+X_BYTES, W_BYTES, B_BYTES = 4 * 256, 4 * 16 * 8 * 9, 4 * 8
+
+# Two layers of one signature (x [1,16,4,4], w [16,8,3,3], b [8]). On nchw2d_col2im a weight-side pass packs
+# w, so a layer's cached entries are w's packed layout and b's copy; the planner's choice here
+# (nchw2d_phase_gemm_tiled on SwiftShader) binds w as it is, so they are w's copy and b's.
+SETUP = """
+const ID = "webgpu-kernels/ai.onnx.ConvTranspose";
+const rand = (n, seed) => { let s = seed; return Float32Array.from({length: n}, () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1); };
+const shape = [1, 16, 4, 4], wShape = [16, 8, 3, 3], attrs = {strides: [2, 2], pads: [1, 1, 1, 1]};
+const x = rand(256, 1), wA = rand(16 * 8 * 9, 2), wB = rand(16 * 8 * 9, 3), bA = rand(8, 4), bB = rand(8, 5);
+const PACKED = "nchw2d_col2im";
+const constant = (w, b, variant = PACKED) => ({x: {data: x, shape}, w: {data: w, shape: wShape, constant: true},
+                                              b: {data: b, shape: [8], constant: true}, ...attrs, variant});
+const COUNTERS = ["bytes_written", "weight_bytes_written", "weight_preparations", "weight_cache_hits",
+                  "weight_cache_misses", "weight_cache_evictions"];
+// one call, with what it changed in the counters and what the cache holds after it
+const counted = async (kernel, inputs, options) => {
+  const before = kernel.memory();
+  const out = await kernel(inputs, options);
+  const after = kernel.memory();
+  const row = Object.fromEntries(COUNTERS.map((k) => [k, after[k] - before[k]]));
+  row.entries = after.weight_cache_entries; row.cached = after.weight_cache_bytes; row.variant = out.meta.variant;
+  row.y = out.y.data ? Array.from(out.y.data) : null;
+  if (out.y.dispose) out.y.dispose();
+  return row;
+};
+"""
+
+
+def js(page, body: str):
+    """Runs body after SETUP; returns its result with SETUP's data (as it was at the start) under "data"."""
+    return page.evaluate(f"""async () => {{ {SETUP}
+        const data = Object.fromEntries(Object.entries({{x, wA, wB, bA, bB}}).map(([k, v]) => [k, Array.from(v)]));
+        return {{...(await (async () => {{ {body} }})()), data}}; }}""")
+
+
+X, LAYERS = None, {}
+
+
+def unpack(out):
+    """SETUP's x and the two layers' (w, b), as numpy arrays, from js()'s result."""
+    global X
+    d = {k: np.array(v, np.float32) for k, v in out["data"].items()}
+    X = d["x"].reshape(X_SHAPE)
+    LAYERS.update(A=(d["wA"].reshape(W_SHAPE), d["bA"]), B=(d["wB"].reshape(W_SHAPE), d["bB"]))
+    return out
+
+
+def check(y, layer: str, w=None, bias=True):
+    w0, b = LAYERS[layer]
+    w, b = (w0 if w is None else w), (b if bias else None)
+    want = conv_transpose_reference(validate(X, w, b, **ATTRS)[0], X, w, b)
+    np.testing.assert_allclose(np.array(y).reshape(want.shape), want, atol=1e-4, rtol=1e-4)
+
+
+def test_two_layers_of_one_signature_write_and_prepare_their_weights_once(page):
+    out = unpack(js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const rows = [], direct = [];
+        for (let i = 0; i < 6; i++) rows.push(await counted(kernel, i % 2 ? constant(wB, bB) : constant(wA, bA)));
+        for (let i = 0; i < 4; i++) direct.push(await counted(kernel, i % 2 ? constant(wB, bB, null) : constant(wA, bA, null)));
+        // GPU-resident x and y: the repeat calls write nothing at all
+        const xGpu = kernel.upload({data: x, shape});
+        const resident = [];
+        for (let i = 0; i < 4; i++) {
+          const layer = i % 2 ? constant(wB, bB) : constant(wA, bA);
+          resident.push(await counted(kernel, {...layer, x: xGpu}, {output: "gpu"}));
+        }
+        xGpu.buffer.destroy();
+        return {rows, direct, resident, memory: kernel.memory()};
+    """))
+    rows, direct = out["rows"], out["direct"]
+    assert {r["variant"] for r in rows} == {"nchw2d_col2im"}
+    assert {r["variant"] for r in direct} == {"nchw2d_phase_gemm_tiled"}
+    for i, row in enumerate(rows):
+        check(row["y"], "AB"[i % 2])
+        assert row["bytes_written"] == X_BYTES + (W_BYTES + B_BYTES if i < 2 else 0), (i, row)
+        assert row["weight_bytes_written"] == (W_BYTES + B_BYTES if i < 2 else 0), (i, row)
+        assert row["weight_preparations"] == (1 if i < 2 else 0), (i, row)
+        # each layer: w's packed layout and b's copy, two lookups a call
+        assert (row["weight_cache_misses"], row["weight_cache_hits"]) == ((2, 0) if i < 2 else (0, 2)), (i, row)
+    assert rows[-1]["entries"] == 4
+    for i, row in enumerate(direct):  # the same arrays on another plan: w's own copy joins its entry, b's is shared
+        check(row["y"], "AB"[i % 2])
+        assert row["weight_bytes_written"] == (W_BYTES if i < 2 else 0), (i, row)
+        assert row["weight_preparations"] == 0 and row["entries"] == 4, (i, row)
+    for row in out["resident"]:
+        assert row["bytes_written"] == 0 and row["weight_preparations"] == 0 and row["weight_cache_hits"] == 2, row
+    mem = out["memory"]
+    assert mem["weight_cache_limit"] == 512 * 1024 * 1024 and mem["weight_cache_evictions"] == 0
+    # b's copies, then w's for the direct variant (col2im keeps w only as its packed layout)
+    assert mem["weight_cache_bytes_written"] == 2 * B_BYTES + 2 * W_BYTES
+    assert mem["weight_cache_bytes"] >= 4 * W_BYTES  # two packed layouts, two copies of w (padded), two biases
+    assert mem["cached_bytes"] >= mem["weight_cache_bytes"] and mem["live_bytes"] >= mem["cached_bytes"]
+
+
+def test_the_byte_bound_evicts_the_least_recently_used_and_uploads_again_correctly(page):
+    out = unpack(js(page, """
+        const probe = await window.getKernel(ID, {version: 1});
+        await probe(constant(wA, bA));
+        const layer = probe.memory().weight_cache_bytes;  // one layer's entries
+        const kernel = await window.getKernel(ID, {version: 1, weightCacheBytes: Math.floor(layer * 1.5)});
+        const rows = [];
+        for (let i = 0; i < 5; i++) rows.push(await counted(kernel, i % 2 ? constant(wB, bB) : constant(wA, bA)));
+        const none = await window.getKernel(ID, {version: 1, weightCacheBytes: 0});
+        const uncached = [];
+        for (let i = 0; i < 3; i++) uncached.push(await counted(none, constant(wA, bA)));
+        const bad = await window.getKernel(ID, {version: 1, weightCacheBytes: -1}).then(() => null, (e) => ({name: e.name, field: e.field}));
+        return {layer, limit: kernel.memory().weight_cache_limit, rows, uncached, bad};
+    """))
+    assert out["limit"] == int(out["layer"] * 1.5)
+    for i, row in enumerate(out["rows"]):
+        check(row["y"], "AB"[i % 2])
+        # room for one layer and a half: each call evicts the least recently used entry, the other layer's
+        # packed w, and packs its own again from w written anew; both biases (32 bytes) fit beside
+        assert row["weight_preparations"] == 1 and row["cached"] <= out["limit"], (i, row)
+        assert row["weight_bytes_written"] == W_BYTES + (B_BYTES if i < 2 else 0), (i, row)
+        assert (row["weight_cache_evictions"], row["entries"]) == ((0, 2) if i == 0 else (1, 3)), (i, row)
+    for row in out["uncached"]:  # a bound of 0 keeps nothing: constant arrays are written as plain ones
+        check(row["y"], "A")
+        assert row["weight_bytes_written"] == W_BYTES + B_BYTES and row["entries"] == 0, row
+    assert out["bad"] == {"name": "ConvTransposeError", "field": "weightCacheBytes"}
+
+
+def test_forget_drops_one_entry_and_plain_arrays_are_written_every_call(page):
+    out = unpack(js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        await kernel(constant(wA, bA));
+        await kernel(constant(wB, bB));
+        const held = kernel.memory().weight_cache_entries;
+        wA[0] += 1;  // changed in place: seen after forget, as a new entry
+        const dropped = kernel.forget(wA);
+        const afterForget = kernel.memory().weight_cache_entries;
+        const again = await counted(kernel, constant(wA, bA));
+        const unknown = kernel.forget(new Float32Array(4));
+        const plain = [];
+        for (let i = 0; i < 2; i++) {
+          plain.push(await counted(kernel, {x: {data: x, shape}, w: {data: wB, shape: wShape}, b: {data: bB, shape: [8]}, ...attrs,
+                                            variant: PACKED}));
+          wB[1] += 1;  // a plain array changed in place is seen by the next call
+        }
+        return {held, dropped, afterForget, again, unknown, plain};
+    """))
+    assert out["held"] == 4 and out["dropped"] is True and out["afterForget"] == 3 and out["unknown"] is False
+    again = out["again"]
+    w_a = LAYERS["A"][0].copy()
+    w_a.flat[0] += np.float32(1)
+    check(again["y"], "A", w_a)
+    # w packed again from w written anew (the packed layout alone is kept, not w), b still cached
+    assert again["weight_bytes_written"] == W_BYTES and again["weight_preparations"] == 1
+    assert again["entries"] == 4
+    w_b = LAYERS["B"][0].copy()
+    for row in out["plain"]:
+        check(row["y"], "B", w_b)
+        w_b.flat[1] += np.float32(1)
+        assert row["weight_bytes_written"] == W_BYTES + B_BYTES and row["weight_preparations"] == 1, row
+        assert row["entries"] == 4 and row["weight_cache_hits"] == row["weight_cache_misses"] == 0, row
+
+
+def test_gpu_buffer_weights_keep_their_prepared_layouts_per_buffer(page):
+    out = unpack(js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const gA = kernel.upload({data: wA, shape: wShape}), gB = kernel.upload({data: wB, shape: wShape});
+        const rows = [];
+        for (let i = 0; i < 4; i++) {
+          const w = i % 2 ? gB : gA, b = i % 2 ? bB : bA;
+          rows.push(await counted(kernel, {x: {data: x, shape}, w, b: {data: b, shape: [8], constant: true}, ...attrs,
+                                         variant: PACKED}));
+        }
+        const held = kernel.memory().weight_cache_entries;
+        kernel.forget(gA);
+        rows.push(await counted(kernel, {x: {data: x, shape}, w: gA, b: {data: bA, shape: [8], constant: true}, ...attrs,
+                                         variant: PACKED}));
+        gA.buffer.destroy(); gB.buffer.destroy();
+        return {rows, held};
+    """))
+    for i, row in enumerate(out["rows"]):
+        check(row["y"], "AB"[i % 2])
+    assert [r["weight_preparations"] for r in out["rows"]] == [1, 1, 0, 0, 1]
+    assert [r["weight_bytes_written"] for r in out["rows"]] == [B_BYTES, B_BYTES, 0, 0, 0]
+    assert out["held"] == 4
+
+
+def test_a_constant_arrays_finite_status_follows_its_identity(page):
+    # Constant arrays are scanned once on the CPU (not on the GPU every call): Inf in a constant w takes the
+    # exact variant, and a fix in place is seen after forget.
+    out = unpack(js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const w = wA.slice(); w[5] = Infinity;
+        const layer = () => ({x: {data: x, shape}, w: {data: w, shape: wShape, constant: true}, ...attrs});
+        const inf = await kernel(layer());
+        const infAgain = await kernel(layer());
+        w[5] = wA[5];
+        kernel.forget(w);
+        const fixed = await kernel(layer());
+        return {variants: [inf.meta.variant, infAgain.meta.variant, fixed.meta.variant], y: Array.from(fixed.y.data)};
+    """))
+    assert out["variants"][0] == out["variants"][1] != "nchw2d_phase_gemm_tiled", out["variants"]
+    assert out["variants"][2] == "nchw2d_phase_gemm_tiled"
+    check(out["y"], "A", bias=False)
+
+
+def test_python_memory_reports_the_weight_cache_and_forget_drops_a_buffer(page):
+    out = run_python(page, """
+import numpy as np, app
+kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
+rng = np.random.default_rng(3)
+x = rng.standard_normal((1, 16, 4, 4)).astype(np.float32)
+g = await kernel.upload(rng.standard_normal((16, 8, 3, 3)).astype(np.float32))
+start = kernel.gpu.memory()
+for _ in range(3):
+    await kernel(x=x, w=g, strides=[2, 2], pads=[1, 1, 1, 1], variant="nchw2d_col2im")
+held = kernel.gpu.memory()
+kernel.forget(g)
+after = kernel.gpu.memory()
+g.buffer.destroy()
+{"start": start, "held": held, "after": after}
+""")
+    start, held, after = out["start"], out["held"], out["after"]
+    assert held["weight_cache_entries"] == start["weight_cache_entries"] + 1
+    assert held["weight_preparations"] - start["weight_preparations"] == 1
+    assert held["weight_cache_hits"] - start["weight_cache_hits"] == 2
+    assert after["weight_cache_entries"] == start["weight_cache_entries"]
+    assert after["weight_cache_bytes"] == start["weight_cache_bytes"] < held["weight_cache_bytes"]
+    # numpy x is written every call; the GPU weights never are
+    assert held["bytes_written"] - start["bytes_written"] == 3 * X_BYTES
+    assert held["weight_bytes_written"] == start["weight_bytes_written"]

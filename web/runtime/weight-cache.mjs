@@ -1,0 +1,119 @@
+// Model weights kept on the GPU by identity, one cache per kernel object: a constant typed array
+// ({data, constant: true}) keeps its uploaded copy, and a constant array or a weight GPUBuffer keeps its
+// prepared layouts (what a launch's weight-side passes make of it, one per prepare key: the passes, their
+// uniforms and buffer sizes), however many launches (signatures, layers) it serves. A launch alone would hold
+// one layer's weights: two layers of one signature called in turn re-uploaded and re-prepared on every call.
+//
+// Bounded by bytes, least recently used out first. An entry that alone exceeds the bound is not kept (its
+// call writes and prepares into the launch's own buffers, as for plain arrays). What the cache holds is the
+// caller's promise that the array or buffer does not change: forget(key) after changing it in place.
+
+import { USAGE } from "./usage.mjs";
+
+export const WEIGHT_CACHE_BYTES = 512 * 1024 * 1024;
+
+export class WeightCache {
+  constructor(executor, limit = WEIGHT_CACHE_BYTES) {
+    this.executor = executor;
+    this.limit = limit;
+    this.entries = new Map();  // typed array or GPUBuffer -> {upload, layouts, bytes}, least recently used first
+    this.bytes = 0;
+    this.hits = 0;  // a constant input or weight buffer found with nothing to write or prepare
+    this.misses = 0;  // ... that had to be written or prepared
+    this.evictions = 0;
+    this.written = 0;  // bytes uploaded into the cache
+  }
+
+  /** The entry of `key`, made the most recently used (created when `create`). */
+  entry(key, create) {
+    let e = this.entries.get(key);
+    if (e) {
+      this.entries.delete(key);
+      this.entries.set(key, e);
+    } else if (create) {
+      e = { upload: null, layouts: new Map(), bytes: 0 };
+      this.entries.set(key, e);
+    }
+    return e;
+  }
+
+  /** The GPU copy of a constant typed array (written on its first use), or null when it does not fit.
+   * name: the input it is bound as (the executor counts the bytes it writes by input). */
+  upload(data, size, name) {
+    const e = this.entry(data, false);
+    if (e?.upload) { this.hits += 1; return e.upload; }
+    this.misses += 1;
+    if (!this.room(size, e)) return null;
+    const entry = e ?? this.entry(data, true);
+    entry.upload = this.hold(entry, size, `constant ${name}`);
+    this.executor.write(entry.upload, data, name);
+    this.written += data.byteLength;
+    return entry.upload;
+  }
+
+  /** The prepared layout of `key` (constant typed array or GPUBuffer) for a launch's prepare key:
+   * {buffers: name -> GPUBuffer, ready} (ready: the weight passes filled them), or null when it does not fit. */
+  layout(key, prepareKey, sizes) {
+    const e = this.entry(key, false);
+    const hit = e?.layouts.get(prepareKey);
+    if (hit?.ready) { this.hits += 1; return hit; }
+    this.misses += 1;
+    if (hit) return hit;
+    let total = 0;
+    for (const name in sizes) total += sizes[name];
+    if (!this.room(total, e)) return null;
+    const entry = e ?? this.entry(key, true);
+    const buffers = {};
+    for (const name in sizes) buffers[name] = this.hold(entry, sizes[name], name);
+    const layout = { buffers, ready: false };
+    entry.layouts.set(prepareKey, layout);
+    return layout;
+  }
+
+  /** Whether `size` more bytes for entry `e` (null: a new one) stay within the bound. */
+  room(size, e) {
+    return (e?.bytes ?? 0) + size <= this.limit;
+  }
+
+  hold(entry, size, label) {
+    const buf = this.executor.allocate(size, USAGE.STORAGE | USAGE.COPY_DST, { label: `weight cache: ${label}` });
+    entry.bytes += buf.size;
+    this.bytes += buf.size;
+    return buf;
+  }
+
+  /** Least recently used entries out until the cache is within its bound; `keep`: the keys this call binds. */
+  trim(keep) {
+    if (this.bytes <= this.limit) return;
+    for (const [key, e] of this.entries) {
+      if (this.bytes <= this.limit) break;
+      if (keep.includes(key)) continue;
+      this.drop(key, e);
+      this.evictions += 1;
+    }
+  }
+
+  drop(key, e) {
+    this.entries.delete(key);
+    if (e.upload) this.executor.release(e.upload);
+    for (const layout of e.layouts.values()) for (const buf of Object.values(layout.buffers)) this.executor.release(buf);
+    this.bytes -= e.bytes;
+  }
+
+  /** Drops what is kept for `key` (after the caller changed it in place); whether there was anything. */
+  forget(key) {
+    const e = this.entries.get(key);
+    if (e) this.drop(key, e);
+    return !!e;
+  }
+
+  clear() {
+    for (const [key, e] of this.entries) this.drop(key, e);
+  }
+
+  stats() {
+    return { weight_cache_entries: this.entries.size, weight_cache_bytes: this.bytes, weight_cache_limit: this.limit,
+             weight_cache_hits: this.hits, weight_cache_misses: this.misses, weight_cache_evictions: this.evictions,
+             weight_cache_bytes_written: this.written };
+  }
+}
