@@ -261,3 +261,44 @@ def test_a_disposed_output_buffer_is_reused_and_gpu_output_scans_cpu_data(page):
     """)
     assert out["reused"]
     assert out["variants"][0] == "nchw2d_phase_gemm_tiled" and out["variants"][1] != out["variants"][0], out
+
+
+def test_a_resident_repeat_of_proven_buffers_skips_the_error_scope_and_a_failure_reaches_the_next_call(page):
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const device = kernel.gpuDevice();
+        const shape = [1, 8, 5, 5], wShape = [8, 4, 3, 3], attrs = {strides: [2, 2], pads: [1, 1, 1, 1]};
+        const x = kernel.upload({data: rand(200, 13), shape}), w = kernel.upload({data: rand(288, 14), shape: wShape});
+        let scopes = 0, groups = 0;
+        const push = device.pushErrorScope, bind = device.createBindGroup;
+        device.pushErrorScope = function (filter) { scopes += 1; return push.call(this, filter); };
+        device.createBindGroup = function (descriptor) { groups += 1; return bind.call(this, descriptor); };
+        const counts = [];
+        for (let i = 0; i < 4; i++) {
+          scopes = groups = 0;
+          const { y } = await kernel({x, w, ...attrs}, {output: "gpu"});
+          await device.queue.onSubmittedWorkDone();
+          y.dispose();  // the next call gets this buffer back: the same bind groups
+          counts.push([scopes, groups]);
+        }
+        // a buffer never bound before is scoped again: destroyed, its submission fails, the next call says so
+        const dead = kernel.upload({data: rand(200, 15), shape});
+        dead.buffer.destroy();
+        scopes = 0;
+        const { y } = await kernel({x: dead, w, ...attrs}, {output: "gpu"});
+        const deadScopes = scopes;
+        await device.queue.onSubmittedWorkDone();
+        await new Promise((r) => setTimeout(r, 50));
+        const next = await err(() => kernel({x, w, ...attrs}, {output: "gpu"}));
+        const after = await kernel({x, w, ...attrs});
+        device.pushErrorScope = push; device.createBindGroup = bind;
+        y.buffer.destroy(); x.buffer.destroy(); w.buffer.destroy();
+        return {counts, deadScopes, next, after: after.y.shape};
+    """)
+    # the first call is scoped (validation and out-of-memory) and makes its bind group; the second binds a
+    # new y (scoped: a new group); from then on y comes back from the pool and nothing is scoped or made
+    assert out["counts"][0][0] >= 2 and out["counts"][0][1] >= 1, out
+    assert out["counts"][2:] == [[0, 0], [0, 0]], out
+    assert out["deadScopes"] >= 1, out
+    assert out["next"]["name"] == "GpuError" and "an earlier call that kept y on the GPU failed" in out["next"]["message"], out
+    assert out["after"] == [1, 4, 9, 9]

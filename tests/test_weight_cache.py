@@ -241,3 +241,15 @@ g.buffer.destroy()
     # numpy x is written every call; the GPU weights never are
     assert held["bytes_written"] - start["bytes_written"] == 3 * X_BYTES
     assert held["weight_bytes_written"] == start["weight_bytes_written"]
+
+
+def test_the_pages_copy_as_code_marks_the_weights_constant(page):
+    code = page.evaluate("""async () => {
+        const { jsSnippet } = await import("/web/views/snippets.mjs");
+        return jsSnippet({shapes: {x: [1, 2, 3], w: [2, 2, 3], b: [2]}, attrs: {strides: [2]}, variant: null,
+                          source: "random", seed: 0, pasted: {}, files: {}});
+    }""")
+    assert "x: { data: xData, shape: [1, 2, 3] }," in code
+    assert "w: { data: wData, shape: [2, 2, 3], constant: true }," in code
+    assert "b: { data: bData, shape: [2], constant: true }," in code
+    assert "uploaded and prepared once" in code and "kernel.forget(wData)" in code

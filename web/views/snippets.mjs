@@ -25,9 +25,12 @@ export function jsSnippet(spec) {
       lines.push(`const ${n}Data = new Float32Array(${size}); // ${size} values, row-major: fill with your data`);
     }
   }
-  const fields = names.map((n) => `  ${n}: { data: ${n}Data, shape: ${list(shapes[n])} },`);
+  // w and b as a model's weights are: constant (x is the data that changes from call to call)
+  const fields = names.map((n) => `  ${n}: { data: ${n}Data, shape: ${list(shapes[n])}${n === "x" ? "" : ", constant: true"} },`);
   for (const [k, v] of Object.entries(attrs)) fields.push(`  ${k}: ${JSON.stringify(v).replaceAll(",", ", ")},`);
   if (variant) fields.push(`  variant: ${JSON.stringify(variant)},`);
+  lines.push("// weights marked constant are uploaded and prepared once while the same arrays come back:",
+    "// call kernel.forget(wData) after changing one in place");
   lines.push("const { y, meta } = await kernel({", ...fields, "});");
   lines.push("// y = { data: Float32Array, shape }, meta = { variant, reason, gpu_ms }");
   return lines.join("\n");
