@@ -184,6 +184,8 @@ export interface GetKernelOptions {
   revision?: string | null;
   /** Caps the device limits the package plans with (requests past them run as pieces). */
   limits?: Record<string, number> | null;
+  /** Bytes of GPU memory kept for constant arrays and weight GPUBuffers (default 512 MiB, least recently used out first). */
+  weightCacheBytes?: number;
   /** The folder that serves pyodide/ and bundle.zip when it is not beside the module (a CDN of yours): a
    * URL, or a path or file: URL in Node. The first getKernel's folder holds for the page (or process). */
   assets?: string | URL | null;
