@@ -1,6 +1,9 @@
 """Every shader the package can render, compiled by both WGSL compilers: Tint (Chromium's; Dawn for Node, on its
-null backend with every feature and on SwiftShader) and naga (Firefox's; wgpu-py on Mesa's lavapipe). A shader
-either compiler rejects or warns about fails with the compiler's message (tools/wgsl/check.py).
+null backend with every feature, and on SwiftShader one shader of every back-end structure among those a
+software adapter runs) and naga (Firefox's; wgpu-py on Mesa's lavapipe). A shader either compiler rejects or
+warns about fails with the compiler's message (tools/wgsl/check.py; docs/testing.md says what the SwiftShader
+pass covers, and test_every_shader_swiftshader_skips_differs_from_its_stand_in_only_where_the_rules_allow
+fails if a shader it leaves out stops being equivalent to the one compiled for it).
 
 The shaders are rendered from the variants' own plans over many geometries and devices
 (tools/wgsl/matrix.py), so a new variant, template or tuning grid is covered without editing this file;
@@ -8,6 +11,7 @@ test_every_template_and_structural_choice_is_rendered says when the geometries m
 import pytest
 
 from tools.wgsl import check as wgsl_check
+from tools.wgsl import structure
 from tools.wgsl.matrix import SGMAT, build, coverage_gaps
 
 # The bug of issue 16: a function whose body ends in a loop that returns on every path. The WGSL spec
@@ -56,6 +60,99 @@ def test_compiler_accepts_every_shader_without_warnings(matrix, shaders, compile
     if compiler == "tint/swiftshader":  # SwiftShader has no shader-f16 and no subgroup matrices
         expected = [s for s in expected if set(s["features"]) <= {"subgroups"}]
     assert len(outcomes) == len(expected) > 0
+
+
+def _differs_for_a_back_end(code: str, stand_in: str, stand_in_roles) -> str | None:
+    """Where `code` differs from the shader compiled for it in a way the structure rules do not allow, read
+    token by token (structure.roles: the rules' second reading, not the regular expressions that grouped them)."""
+    toks, roles = structure.tokens(code), structure.roles(structure.tokens(code))
+    other, other_roles = stand_in_roles
+    if len(toks) != len(other):
+        return f"{len(toks)} tokens against {len(other)}"
+    for i, ((kind, text), (other_kind, other_text)) in enumerate(zip(toks, other)):
+        if text == other_text:
+            continue
+        role, other_role = roles[i], other_roles[i]
+        context = " ".join(t for _, t in toks[max(0, i - 6):i + 2])
+        if kind != "number" or other_kind != "number" or role is None or role != other_role:
+            return f"token {i} ({context!r}): {text!r} ({role}) against {other_text!r} ({other_role})"
+        if role == structure.BOUNDED and structure.value(text) > structure.value(other_text):
+            return f"token {i} ({context!r}): workgroup size or memory {text} above the compiled shader's {other_text}"
+    return None
+
+
+def test_every_shader_swiftshader_skips_differs_from_its_stand_in_only_where_the_rules_allow(shaders):
+    """SwiftShader compiles one shader of each back-end structure (and more where workgroup sizes or memory
+    are not dominated): every other shader a software adapter runs has a compiled stand-in of its structure
+    with the same tokens, but for workgroup sizes and workgroup array counts no larger than the stand-in's
+    (so the limits its pipeline is validated against hold) and expression constants of the same kind. A
+    template change that makes such shaders differ anywhere else fails here, not silently in the narrower
+    back-end pass."""
+    compiled, stands_for = wgsl_check.backend_plan(shaders)
+    runs = {s["id"] for s in shaders if s["software"] and set(s["features"]) <= wgsl_check.SWIFTSHADER_FEATURES}
+    compiled_ids = {s["id"] for s in compiled}
+    assert compiled_ids | set(stands_for) == runs and not compiled_ids & set(stands_for)
+    assert set(stands_for.values()) <= compiled_ids
+    by_id = {s["id"]: s for s in shaders}
+    stand_ins = {}
+    bad = []
+    for skipped, stand_in in sorted(stands_for.items()):
+        if stand_in not in stand_ins:
+            toks = structure.tokens(by_id[stand_in]["code"])
+            stand_ins[stand_in] = (toks, structure.roles(toks))
+        why = _differs_for_a_back_end(by_id[skipped]["code"], by_id[stand_in]["code"], stand_ins[stand_in])
+        if why:
+            bad.append(f"shader {skipped} against its stand-in {stand_in}: {why}")
+    assert not bad, f"{len(bad)} shader(s) left out of the SwiftShader pass are not equivalent:\n" + "\n".join(bad[:5])
+
+
+STRUCTURE_CASE = """const TM = 16;
+const RN = 4;
+var<workgroup> xs: array<f32, 100>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@compute @workgroup_size(64, 2)
+fn main(@builtin(local_invocation_index) lid: u32) {
+  var acc: array<f32, 16>;
+  var regs: array<f32, RN>;
+  let a = i32(lid) * 24 + 1 - 0;
+  for (var e = lid; e < 128u; e += 64u) { y[e] = f32(a) * 0.5; }  // 7 comments do not count
+}
+"""
+
+
+@pytest.mark.parametrize("change, verdict", [
+    (("@workgroup_size(64, 2)", "@workgroup_size(128, 4)"), "larger"),  # bounded by Dawn's validation
+    (("array<f32, 100>", "array<f32, 3000>"), "larger"),  # workgroup memory: bounded, but more of it
+    (("* 24", "* 40"), "same"),  # an expression's constant, of the same kind
+    (("128u", "256u"), "same"),
+    (("const TM = 16;", "const TM = 32;"), "same"),  # a const used only in expressions
+    (("// 7 comments", "// 9 comments"), "same"),
+    (("0.5;", "0.75;"), "same"),
+    (("0.5;", "2.0;"), "apart"),  # a multiply by 2.0 may become an add
+    (("* 24", "* 32"), "apart"),  # 32 is a power of two: a multiply against a possible shift
+    (("+ 1 -", "+ 3 -"), "apart"),  # 1 (and 0) fold away
+    (("- 0;", "- 2;"), "apart"),
+    (("128u", "256"), "apart"),  # another suffix, another type
+    (("array<f32, 16>", "array<f32, 32>"), "apart"),  # a function array's storage
+    (("const RN = 4;", "const RN = 8;"), "apart"),  # a const that an array's count names
+    (("@binding(3)", "@binding(5)"), "apart"),  # every other attribute
+    (("e += 64u", "e = e + 64u"), "apart"),
+])
+def test_structure_rules(change, verdict):
+    """What the structure keeps apart (a back end could see it) and what it lets differ, read both ways: the
+    regular expressions that group shaders (structure.structure) and the token walk the test above uses. A
+    shader with a larger workgroup or more workgroup memory has the structure of the case, but the case cannot
+    stand in for it (it can for the case)."""
+    changed = STRUCTURE_CASE.replace(*change)
+    assert changed != STRUCTURE_CASE
+    assert (structure.structure(changed) == structure.structure(STRUCTURE_CASE)) == (verdict != "apart")
+
+    def stands_in(code, stand_in):
+        toks = structure.tokens(stand_in)
+        return _differs_for_a_back_end(code, stand_in, (toks, structure.roles(toks))) is None
+
+    assert stands_in(changed, STRUCTURE_CASE) == (verdict == "same")
+    assert stands_in(STRUCTURE_CASE, changed) == (verdict != "apart")
 
 
 def test_the_compilers_catch_what_issue_16_found():

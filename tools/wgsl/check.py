@@ -4,16 +4,19 @@ tools/wgsl/tint.mjs) and naga (Firefox's, through wgpu-py: tools/wgsl/naga.py).
     python -m tools.wgsl.check          # prints one line per rejected shader or warning, then a summary; exit 1 on any
 
 The shaders come from tools/wgsl/matrix.py (the variants' own planning over many geometries and devices).
-A compiler runs in a child process that announces each shader before compiling it, so a native crash or a
-hang (Dawn for Node crashed at random while its GPU object could be garbage-collected, and with two Dawn
-instances in one process; both are avoided now) costs only a restart: the shader is tried again in a fresh
-process, and reported as a failure only when it fails every try.
+Each compiler runs in WORKERS child processes (one Dawn device or one wgpu device each), fed one shader at a
+time, so a native crash or a hang (Dawn for Node crashed at random while its GPU object could be
+garbage-collected, and with two Dawn instances in one process; both are avoided now) costs only a restart:
+the shader is tried again in a fresh process, and reported as a failure only when it fails every try.
 
 What each compiler checks:
 - Tint, Dawn's null backend (every feature offered): parsing, resolution, validation, uniformity analysis and
   the pipeline's layout and limits, for every shader, float16 and subgroup matrices included.
-- Tint, SwiftShader's Vulkan driver: the same plus the SPIR-V writer and the driver's compiler, for the shaders
-  planned for a software adapter that SwiftShader can run (no shader-f16, no subgroup matrices).
+- Tint, SwiftShader's Vulkan driver: the same plus the SPIR-V writer and the driver's compiler, for one
+  shader of every back-end structure (tools/wgsl/structure.py) among those planned for a software adapter
+  that SwiftShader can run (no shader-f16, no subgroup matrices): the others of a structure differ from it
+  only in constants that Dawn's validation bounds (workgroup size and memory) or in expression constants of
+  the same kind, and pass the two front ends above on their own (docs/testing.md says what that covers).
 A pipeline is built only on a device whose limits (workgroup memory and size) hold what the shader was
 planned for; the shader module (every language check) is made on every device.
 - naga, Mesa's lavapipe: parsing, validation, the SPIR-V writer and the driver, for every shader except the
@@ -23,12 +26,13 @@ planned for; the shader module (every language check) is made on every device.
 """
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import json
 import os
 import queue
 import subprocess
 import sys
-import tempfile
 import threading
 from dataclasses import dataclass
 
@@ -36,8 +40,12 @@ from app.contract import ROOT
 from app.host.child import NODE
 from app.host.node import node_env
 
-SHADER_TIMEOUT_S = 120  # one shader's compile on a software driver takes well under a second
+# One shader's compile: up to 10 s for the largest (65 KB of unrolled GEMM) on SwiftShader, several times that
+# on a loaded machine; a process silent for this long is taken as hung.
+SHADER_TIMEOUT_S = 600
 TRIES = 3
+# Compiler processes per compiler, each fed one shader at a time (both cores of CI's machine).
+WORKERS = max(1, min(4, len(os.sched_getaffinity(0))))
 
 
 @dataclass
@@ -47,15 +55,16 @@ class Outcome:
     error: str | None
     warnings: list[str]
     note: str | None = None
+    cpu_ms: int = 0  # the compiler process's CPU time on the shader (every thread)
 
 
 COMPILERS = ("tint/null", "tint/swiftshader", "naga")
 
 
-def _command(compiler: str, path: str) -> list[str]:
+def _command(compiler: str) -> list[str]:
     if compiler.startswith("tint/"):
-        return [NODE, str(ROOT / "tools" / "wgsl" / "tint.mjs"), path, compiler.split("/")[1]]
-    return [sys.executable, "-m", "tools.wgsl.naga", path]
+        return [NODE, str(ROOT / "tools" / "wgsl" / "tint.mjs"), compiler.split("/")[1]]
+    return [sys.executable, "-m", "tools.wgsl.naga"]
 
 
 def _name(compiler: str, device: str) -> str:
@@ -68,73 +77,124 @@ def _reader(stream, lines: queue.Queue) -> None:
     lines.put(None)
 
 
-def run(compiler: str, shaders: list[dict], progress=None) -> list[Outcome]:
-    """Compiles every shader ({id, code, features}) with one compiler; restarts the child after a crash."""
-    outcomes: dict[tuple[int, str], Outcome] = {}
-    pending = list(shaders)
-    failures: dict[int, int] = {}
-    env = node_env() if compiler.startswith("tint") else dict(os.environ)
-    while pending:
-        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-            json.dump(pending, f)
-            path = f.name
-        proc = subprocess.Popen(_command(compiler, path), cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        lines: queue.Queue = queue.Queue()
-        threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
-        stderr: list[str] = []
-        threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True).start()
-        current, done, hung = None, set(), False  # done: every device of the shader answered
+class _Child:
+    """One compiler process: greets with its device, then answers one shader per line it is sent."""
+
+    def __init__(self, compiler: str, env: dict):
+        self.compiler = compiler
+        self.proc = subprocess.Popen(_command(compiler), cwd=ROOT, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.hung = False
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=_reader, args=(self.proc.stdout, self.lines), daemon=True).start()
+        self.stderr: list[str] = []
+        threading.Thread(target=lambda: self.stderr.extend(self.proc.stderr), daemon=True).start()
+        hello = self._reply()
+        if hello is None or "warning" in hello:
+            self.kill()
+            raise RuntimeError(f"{compiler}: {hello['warning']}" if hello else
+                               f"{compiler} exited with status {self.proc.returncode} before any shader: "
+                               f"{self.tail(2000)}")
+        self.device = hello["device"]
+
+    def _reply(self) -> dict | None:
+        """The next JSON line, or None when the process died or said nothing for SHADER_TIMEOUT_S."""
         while True:
             try:
-                line = lines.get(timeout=SHADER_TIMEOUT_S)
+                line = self.lines.get(timeout=SHADER_TIMEOUT_S)
             except queue.Empty:
-                proc.kill()
-                hung = True
-                break
+                self.hung = True
+                return None
             if line is None:
-                break
-            if not line.startswith("{"):
-                continue
-            reply = json.loads(line)
-            if "warning" in reply and "id" not in reply:
-                proc.kill()
-                raise RuntimeError(f"{compiler}: {reply['warning']}")
-            if "start" in reply:
-                if current is not None and current[0] != reply["start"]:
-                    done.add(current[0])
-                current = (reply["start"], reply["device"])
-                continue
-            if "skipped" in reply:
-                done.add(reply["id"])
-                continue
-            name = _name(compiler, reply["device"])
-            outcomes[(reply["id"], name)] = Outcome(reply["id"], name, reply.get("error"),
-                                                    [m["message"] for m in reply.get("messages", [])
-                                                     if m["type"] != "info"], reply.get("note"))
-            current = (reply["id"], None)  # answered: a crash now would be after this device
-        status = proc.wait()
-        os.unlink(path)
-        if not hung and status == 0:
-            break
-        if current is None:
-            raise RuntimeError(f"{compiler} exited with status {status} before any shader: "
-                               f"{''.join(stderr)[-2000:]}")
-        # It died (or hung) in this shader's compile on `device`, or after its last answer (device None): the
-        # shader runs again whole in a fresh process; after TRIES deaths on it, the death is its outcome.
-        shader_id, device = current
-        failures[shader_id] = failures.get(shader_id, 0) + 1
-        if failures[shader_id] >= TRIES:
-            done.add(shader_id)
-            if device is not None:
-                reason = (f"no answer after {SHADER_TIMEOUT_S} s" if hung else
-                          f"the compiler process died (status {status}): {''.join(stderr)[-600:].strip()}")
-                name = _name(compiler, device)
-                outcomes[(shader_id, name)] = Outcome(shader_id, name, f"{reason} ({TRIES} tries)", [])
-        restarts = sum(failures.values())
-        if progress:
-            progress(f"{compiler}: restarted after a crash on shader {shader_id} ({restarts} restart(s))")
-        pending = [s for s in pending if s["id"] not in done]
+                self.hung = False
+                return None
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def ask(self, shader: dict) -> dict | None:
+        try:
+            self.proc.stdin.write(json.dumps(shader) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            self.hung = False
+            return None
+        return self._reply()
+
+    def why_not(self) -> str:
+        """Why the last ask had no answer (after kill)."""
+        if self.hung:
+            return f"no answer after {SHADER_TIMEOUT_S} s"
+        return f"the compiler process died (status {self.proc.returncode}): {self.tail(600)}"
+
+    def tail(self, n: int) -> str:
+        return "".join(self.stderr)[-n:].strip()
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        if self.proc.wait(timeout=SHADER_TIMEOUT_S) != 0:
+            raise RuntimeError(f"{self.compiler} exited with status {self.proc.returncode}: {self.tail(2000)}")
+
+
+def run(compiler: str, shaders: list[dict], progress=None, workers: int = WORKERS) -> list[Outcome]:
+    """Compiles every shader ({id, code, features, limits}) with one compiler, in `workers` processes fed one
+    shader at a time. A process that dies or hangs on a shader is replaced, and the shader tried again in the
+    fresh one; after TRIES deaths on it, the death is its outcome."""
+    outcomes: dict[tuple[int, str], Outcome] = {}
+    # The longest sources first (compile time grows with them): no process is left compiling a large one
+    # alone at the end while the others idle.
+    pending = collections.deque(sorted(shaders, key=lambda s: -len(s["code"])))
+    failures: dict[int, int] = {}
+    lock = threading.Lock()
+    env = node_env() if compiler.startswith("tint") else dict(os.environ)
+
+    def work() -> None:
+        child = None
+        try:
+            while True:
+                with lock:
+                    if not pending:
+                        return
+                    shader = pending.popleft()
+                if child is None:
+                    child = _Child(compiler, env)
+                reply = child.ask(shader)
+                if reply is not None:
+                    if "skipped" not in reply:
+                        name = _name(compiler, reply["device"])
+                        with lock:
+                            outcomes[(reply["id"], name)] = Outcome(
+                                reply["id"], name, reply.get("error"),
+                                [m["message"] for m in reply.get("messages", []) if m["type"] != "info"],
+                                reply.get("note"), reply.get("cpu_ms", 0))
+                    continue
+                child.kill()
+                with lock:
+                    failures[shader["id"]] = failures.get(shader["id"], 0) + 1
+                    if failures[shader["id"]] >= TRIES:
+                        name = _name(compiler, child.device)
+                        outcomes[(shader["id"], name)] = Outcome(shader["id"], name,
+                                                                 f"{child.why_not()} ({TRIES} tries)", [])
+                    else:
+                        pending.appendleft(shader)
+                    restarts = sum(failures.values())
+                if progress:
+                    progress(f"{compiler}: restarted after a crash on shader {shader['id']} ({restarts} restart(s))")
+                child = None
+        except BaseException:
+            with lock:
+                pending.clear()  # the other workers stop too: this error is the run's outcome
+            raise
+        finally:
+            if child is not None:
+                child.close()
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, min(workers, len(shaders)))) as pool:
+        for future in [pool.submit(work) for _ in range(max(1, min(workers, len(shaders))))]:
+            future.result()
     return sorted(outcomes.values(), key=lambda o: (o.id, o.compiler))
 
 
@@ -146,9 +206,44 @@ def shaders_as_data(matrix) -> list[dict]:
 
 
 def for_compiler(compiler: str, shaders: list[dict]) -> list[dict]:
-    """SwiftShader compiles what a software adapter runs: the GPU-shaped tiles (long unrolled bodies) take it
-    minutes and gigabytes each, and no plan ever gives them to it; Tint's front end (null) and naga check them."""
-    return [s for s in shaders if s["software"]] if compiler == "tint/swiftshader" else shaders
+    """What each compiler compiles: every shader for Tint's front end (null) and naga; for SwiftShader the
+    shaders backend_plan picks among those planned for a software adapter that SwiftShader can compile (the
+    GPU-shaped tiles, long unrolled bodies, take it minutes and gigabytes each, and no plan ever gives them
+    to it)."""
+    if compiler == "tint/swiftshader":
+        return backend_plan(shaders)[0]
+    return shaders
+
+
+SWIFTSHADER_FEATURES = {"subgroups"}  # what Chromium's SwiftShader offers of the features the shaders enable
+
+
+def backend_plan(shaders: list[dict]) -> tuple[list[dict], dict[int, int]]:
+    """(the shaders SwiftShader compiles, id of each other shader it would run -> id of the compiled shader
+    that stands for it). One stands for another when both have one structure (tools/wgsl/structure.py) and
+    its workgroup sizes and workgroup array counts are each at least the other's: the limits the other's
+    pipeline is validated against then hold for it too. In each structure the shader with the largest such
+    values (then the largest other constants, then the lowest id) is compiled first, then every shader that
+    no compiled one stands for."""
+    from tools.wgsl.structure import analyse
+
+    classes: dict[str, list[tuple[tuple, tuple, dict]]] = {}
+    for s in shaders:
+        if s["software"] and set(s["features"]) <= SWIFTSHADER_FEATURES:
+            a = analyse(s["code"])
+            classes.setdefault(a.structure, []).append((a.bounded, a.operands, s))
+    compiled, stands_for = [], {}
+    for members in classes.values():
+        members.sort(key=lambda m: (-sum(m[0]), -sum(m[1]), m[2]["id"]))
+        chosen: list[tuple[tuple, dict]] = []
+        for bounded, _, s in members:
+            cover = next((c for b, c in chosen if all(x <= y for x, y in zip(bounded, b))), None)
+            if cover is None:
+                chosen.append((bounded, s))
+                compiled.append(s)
+            else:
+                stands_for[s["id"]] = cover["id"]
+    return sorted(compiled, key=lambda s: s["id"]), stands_for
 
 
 def describe(shader, outcome: Outcome) -> str:
@@ -172,6 +267,10 @@ def main() -> int:
     for gap in coverage_gaps(matrix):
         print(f"GAP {gap}")
         bad += 1
+    compiled, stands_for = backend_plan(data)
+    print(f"tint/swiftshader: {len(compiled)} of the {len(compiled) + len(stands_for)} shaders a software adapter "
+          "runs that SwiftShader can compile (one or more of each back-end structure; tools/wgsl/structure.py)",
+          flush=True)
     for compiler in COMPILERS:
         outcomes = run(compiler, for_compiler(compiler, data), progress=lambda line: print(line, flush=True))
         by = {}
@@ -184,7 +283,7 @@ def main() -> int:
             print(f"{name}: {len(items)} compiled, {sum(1 for o in items if o.error)} rejected, "
                   f"{sum(1 for o in items if o.warnings)} with warnings, "
                   f"{sum(1 for o in items if o.note)} checked without a pipeline (planned for other limits or "
-                  "subgroup sizes)", flush=True)
+                  f"subgroup sizes); {sum(o.cpu_ms for o in items) / 1000:.0f} s of compiler CPU time", flush=True)
     return 1 if bad else 0
 
 

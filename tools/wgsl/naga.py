@@ -1,8 +1,9 @@
 """Compiles WGSL shaders with naga, the compiler of wgpu (and so of Firefox), through wgpu-py (PyPI `wgpu`).
 
-Usage: python -m tools.wgsl.naga SHADERS.json   (a JSON list of {id, code, features}); prints one JSON line
-per shader: {id, device, messages: [{type, message}], error}, each announced by {start: id} first (should
-the native library crash, the caller knows on which shader).
+Usage: python -m tools.wgsl.naga   prints {ready, device} first, then reads one JSON shader {id, code,
+features, limits} per line of stdin and answers each with one line {id, device, messages: [{type, message}],
+error, note, cpu_ms} (or {id, device, skipped, cpu_ms}) before reading the next: tools/wgsl/check.py feeds several of these
+processes one shader at a time, so should the native library crash it knows on which shader.
 
 Each shader is parsed and validated by naga (create_shader_module) and built into a compute pipeline
 (layout "auto"): naga's SPIR-V writer, then the Vulkan driver, as Firefox does. Here the adapter is Mesa's
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
 
 # wgpu-native's names for the WebGPU features the templates enable.
 FEATURES = {"shader-f16": "shader-f16", "subgroups": "subgroup"}
@@ -64,26 +66,31 @@ def check(device, name: str, shader: dict, collect: _Collect) -> dict:
     return {"id": shader["id"], "device": name, "messages": messages, "error": error, "note": note}
 
 
-def main(path: str) -> int:
+def main() -> int:
     import wgpu  # noqa: F401  (creates its logger, which must exist before handlers are added)
 
-    shaders = json.loads(open(path).read())
     collect = _Collect()
     logging.getLogger("wgpu").addHandler(collect)
     logging.getLogger("wgpu").propagate = False  # its errors come back in our replies, not on stderr
     device, features, name = _device()
     out = sys.stdout
-    for shader in shaders:
-        missing = [f for f in shader["features"] if f not in features]
-        if missing:
-            out.write(json.dumps({"id": shader["id"], "device": name, "skipped": f"needs {missing}"}) + "\n")
+    out.write(json.dumps({"ready": True, "device": name, "features": sorted(features)}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        if not line.strip():
             continue
-        out.write(json.dumps({"start": shader["id"], "device": name}) + "\n")
-        out.flush()
-        out.write(json.dumps(check(device, name, shader, collect)) + "\n")
+        shader = json.loads(line)
+        missing = [f for f in shader["features"] if f not in features]
+        cpu = time.process_time()
+        if missing:
+            reply = {"id": shader["id"], "device": name, "skipped": f"needs {missing}"}
+        else:
+            reply = check(device, name, shader, collect)
+        reply["cpu_ms"] = round((time.process_time() - cpu) * 1000)  # every thread of the process
+        out.write(json.dumps(reply) + "\n")
         out.flush()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main())

@@ -1,20 +1,24 @@
 // Compiles WGSL shaders with Tint (Dawn for Node, npm `webgpu`) and reports every message it gives.
-// Usage: node tools/wgsl/tint.mjs SHADERS.json DEVICE   (a JSON list of {id, code, features}; DEVICE null or
-// swiftshader); prints one JSON line per shader: {id, device, messages: [{type, message, line, column}], error},
-// announced by {start: id} first (should Dawn crash, the caller knows on which shader).
+// Usage: node tools/wgsl/tint.mjs DEVICE   (DEVICE null or swiftshader). It first prints {ready, device} (or
+// {warning} when no Dawn device opens), then reads one JSON shader {id, code, features, limits} per line of
+// stdin and answers each with one line {id, device, messages: [{type, message, line, column}], error, note,
+// cpu_ms} before reading the next (tools/wgsl/check.py feeds several of these processes, one shader at a time, so
+// should Dawn crash or hang it knows on which shader).
 //
-// Two Dawn devices, one per process (two Dawn instances in one Node process crash it at random), each with
-// the shader's entry point built into a compute pipeline (layout "auto"):
+// One Dawn device per process (two Dawn instances in one Node process crash it at random), the shader's
+// entry point built into a compute pipeline (layout "auto"):
 // - "null": Dawn's null backend offers every feature (shader-f16, subgroups, subgroup matrices) and runs
 //   Tint's front end (parsing, resolution, validation, uniformity analysis) on every shader;
 // - "swiftshader": Chromium's SwiftShader Vulkan driver (VK_ICD_FILENAMES) compiles the shaders whose
 //   features it has (no shader-f16, no subgroup matrices) through Tint's SPIR-V writer down to the driver,
 //   as Chrome does on a machine without a GPU.
-import { readFileSync } from "node:fs";
+// The pipeline is made with the synchronous call: createComputePipelineAsync, four in flight, took 2x the CPU
+// time on SwiftShader (54 s against 27 s for 60 shaders: Dawn for Node polls for its completion), so the
+// caller uses both cores with two processes instead (docs/testing.md).
+import { createInterface } from "node:readline";
 import { create, globals } from "webgpu";
 
 Object.assign(globalThis, globals);
-const shaders = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const LIMITS = ["maxComputeWorkgroupStorageSize", "maxComputeInvocationsPerWorkgroup", "maxComputeWorkgroupSizeX",
   "maxComputeWorkgroupSizeY", "maxComputeWorkgroupSizeZ", "maxStorageBuffersPerShaderStage",
   "maxStorageBufferBindingSize", "maxBufferSize"];
@@ -57,8 +61,6 @@ async function compile({ name, device, subgroupMax }, { id, code, limits }) {
   } else if (!error) {
     device.pushErrorScope("validation");
     device.pushErrorScope("internal");
-    // The synchronous call: the asynchronous one aborted this Dawn for Node build's process (seen before the
-    // GPU object was kept alive, which may have been the cause; the synchronous one is simply enough here).
     device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
     for (const scope of ["internal", "validation"]) {
       const e = await device.popErrorScope();
@@ -69,17 +71,22 @@ async function compile({ name, device, subgroupMax }, { id, code, limits }) {
 }
 
 const FLAGS = { null: ["backend=null", "enable-dawn-features=allow_unsafe_apis"], swiftshader: ["backend=vulkan"] };
-const name = process.argv[3] ?? "null";
-const devices = [await open(name, FLAGS[name])];
-for (const d of devices) {
-  if (!d) process.stdout.write(JSON.stringify({ warning: "a Dawn device could not be opened" }) + "\n");
+const name = process.argv[2] ?? "null";
+const device = await open(name, FLAGS[name]);
+if (!device) {
+  process.stdout.write(JSON.stringify({ warning: `the Dawn device ${name} could not be opened` }) + "\n");
+  process.exit(0);
 }
-for (const shader of shaders) {
-  for (const d of devices) {
-    if (!d || !shader.features.every((f) => d.features.has(f))) continue;
-    // Announced first: should Dawn crash on a shader, the caller still knows which one.
-    process.stdout.write(JSON.stringify({ start: shader.id, device: d.name }) + "\n");
-    process.stdout.write(JSON.stringify(await compile(d, shader)) + "\n");
-  }
+process.stdout.write(JSON.stringify({ ready: true, device: name, features: [...device.features] }) + "\n");
+for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  if (!line.trim()) continue;
+  const shader = JSON.parse(line);
+  const cpu = process.cpuUsage();
+  const reply = shader.features.every((f) => device.features.has(f))
+    ? await compile(device, shader)
+    : { id: shader.id, device: name, skipped: `needs ${shader.features.filter((f) => !device.features.has(f))}` };
+  const used = process.cpuUsage(cpu);
+  reply.cpu_ms = Math.round((used.user + used.system) / 1000);  // the process's CPU time on it, every thread
+  process.stdout.write(JSON.stringify(reply) + "\n");
 }
 process.exit(0);
