@@ -25,10 +25,34 @@ if [ "$firefox_major" -lt 153 ]; then
   echo "firefox-esr $firefox_major has no WebGPU; 153+ comes from bookworm-security (apt-cache policy firefox-esr)" >&2
   exit 1
 fi
-python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
-# npm: Dawn for Node (`webgpu`), the benchmark peer `onnxruntime-web` and Firefox's driver `puppeteer-core`,
-# pinned with integrity hashes in package-lock.json.
-{ [ -d node_modules/webgpu ] && [ -d node_modules/onnxruntime-web ] && [ -d node_modules/puppeteer-core ]; } \
-  || npm ci --silent --no-audit --no-fund
+# Each install below runs only when what it installs is missing or not at its pin (pip's own check of
+# satisfied pins took 6 s here).
+# pip: every pin of requirements-test.txt, installed at that version.
+python3 - requirements-test.txt <<'PY' || python3 -m pip install -q --disable-pip-version-check -r requirements-test.txt
+import sys
+from importlib.metadata import PackageNotFoundError, version
+for line in open(sys.argv[1]):
+    name, _, pin = line.split("#")[0].strip().partition("==")
+    try:
+        if name and version(name) != pin:
+            sys.exit(1)
+    except PackageNotFoundError:
+        sys.exit(1)
+PY
+# npm: Dawn for Node (`webgpu`), the benchmark peer `onnxruntime-web`, Firefox's driver `puppeteer-core` and
+# the rest of package.json, pinned with integrity hashes in package-lock.json: npm ci runs unless every
+# package the lock installs on every platform (optional ones are per platform) is there at the lock's version.
+node - <<'JS' || npm ci --silent --no-audit --no-fund
+const fs = require("fs");
+const lock = JSON.parse(fs.readFileSync("package-lock.json", "utf8"));
+for (const [path, entry] of Object.entries(lock.packages)) {
+  if (!path || entry.optional) continue;
+  let installed = null;
+  try { installed = JSON.parse(fs.readFileSync(`${path}/package.json`, "utf8")).version; } catch {}
+  if (installed !== entry.version) process.exit(1);
+}
+JS
+# Pyodide and its wheels under build/: nothing is fetched when the stamp of their digests matches.
 python3 -m app setup >/dev/null
-python3 -m pytest -q "$@"
+# --durations: where the suite's time goes (docs/testing.md).
+python3 -m pytest -q --durations=25 "$@"
