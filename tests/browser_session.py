@@ -1,7 +1,9 @@
-"""Session-wide fixtures for the browser tests: one server, one headless Chromium page, Pyodide booted once."""
+"""Session-wide fixtures for the browser tests: one server, one headless Chromium page, Pyodide booted once;
+one Node host (Dawn on SwiftShader, its own Pyodide booted once, about 10 s) for every test that calls one."""
 import pytest
 
 from app.host.browser import app_page
+from app.host.node import NodeHost
 from app.host.server import start_background
 
 
@@ -17,6 +19,12 @@ def page(app_url):
     with app_page(app_url) as page:
         page.set_default_timeout(120_000)
         yield page
+
+
+@pytest.fixture(scope="session")
+def node_host():
+    with NodeHost() as host:
+        yield host
 
 
 def run_python(page, code: str):

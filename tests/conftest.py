@@ -5,7 +5,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.browser_session import app_url, page  # noqa: E402,F401  (session fixtures for browser tests)
+from tests.browser_session import app_url, node_host, page  # noqa: E402,F401  (session fixtures for browser tests)
 
 
 def pytest_addoption(parser):

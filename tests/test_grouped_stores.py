@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from app.host.node import NodeHost
 from app.planner import plan
 from app.render import render
 from app.shapes import infer
@@ -101,7 +100,7 @@ CHANS_CASES = [
 VARIANT_OF = {1: "ncl1d_grouped_stride_phase", 2: "nchw2d_grouped_stride_phase", 3: "ncdhw3d_grouped_stride_phase"}
 
 
-def test_forced_channel_blocks_match_the_reference_on_swiftshader():
+def test_forced_channel_blocks_match_the_reference_on_swiftshader(node_host):
     """The tuner checks every candidate of the grid against the float64 reference before timing it: none may be
     rejected, and every one is measured (none refused)."""
     fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 11}
@@ -111,8 +110,7 @@ def test_forced_channel_blocks_match_the_reference_on_swiftshader():
     grids = {v: {"chans": [1, 2, 4], "cells": [1] if v.startswith("ncl1d") else [1, 2], "outs": [4], "xv": [0, 1]}
              for v in VARIANT_OF.values()}
     doc = {"fill": fill, "cases": cases, "tuning": {"grids": grids}}
-    with NodeHost() as node:
-        table = node.py("tune", json.dumps(doc), "t", None, 1)["table"]
+    table = node_host.py("tune", json.dumps(doc), "t", None, 1)["table"]
     assert table["rejected"] == []
     measured = {m["case"]: {(p["chans"], p["cells"], p["xv"]) for p in map(json.loads, m["medians"]) if p["outs"] == 4}
                 for m in table["measured"]}

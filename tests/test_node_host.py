@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from app.host.case_runner import NodeCases, run_cases
-from app.host.node import NodeHost
 from tests.browser_session import assert_passed_or_gated
 
 TEST_JSON = Path(__file__).resolve().parent.parent / "test.json"
@@ -13,9 +12,8 @@ CASE_NAMES = [case["name"] for case in json.loads(TEST_JSON.read_text())["cases"
 
 
 @pytest.fixture(scope="module")
-def node():
-    with NodeHost() as host:
-        yield host
+def node(node_host):
+    return node_host
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from app.host.node import NodeHost
 from app.planner import plan
 from app.shapes import infer
 from app.variants import phase_gemm, phase_gemm_sgmat
@@ -155,15 +154,14 @@ SPLIT_K_CASES = [
 SPLIT_K_GRID = {"kz": [2, 3, 4], "ks": [1, 2]}
 
 
-def test_forced_split_k_matches_the_reference_on_swiftshader():
+def test_forced_split_k_matches_the_reference_on_swiftshader(node_host):
     """The tuner checks every candidate of the grid (over SwiftShader's defaults, kz 1) against the float64
     reference before timing it; none may be rejected, and none refused (each is measured)."""
     fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 5}
     cases = [{"name": name, "tier": "t", "x": x, "w": w, "bias": bias, "attributes": attrs, "variant": "phase_gemm"}
              for name, x, w, bias, attrs in SPLIT_K_CASES]
     doc = {"fill": fill, "cases": cases, "tuning": {"grids": {"phase_gemm": SPLIT_K_GRID}}}
-    with NodeHost() as node:
-        table = node.py("tune", json.dumps(doc), "t", None, 1)["table"]
+    table = node_host.py("tune", json.dumps(doc), "t", None, 1)["table"]
     assert table["rejected"] == []
     wanted = {(1, 1)} | {(ks, kz) for ks in SPLIT_K_GRID["ks"] for kz in SPLIT_K_GRID["kz"]}
     measured = {m["case"]: {(json.loads(k)["ks"], json.loads(k)["kz"]) for k in m["medians"]}
