@@ -32,6 +32,7 @@ COVERED = {
         "tests/test_npm_package.py::site",
     "python -m app cases FILE": "tests/test_wheel.py::test_installed_package_runs_a_case_file_in_chromium",
     "python -m app cases FILE --variant all": "tests/test_readme.py::test_cases_with_every_variant",
+    "python -m app model FILE.onnx": "tests/test_model.py::test_the_decoder_in_chromium_against_ort",
     "python -m app bench --tier full --host node --against ort":
         "tests/test_node_host.py::test_bench_against_ort_and_breakdown_command_lines_on_the_node_host",
 }
