@@ -54,6 +54,9 @@ def main(tier: str = "small", host: str = "browser", variants: str | None = None
          plot: str | None = None, warmup: int = 1, repeats: int = 1, breakdown: bool = False,
          autotune: bool = False) -> int:
     text = Path(bench_path or ROOT / "bench.json").read_text()
+    tiers = json.loads(text).get("tiers", {})
+    if tier not in tiers:
+        raise SystemExit(f"no tier {tier!r} in {bench_path or 'bench.json'}: its tiers are {sorted(tiers)}")
     if (against or breakdown) and variants:
         raise SystemExit("--against ort and --breakdown time the planner's choice: leave out --variants")
     if plot and not against:
