@@ -1,6 +1,6 @@
 """tools/gpu/pack.sh in a scratch copy of the repository: it packs, prints its size line and exits 0 when
 everything fits, 1 when it does not. Only what would be downloaded is stubbed: the npm packages `webgpu`
-(fake Dawn) and `onnxruntime-web`, the Pyodide runtime (fake files with a matching stamp, which is all
+(fake Dawn), `onnxruntime-web` and `protobufjs`, the Pyodide runtime (fake files with a matching stamp, which is all
 `python -m app setup` checks before reusing them), the Debian .debs, and node itself (a fake binary first
 on PATH)."""
 import json
@@ -40,6 +40,10 @@ def scratch(tmp_path):
     for name in ("ort.min.mjs", "ort.webgpu.min.mjs", "ort-wasm-simd-threaded.jsep.mjs", "ort-wasm-simd-threaded.jsep.wasm",
                  "ort-wasm-simd-threaded.asyncify.mjs", "ort-wasm-simd-threaded.asyncify.wasm"):
         (ort / "dist" / name).write_bytes(b"fake ort" * 100)
+    protobuf = repo / "node_modules" / "protobufjs"
+    (protobuf / "dist").mkdir(parents=True)
+    (protobuf / "package.json").write_text('{"name": "protobufjs"}')
+    (protobuf / "dist" / "protobuf.min.js").write_text("// fake protobufjs\n")
     pyodide = repo / "build" / "pyodide"
     pyodide.mkdir(parents=True)
     (pyodide / "pyodide.mjs").write_text("// fake runtime\n")
@@ -68,7 +72,7 @@ def test_pack_prints_the_size_line_and_exits_0(scratch):
         assert done.returncode == 0, done.stdout + done.stderr
         tree, carried, total = map(int, SIZE_LINE.search(done.stdout).groups())
         assert total < 64 and tree >= 1
-    assert {p.name for p in (repo / ".gpu").iterdir()} == {"node.xz", "dawn.node.xz", "webgpu", "pyodide.tar.xz", "ort.tar.xz"}
+    assert {p.name for p in (repo / ".gpu").iterdir()} == {"node.xz", "dawn.node.xz", "webgpu", "pyodide.tar.xz", "ort.tar.xz", "protobufjs"}
     assert {p.name for p in (repo / ".gpu" / "webgpu").iterdir()} == {"package.json", "index.js"}
 
 

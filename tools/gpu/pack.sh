@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 LIMIT=$((64 * 1024 * 1024))
 
-{ [ -d node_modules/webgpu ] && [ -d node_modules/onnxruntime-web ]; } || npm ci --silent --no-audit --no-fund
+{ [ -d node_modules/webgpu ] && [ -d node_modules/onnxruntime-web ] && [ -d node_modules/protobufjs ]; } || npm ci --silent --no-audit --no-fund
 python3 -m app setup >/dev/null
 mkdir -p .gpu/webgpu .gl
 
