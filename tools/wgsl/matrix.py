@@ -204,10 +204,14 @@ class Matrix:
     # distinct params), so each (template, params) is rendered once.
     _rendered: dict = field(default_factory=dict, repr=False)
     _params_recorded: set = field(default_factory=set, repr=False)  # (variant, params key) in params_seen
+    # Every template a pass named: a thin entry (a seed name) renders its generic template's exact source, so
+    # its shader is found under the generic name and the source alone does not say that the entry rendered.
+    _named: set = field(default_factory=set, repr=False)
 
     def add(self, variant: str, device: str, geom, launch, label: str | None = None) -> None:
         use = (variant, device, label or _label(geom))
         for dispatch in (*launch.weight_passes, *launch.dispatches):
+            self._named.add(dispatch.template)
             # repr: exact for the params' plain data (ints, bools, strings, lists), and cheaper than JSON; a
             # dict built in another key order only costs one more render (shaders are keyed by source).
             key = (dispatch.template, repr(dispatch.params))
@@ -236,7 +240,7 @@ class Matrix:
 
     @property
     def templates(self) -> set[str]:
-        rendered = {s.template for s in self.shaders.values()}
+        rendered = {s.template for s in self.shaders.values()} | self._named
         return rendered | {inc for name in rendered for inc in _includes(name)}
 
 
