@@ -407,16 +407,12 @@ class Launch {
    * one pass (WebGPU orders dispatches within a pass, storage writes visible to the next; fewer calls on
    * the host path). Returns the bind groups no clean call has submitted yet, or null. */
   encode(encoder, passes, bound, stamps, first = 0) {
-    const verified = this.executor.verified;
     let fresh = null;
     if (!stamps) {
       const pass = encoder.beginComputePass(this.passDescriptor);
       for (const p of passes) {
-        const g = this.group(p, bound);
-        if (!verified.has(g)) (fresh ??= []).push(g);
-        pass.setPipeline(p.pipeline);
-        pass.setBindGroup(0, g);
-        pass.dispatchWorkgroups(p.x, p.y, p.z);
+        const g = this.dispatch(pass, p, bound);
+        if (g) (fresh ??= []).push(g);
       }
       pass.end();
       return fresh;
@@ -425,14 +421,20 @@ class Launch {
       const at = 2 * (first + i);
       const pass = encoder.beginComputePass({ label: `${this.variant}#${i}`,
         timestampWrites: { querySet: this.querySet, beginningOfPassWriteIndex: at, endOfPassWriteIndex: at + 1 } });
-      const g = this.group(p, bound);
-      if (!verified.has(g)) (fresh ??= []).push(g);
-      pass.setPipeline(p.pipeline);
-      pass.setBindGroup(0, g);
-      pass.dispatchWorkgroups(p.x, p.y, p.z);
+      const g = this.dispatch(pass, p, bound);
+      if (g) (fresh ??= []).push(g);
       pass.end();
     });
     return fresh;
+  }
+
+  /** One pass's dispatch into `pass`; returns its bind group when no clean call has submitted it yet. */
+  dispatch(pass, p, bound) {
+    const g = this.group(p, bound);
+    pass.setPipeline(p.pipeline);
+    pass.setBindGroup(0, g);
+    pass.dispatchWorkgroups(p.x, p.y, p.z);
+    return this.executor.verified.has(g) ? null : g;
   }
 
   /** One call. tensors: {x, w, b?} each {data: typed array, constant?} or {buffer: GPUBuffer}.
