@@ -8,7 +8,7 @@ Candidates (`nominees`) are tested variants only, so a result is exact whichever
 - for a tunable variant, also the params the tuning tables in use chose most often for it on any shape class
   (measured winners elsewhere), where the variant accepts them for this request.
 Timing uses seeded synthetic inputs of the request's shapes (times do not depend on the values), through
-the same GPU path as the benchmarks (app/bench.py time_plan). The search stops once `budget_ms` of it has
+the same GPU path as the benchmarks (app/timing.py time_plan). The search stops once `budget_ms` of it has
 passed (the rules' choice is always timed), so a first call costs at most about the budget more.
 
 The store maps a key (the request's shapes, dtypes and attributes, as geometry) to a JSON text recording
@@ -31,6 +31,7 @@ import numpy as np
 from . import planner, tuning_tables
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry
+from .timing import time_plan
 
 FORMAT = 1
 BUDGET_MS = 2000.0  # per signature: what a first call may spend searching
@@ -154,8 +155,6 @@ def _params_refusal(name: str, params: dict | None, geom, caps, tables) -> str |
 
 async def search(kernel, geom: ConvGeometry, tables=None, budget_ms: float = BUDGET_MS) -> Choice:
     """Times the nominees (the first always, the rest while the budget lasts) and returns the fastest."""
-    from .bench import time_plan
-
     started = time.perf_counter()
     arrays = _inputs(geom)
     times = []
@@ -194,10 +193,19 @@ class Autotuner:
         self.choices[k] = choice
         return choice
 
+    async def pieces(self, kernel, geom: ConvGeometry, tables=None) -> list:
+        """The request's pieces as the chosen (variant, params) plans them, each plan's reason saying where the
+        choice came from."""
+        choice = await self.choose(kernel, geom, tables)
+        return [(g, replace(p, reason=choice.describe()))
+                for g, p in kernel.pieces(geom, choice.variant, choice.params, tables)]
 
-def relabelled(pieces: list, choice: Choice) -> list:
-    """The forced plan of an autotuned choice, its reason saying where the choice came from."""
-    return [(g, replace(p, reason=choice.describe())) for g, p in pieces]
+    def meta(self, geom: ConvGeometry) -> dict | None:
+        """What a call's meta says of the signature's choice (None before its first call)."""
+        choice = self.choices.get(key(geom))
+        return choice.meta() if choice is not None else None
+
+
 
 
 class MemoryStore:

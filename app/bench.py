@@ -15,7 +15,7 @@ import numpy as np
 from .errors import ConvTransposeError
 from .kernel import validate
 from .split import Unfittable
-from .timing import time_call
+from .timing import BUSY_MS, time_call, time_plan  # noqa: F401  (BUSY_MS: tools/gpu/torch_bench.py)
 from .variants import VARIANTS
 from .variants.base import max_phase_taps
 
@@ -80,29 +80,6 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
                      "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
                      "flop": flops, "check": check(geom, arrays, y)})
     return rows
-
-
-# With repeats > 1 (a real GPU), each timed run follows this much untimed work on the same queue: an H200
-# timed between host round trips sat at 345-705 MHz of its 1980 (nvidia-smi), and ranked candidates by
-# luck. tools/gpu/torch_bench.py keeps cuDNN busy the same way before its timed runs.
-BUSY_MS = 100
-
-
-async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeats=1, plan=None, params=None,
-                    tables=None):
-    """(plan, [(wall ms, GPU ms or None)] per run, y): the plan (the caller's, else planned here with
-    `variant`, `params` and `tables` as kernel.plan takes them) launched once,
-    timed with its inputs on the GPU and y left there (web/runtime/executor.mjs Launch.time), y read back once
-    after, then destroyed."""
-    gpu = await kernel.gpu.current()
-    plan = plan if plan is not None else kernel.plan(geom, variant, params, tables)
-    launch = await gpu.launch(plan, geom)
-    try:
-        samples = await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats,
-                                        busy_ms=BUSY_MS if repeats > 1 else 0)
-        return plan, samples, await gpu.output(launch, geom)
-    finally:
-        launch.destroy()
 
 
 def tolerance(dtype: str, reduction: int) -> dict:

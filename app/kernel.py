@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from . import contract, finite, planner, tuning_tables
-from .autotune import key as autotune_key, relabelled
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
 from .split import plan_pieces, run_pieces
@@ -81,8 +80,7 @@ class ConvTransposeKernel:
         if len(pieces) > 1 or geom.y_size == 0:
             return None, pieces
         if self.autotuner is not None and variant is None and params is None:
-            choice = await self.autotuner.choose(self, geom, tables)
-            pieces = relabelled(self.pieces(geom, choice.variant, choice.params, tables), choice)
+            pieces = await self.autotuner.pieces(self, geom, tables)
         return await gpu.launch(pieces[0][1], geom, key), pieces
 
     async def __call__(self, x, w, b=None, variant: str | None = None, output: str = "cpu", timing: bool = False,
@@ -122,8 +120,7 @@ class ConvTransposeKernel:
         meta = {"variant": str(spec.variant), "reason": str(spec.reason), "gpu_ms": gpu_ms,
                 "y_shape": list(geom.y_shape), "pieces": 1}
         if self.autotuner is not None and variant is None and params is None:
-            choice = self.autotuner.choices.get(autotune_key(geom))
-            meta["autotune"] = choice.meta() if choice is not None else None
+            meta["autotune"] = self.autotuner.meta(geom)
         return {"y": y, "meta": meta}
 
     async def upload(self, array) -> GpuTensor:

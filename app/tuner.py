@@ -25,7 +25,7 @@ planner then takes that variant instead, on this adapter (app/planner.py). Rule 
 single sub-millisecond kernels then time 2-5x slower at random. Pure Python: runs in Pyodide (the page or
 `python -m app tune`).
 
-The flow is one way: the tuner hands the kernel each candidate as arguments (kernel.call / bench.time_plan
+The flow is one way: the tuner hands the kernel each candidate as arguments (kernel.call / timing.time_plan
 with `params=` for the case's variant) and measures against no table at all (`tables=[]`: the rules and
 each variant's defaults, not an older table of this adapter); the kernel plans through the planner, the
 only reader of tables. Nothing is set aside and restored.
@@ -39,7 +39,8 @@ import statistics
 import time
 
 from . import tuning_tables
-from .bench import HOLDOUT, check, time_plan
+from .bench import HOLDOUT, check
+from .timing import time_plan
 from .contract import ROOT
 from .kernel import validate
 from .variants import VARIANTS

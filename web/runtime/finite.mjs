@@ -25,7 +25,7 @@ export function allFinite(data, dtype) {
 }
 
 /** A GPU tensor's own word on its data: finite unless it says `finite: false`. */
-export const gpuTensorFinite = (t) => t.finite !== false;
+const gpuTensorFinite = (t) => t.finite !== false;
 
 // constant typed arrays -> whether every value is finite: scanned once per array, as the weight cache
 // (weight-cache.mjs) uploads it once; both forget it together (kernel.forget)

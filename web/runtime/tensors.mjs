@@ -1,7 +1,6 @@
 // The caller's inputs checked as app/tensors.py checks them, for the calls that never enter Python: a
 // repeat call's x, w and b become typed arrays of a dtype the op contract allows, or GPU buffers.
 import { kernelError } from "./errors.mjs";
-import { gpuTensorFinite } from "./finite.mjs";
 import { TYPED_ARRAYS } from "./typed-arrays.mjs";
 
 export const INPUTS = ["x", "w", "b"];
@@ -33,7 +32,7 @@ export function tensor(name, t, dtypes) {
   if (t.buffer !== undefined) {
     if (t.data !== undefined) throw kernelError("ConvTransposeError", `input '${name}': give data or buffer, not both`, name);
     if (typeof t.buffer?.size !== "number") throw kernelError("ConvTransposeError", `input '${name}': buffer must be a GPUBuffer`, name);
-    return { buffer: t.buffer, shape, dtype, finite: gpuTensorFinite(t) };
+    return { buffer: t.buffer, shape, dtype, finite: t.finite };  // the caller's word: finite.mjs reads it
   }
   let data = t.data;
   if (data instanceof TYPED_ARRAYS[dtype]) {
