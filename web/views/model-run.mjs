@@ -59,11 +59,14 @@ export async function ours(layers, xShape, xData, dtype) {
   const kernel = await getKernel(KERNEL_ID, { version: 1 });
   const device = kernel.gpuDevice();
   const xGpu = kernel.upload({ data: xData, shape: xShape, dtype });
-  let host = null, variants = [];
+  let host = null, variants = [], marks = [];
   async function run(x, output, timing = false) {
     let t = x, gpuMs = 0;
+    marks = [];
     for (const [i, layer] of layers.entries()) {
-      const { y, meta } = await kernel({ ...layer, x: t }, { output: i < layers.length - 1 ? "gpu" : output, timing });
+      const profile = {};
+      const { y, meta } = await kernel({ ...layer, x: t }, { output: i < layers.length - 1 ? "gpu" : output, timing, profile });
+      marks.push({ ...profile, end: now() });
       if (i > 0) t.dispose();  // the intermediate's reader is queued: the buffer can go back to the pool
       t = y;
       variants[i] = meta.variant;
@@ -84,6 +87,9 @@ export async function ours(layers, xShape, xData, dtype) {
     lastHost: () => host,
     async gpu() { const { y, gpuMs } = await run(xGpu, "gpu", true); y.dispose(); return gpuMs; },
     variants: () => variants,
+    /** Each layer's stage marks (performance.now()) of the last run, and the kernel's counters. */
+    marks: () => marks,
+    memory: () => kernel.memory(),
     close() { xGpu.buffer.destroy(); },
   };
 }
