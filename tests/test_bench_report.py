@@ -63,6 +63,16 @@ def test_summary_counts_only_cases_ort_ran_and_the_slower_ones():
     assert host.startswith("host time of a repeat call") and "median 0.050 ms" in host
 
 
+def test_summary_reports_two_same_signature_layers_in_turn_against_one_alone():
+    rows = [row("a", o=dict(ours(e2e=2.0), in_turn_e2e_ms=2.2, weight_bytes_written_in_rounds=0), webgpu=ort(e2e=4.0),
+                jsep=ort(e2e=4.0)),
+            row("b", o=dict(ours(e2e=1.0), in_turn_e2e_ms=1.0, weight_bytes_written_in_rounds=64), webgpu=ort(e2e=2.0),
+                jsep=ort(e2e=2.0))]
+    turn = next(s for s in bench_report.summary(rows) if s.startswith("two same-signature layers"))
+    assert f"geometric mean {math.sqrt(1.1):.3f}, max 1.100 over 2 cases" in turn
+    assert turn.endswith("weight bytes written in the timed rounds: 64")
+
+
 def test_row_formatting_lines_up_with_the_header():
     line = bench_report.format_row(row())
     assert line.split()[:2] == ["dcgan", "nchw2d_phase_gemm_tiled"]

@@ -83,6 +83,13 @@ def summary(rows: list[dict]) -> list[str]:
                            if (g := geometric_mean(row["ep_ratios"].get(ep, {}).get(m) for row in rows)) is not None)
         lines.append(f"{m}: geometric mean ours/faster ORT {gm:.3f} over {len(counted)} cases "
                      f"(max {max(counted):.3f}, slower on {slower}); {per_ep}")
+    turns = [(row["ours"]["in_turn_e2e_ms"] / row["ours"]["e2e_ms"], row["ours"].get("weight_bytes_written_in_rounds"))
+             for row in rows if row["ours"].get("in_turn_e2e_ms") and row["ours"].get("e2e_ms")]
+    if turns:
+        ratios = [r for r, _ in turns]
+        lines.append(f"two same-signature layers called in turn on one kernel, end to end per layer / one layer alone: "
+                     f"geometric mean {geometric_mean(ratios):.3f}, max {max(ratios):.3f} over {len(turns)} cases; "
+                     f"weight bytes written in the timed rounds: {sum(w or 0 for _, w in turns)}")
     hosts = [row["ours"].get("host_ms") for row in rows if row["ours"].get("host_ms") is not None]
     if hosts:
         lines.append(f"host time of a repeat call, GPU-resident tensors: median {sorted(hosts)[len(hosts) // 2]:.3f} ms, "

@@ -18,12 +18,20 @@ const now = () => performance.now();
 const median = (xs) => { const s = xs.filter((v) => v != null).sort((a, b) => a - b); const m = s.length >> 1;
   return s.length === 0 ? null : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 
-async function ours(benchCase, data) {
-  const kernel = await getKernel(KERNEL_ID, { version: 1 });
+// One kernel object for every case a page or process compares, as an app holds one for all its layers: each
+// case's constant weights join its weight cache (web/runtime/weight-cache.mjs) beside the earlier cases'.
+let shared = null;
+const sharedKernel = () => (shared ??= getKernel(KERNEL_ID, { version: 1 }));
+
+async function ours(benchCase, data, kernel) {
   const attrs = benchCase.attributes ?? {};
   const bShape = data.b ? [data.b.length] : null;
   const cpu = { x: { data: data.x, shape: benchCase.x }, w: { data: data.w, shape: benchCase.w, constant: true },
                 ...(data.b ? { b: { data: data.b, shape: bShape, constant: true } } : {}), ...attrs };
+  // a second layer of the same signature (the same weights in reverse order): called in turn with the first,
+  // each must keep its own uploaded and prepared weights
+  const twin = { ...cpu, w: { data: data.w.slice().reverse(), shape: benchCase.w, constant: true },
+                 ...(data.b ? { b: { data: data.b.slice().reverse(), shape: bShape, constant: true } } : {}) };
   const gpu = { x: kernel.upload({ data: data.x, shape: benchCase.x }), w: kernel.upload({ data: data.w, shape: benchCase.w }),
                 ...(data.b ? { b: kernel.upload({ data: data.b, shape: bShape }) } : {}), ...attrs };
   const device = kernel.gpuDevice();
@@ -41,9 +49,12 @@ async function ours(benchCase, data) {
     },
     lastHost: () => host,
     async gpu() { const { y, meta: m } = await kernel(gpu, { output: "gpu", timing: true }); y.dispose(); return m.gpu_ms; },
+    /** End to end, the layer and its twin called in turn: ms per layer. */
+    async inTurn() { const start = now(); await kernel(cpu); await kernel(twin); return (now() - start) / 2; },
+    weightBytesWritten: () => kernel.memory().weight_bytes_written,
     meta: () => meta,
     kernel, cpuInputs: cpu, gpuInputs: gpu,
-    close() { for (const n of ["x", "w", "b"]) gpu[n]?.buffer.destroy(); },
+    close() { for (const n of ["x", "w", "b"]) if (gpu[n]) { kernel.forget(gpu[n]); gpu[n].buffer.destroy(); } },
   };
 }
 
@@ -64,7 +75,7 @@ function maxDiff(a, b) {
 /** One bench case: {case, ours: {...}, ort: {webgpu: {...} | {error}, jsep: ...}}, times in ms (medians). */
 export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["webgpu", "jsep"] } = {}) {
   const data = await caseInputs(benchCase);
-  const impls = [await ours(benchCase, data)];
+  const impls = [await ours(benchCase, data, await sharedKernel())];
   const result = { case: benchCase.name, tier: benchCase.tier, ort: {} };
   for (const ep of eps) {
     try {
@@ -73,7 +84,8 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
       result.ort[ep] = { error: String(err?.message ?? err).split("\n")[0].slice(0, 300) };
     }
   }
-  const samples = new Map(impls.map((impl) => [impl, { e2e: [], resident: [], gpu: [], host: [], stages: [] }]));
+  const samples = new Map(impls.map((impl) => [impl, { e2e: [], resident: [], gpu: [], host: [], stages: [], inTurn: [] }]));
+  let weightBytes = null;
   let ourY = null;
   try {
     for (const impl of [...impls]) {  // first calls (planning, compiling, session warm-up), and the checks
@@ -91,6 +103,7 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
       }
     }
     for (let round = 0; round < warmup + runs; round++) {
+      if (round === warmup) weightBytes = impls[0].weightBytesWritten();
       for (const impl of impls) {
         const s = samples.get(impl);
         let start = now();
@@ -100,8 +113,9 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
         await impl.resident();
         const resident = now() - start;
         const gpu = await impl.gpu();
+        const inTurn = impl.inTurn ? await impl.inTurn() : null;
         if (round >= warmup) {
-          s.e2e.push(e2e); s.resident.push(resident); s.gpu.push(gpu);
+          s.e2e.push(e2e); s.resident.push(resident); s.gpu.push(gpu); s.inTurn.push(inTurn);
           if (impl.lastHost) s.host.push(impl.lastHost());
           if (impl.lastProfile) s.stages.push(stages(impl.lastProfile()));
         }
@@ -115,6 +129,8 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
     const row = { e2e_ms: median(s.e2e), resident_ms: median(s.resident), gpu_ms: median(s.gpu) };
     if (impl.name === "ours") {
       Object.assign(result.ours, row, { host_ms: median(s.host), variant: impl.meta()?.variant, e2e_samples_ms: s.e2e,
+        // two same-signature layers in turn, and the weight bytes the timed rounds wrote (0: both stay cached)
+        in_turn_e2e_ms: median(s.inTurn), weight_bytes_written_in_rounds: impl.weightBytesWritten() - weightBytes,
         e2e_stages_ms: Object.fromEntries(Object.keys(s.stages[0] ?? {}).filter((k) => k !== "python")
           .map((k) => [k, median(s.stages.map((r) => r[k]))])) });
     }
@@ -144,7 +160,8 @@ function stages(profile) {
  * in and out, and with GPU-resident tensors (host stages only: the GPU runs on after kernel() returns). */
 export async function breakdownCase(benchCase, { runs = 20 } = {}) {
   const data = await caseInputs(benchCase);
-  const impl = await ours(benchCase, data);
+  // a kernel of its own: its first call is the signature's first
+  const impl = await ours(benchCase, data, await getKernel(KERNEL_ID, { version: 1 }));
   try {
     const first = {};
     await impl.kernel(impl.cpuInputs, { profile: first });
