@@ -1,7 +1,9 @@
 """A Node.js child process spoken to in JSON lines: one request per line on its stdin
 ({"id", "method", "params"}), one reply per line on its stdout ({"id", "result"} or {"id", "error"}), after a
 first {"ready": true, ...} line. Other stdout lines (Dawn's and the browser's own warnings) are passed on to
-stderr, tagged; the child's stderr is kept for the error when it exits."""
+stderr, tagged; the child's stderr is kept for the error when it exits. `close` closes its stdin, which ends it:
+the Node host kills itself at once then (web/views/json-lines.mjs `exitNow`: its exit status is -9), a child
+still running after `timeout` is killed."""
 from __future__ import annotations
 
 import itertools

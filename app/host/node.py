@@ -6,10 +6,11 @@ GPU machine the caller's Vulkan environment (VK_DRIVER_FILES) is left as it is.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 from ..contract import ROOT
-from .assets import BUILD, ensure_pyodide_assets
+from .assets import ensure_pyodide_assets
 from .child import JsonLinesChild
 from .server import bundle_bytes
 
@@ -27,12 +28,22 @@ class NodeHost:
     """`with NodeHost() as host: host.py("bench_cases", text, "small")`: methods of web/views/node-host.mjs."""
 
     def __init__(self):
-        ensure_pyodide_assets()
-        (BUILD / "bundle.zip").write_bytes(bundle_bytes())
-        self.child = JsonLinesChild([str(ROOT / "web" / "views" / "node-host.mjs"), str(BUILD)], "Node host", cwd=ROOT,
-                                    env=node_env())
-        if not self.child.hello.get("ready"):
-            raise RuntimeError(f"the Node host did not start: {self.child.hello}")
+        # Each host boots from a folder of its own: the bundle of the sources as they are now, beside a link to
+        # the shared, read-only build/pyodide. Hosts started at once (pytest workers, a command a test runs)
+        # never read a bundle another one is rewriting.
+        pyodide = ensure_pyodide_assets()
+        self._assets = tempfile.TemporaryDirectory(prefix="convtranspose-node-host-")
+        assets = Path(self._assets.name)
+        (assets / "pyodide").symlink_to(pyodide)
+        (assets / "bundle.zip").write_bytes(bundle_bytes())
+        try:
+            self.child = JsonLinesChild([str(ROOT / "web" / "views" / "node-host.mjs"), str(assets)], "Node host",
+                                        cwd=ROOT, env=node_env())
+            if not self.child.hello.get("ready"):
+                raise RuntimeError(f"the Node host did not start: {self.child.hello}")
+        except BaseException:
+            self.close()
+            raise
         self.load_ms = self.child.hello["loadMs"]
 
     def call(self, method: str, *params):
@@ -43,7 +54,9 @@ class NodeHost:
         return self.child.call("call", name, list(args))
 
     def close(self) -> None:
-        self.child.close()
+        if hasattr(self, "child"):
+            self.child.close()
+        self._assets.cleanup()
 
     def __enter__(self):
         return self

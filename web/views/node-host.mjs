@@ -4,9 +4,9 @@
 // Methods: call(name, args) (app.bridge.<name>, the one way into Python), loadPyodideMs, compare(case, options)
 // and breakdown(case, options) (web/views/compare.mjs: ours beside onnxruntime-web, where a call's time goes),
 // model(spec) (web/views/model-run.mjs: a layer or chain cut from an ONNX file, `python -m app model`).
-// Usage: node web/views/node-host.mjs BUILD_DIR   (BUILD_DIR holds pyodide/ and bundle.zip)
+// Usage: node web/views/node-host.mjs ASSETS_DIR   (ASSETS_DIR holds pyodide/ and bundle.zip: app/host/node.py makes one per host)
 import { callPython } from "../runtime/index.mjs";
-import { reply, serve } from "./json-lines.mjs";
+import { exitNow, reply, serve } from "./json-lines.mjs";
 import { breakdownCase, compareCase } from "./compare.mjs";
 import { bootNode } from "./dawn-node.mjs";
 import { runModel } from "./model-run.mjs";
@@ -22,5 +22,6 @@ const methods = {
 };
 
 reply({ ready: true, loadMs: app.loadMs });
+// stdin closed: the caller is done (app/host/child.py closes it and waits); see exitNow for why not process.exit.
 await serve(methods, (err) => `${err?.name ?? "Error"}: ${String(err?.message ?? err)}`);
-process.exit(0);
+await exitNow();
