@@ -51,6 +51,11 @@ RULES: list[tuple[str, dict, str]] = [
      "packed once, the reduction split where outputs are few"),
     # Grouped with wide groups is dense GEMMs side by side (StyleGAN2's g2 upsampler: 1.0 ms against the
     # grouped stride-phase kernel's 1.9); narrow groups (16 channels: 10x slower here) keep the grouped kernel.
+    # On tensor cores where the dtype has matrices, by the dense rule's output bound (`large`
+    # grouped_g2_wide_k4s2p1, 256 channels a group, float16: 0.090 ms against phase_gemm's 0.363).
+    ("phase_gemm_sgmat", {"adapter": "hardware", "min_output": 262144, "min_in_per_group": 64, "min_out_per_group": 64},
+     "a GPU with subgroup matrices for the dtype, grouped with wide groups: the stride-phase GEMMs per group on "
+     "tensor cores"),
     ("phase_gemm", {"adapter": "hardware", "min_in_per_group": 64, "min_out_per_group": 64},
      "a GPU, grouped with wide groups: the same GEMMs per group"),
     # Every adapter from here on: all requests on software adapters (measured on SwiftShader, where these ran

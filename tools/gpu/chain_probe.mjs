@@ -1,7 +1,8 @@
 // Where a chain's end-to-end call goes (issue 26's --chain number): round by round, ours end to end and
 // resident, each layer's stage marks (ms from its call's start) and the kernel's write counters, with
-// onnxruntime-web's session of the same chain run between our rounds or not (does its work delay ours?).
-//   node tools/gpu/chain_probe.mjs BUILD_DIR CHAIN.onnx [rounds] [none|jsep|webgpu]
+// onnxruntime-web's sessions of the same chain run between our rounds or not (does their work delay ours?),
+// and each side's GPU-timed run too or not (`python -m app model --against ort` runs both builds and times all).
+//   node tools/gpu/chain_probe.mjs BUILD_DIR CHAIN.onnx [rounds] [none|jsep|webgpu|webgpu,jsep] [gpu]
 // CHAIN.onnx: a chain model cut by app/onnx_model.py chain_model (ConvTranspose nodes only).
 import { readFile } from "node:fs/promises";
 import { bootNode } from "../../web/views/dawn-node.mjs";
@@ -11,14 +12,15 @@ import { ortModel } from "../../web/views/ort-bench.mjs";
 
 await bootNode(process.argv[2]);
 const bytes = new Uint8Array(await readFile(process.argv[3]));
-const rounds = Number(process.argv[4] ?? 8), peer = process.argv[5] ?? "none";
+const rounds = Number(process.argv[4] ?? 8), peers = (process.argv[5] ?? "none").split(",").filter((p) => p !== "none");
+const timed = process.argv[6] === "gpu";
 const cut = modelNodes(readModel(bytes));
 const layers = cut.nodes.map((n) => ({ w: { data: n.w, shape: n.w_shape, dtype: cut.dtype, constant: true },
   ...(n.b ? { b: { data: n.b, shape: [n.b.length], dtype: cut.dtype, constant: true } } : {}), ...n.attributes }));
 const xData = new Float32Array(cut.x_shape.reduce((a, b) => a * b, 1)).map((_, i) => Math.sin(i) * 0.5);
 const impl = await ours(layers, cut.x_shape, xData, cut.dtype);
-const ort = peer === "none" ? null
-  : await ortModel(peer, bytes, { input: cut.input, output: cut.output, dims: cut.x_shape, dtype: cut.dtype, data: xData });
+const orts = [];
+for (const ep of peers) orts.push(await ortModel(ep, bytes, { input: cut.input, output: cut.output, dims: cut.x_shape, dtype: cut.dtype, data: xData }));
 const now = () => performance.now();
 const relative = (m) => Object.fromEntries(Object.entries(m).filter(([k]) => k !== "start").map(([k, v]) => [k, +(v - m.start).toFixed(3)]));
 for (let r = 0; r < rounds; r++) {
@@ -27,8 +29,13 @@ for (let r = 0; r < rounds; r++) {
   const calls = impl.marks().map(relative);
   const m1 = impl.memory();
   start = now(); await impl.resident(); const resident = now() - start;
+  if (timed) await impl.gpu();
   let peerMs = null;
-  if (ort) { start = now(); await ort.e2e(); peerMs = now() - start; await ort.resident(); }
+  for (const ort of orts) {
+    start = now(); await ort.e2e(); peerMs = Math.min(peerMs ?? Infinity, now() - start);
+    await ort.resident();
+    if (timed) await ort.gpu();
+  }
   const d = (k) => m1[k] - m0[k];
   console.log(JSON.stringify({ round: r, e2e_ms: +e2e.toFixed(3), resident_ms: +resident.toFixed(3), peer_e2e_ms: peerMs && +peerMs.toFixed(3),
     e2e_bytes_written: d("bytes_written"), e2e_weight_bytes_written: d("weight_bytes_written"), e2e_preparations: d("weight_preparations"), calls }));

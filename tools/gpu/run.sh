@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
-#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench autotune torch report ort breakdown sweep scaling
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench autotune torch report ort breakdown chain sweep scaling
 #                                        (default: device cases variants tune bench torch report)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 # sweep: tunes VARIANT (forced) on every TIER case (or CASES=a,b) in DTYPE over its bench.json grid (or GRID,
@@ -56,14 +56,17 @@ for stage in $STAGES; do
                 --bench /tmp/gpu/bench-f16.json --out "$OUT/bench-$TIER-f16-autotune.json" || status=1 ;;
     scaling) python3 tools/gpu/scaling.py cases >/tmp/gpu/scaling.json
              python3 tools/gpu/as_dtype.py float16 --bench /tmp/gpu/scaling.json >/tmp/gpu/scaling-f16.json
-             for b in "scaling.json:bench-scaling.json" "scaling-f16.json:bench-scaling-f16.json"; do
+             for b in "scaling.json:bench-scaling" "scaling-f16.json:bench-scaling-f16"; do
+               echo "  ${b##*:} ($(date -u +%T))"
                python3 -m app bench --tier scaling --host node --runs 5 --repeats 10 --bench "/tmp/gpu/${b%%:*}" \
-                 --out "/tmp/gpu/${b##*:}" >/dev/null || status=1
+                 --out "/tmp/gpu/${b##*:}.json" >"/tmp/gpu/${b##*:}.txt" 2>&1 || status=1
              done
+             echo "  torch ($(date -u +%T))"
              python3 tools/gpu/torch_bench.py --tier scaling --bench /tmp/gpu/scaling.json --runs 5 --repeats 10 \
-               --out /tmp/gpu/torch-scaling.json >/dev/null || status=1
-             python3 -m app bench --tier scaling --host node --against ort --bench /tmp/gpu/scaling.json --runs 5 \
-               --warmup 1 --out /tmp/gpu/ort-scaling.json >/dev/null || status=1
+               --out /tmp/gpu/torch-scaling.json >/tmp/gpu/torch-scaling.txt 2>&1 || status=1
+             echo "  ort ($(date -u +%T))"
+             python3 -m app bench --tier scaling --host node --against ort --bench /tmp/gpu/scaling.json --runs 3 \
+               --warmup 1 --out /tmp/gpu/ort-scaling.json >/tmp/gpu/ort-scaling.txt 2>&1 || status=1
              python3 tools/gpu/scaling.py plot /tmp/gpu "$OUT/scaling.svg" | tee "$OUT/scaling.md"
              tar -C /tmp/gpu -czf "$OUT/scaling-runs.tgz" bench-scaling.json bench-scaling-f16.json torch-scaling.json \
                ort-scaling.json ;;
@@ -74,6 +77,19 @@ for stage in $STAGES; do
            --out "$OUT/ort-full.json" | tee "$OUT/ort-full.txt" || status=1 ;;
     breakdown) python3 -m app bench --tier full --host node --breakdown --runs "${RUNS:-20}" \
                  --out "$OUT/breakdown.json" | tee "$OUT/breakdown.txt" || status=1 ;;
+    chain) python3 tools/gpu/decoder_model.py /tmp/gpu/decoder.onnx
+           python3 -m app model /tmp/gpu/decoder.onnx --host node --against ort --chain --runs "${RUNS:-20}" \
+             | tee "$OUT/model-chain.txt" || status=1
+           python3 -c "import sys; from app import onnx_model as m; ml = m.read(sys.argv[1]); \
+open(sys.argv[2], 'wb').write(m.chain_model(ml, m.chain(ml)).SerializeToString())" /tmp/gpu/decoder.onnx /tmp/gpu/chain.onnx
+           # the probe boots from build/ as the Node host does: the bundle as the host writes it
+           python3 -c "from app.host.assets import BUILD; from app.host.server import bundle_bytes; \
+(BUILD / 'bundle.zip').write_bytes(bundle_bytes())"
+           for probe in "none x" "none gpu" "webgpu,jsep x" "webgpu,jsep gpu"; do
+             set -- $probe
+             "$NODE" tools/gpu/chain_probe.mjs "$PWD/build" /tmp/gpu/chain.onnx 12 "$1" "$2" >"/tmp/gpu/chain-probe-${1/,/+}-$2.txt" 2>&1
+             tail -2 "/tmp/gpu/chain-probe-${1/,/+}-$2.txt" | cut -c1-300
+           done ;;
     sweep) dtype=${DTYPE:-float32}; name="sweep-$VARIANT-$dtype${LABEL:+-$LABEL}"
            python3 tools/gpu/as_dtype.py "$dtype" --variant "$VARIANT" ${GRID:+--grid "$GRID"} >/tmp/gpu/sweep.json
            python3 -m app tune --tier "$TIER" --host node --bench /tmp/gpu/sweep.json --runs "${RUNS:-5}" --repeats "$REPEATS" \
