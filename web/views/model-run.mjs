@@ -94,6 +94,14 @@ export async function ours(layers, xShape, xData, dtype) {
   };
 }
 
+/** Where an end-to-end run's last call spent its time: ms from the run's start to that call's start, its
+ * submission, y mapped and y copied out (the earlier calls leave their outputs on the GPU and do not wait). */
+function lastCallStages(marks, start) {
+  const m = marks[marks.length - 1];
+  return Object.fromEntries(["start", "submit", "mapped", "done", "end"].filter((k) => m[k] !== undefined)
+    .map((k) => [k, m[k] - start]));
+}
+
 function maxDiff(a, b) {
   if (!a || !b || a.length !== b.length) return null;
   let d = 0;
@@ -121,7 +129,7 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
       }
     }
   }
-  const samples = new Map(impls.map((i) => [i, { e2e: [], resident: [], gpu: [], host: [] }]));
+  const samples = new Map(impls.map((i) => [i, { e2e: [], resident: [], gpu: [], host: [], stages: [] }]));
   const last = new Map();
   const refused = new Set();  // ORT builds that failed a run (3D ConvTranspose fails at run, not at creation)
   try {
@@ -133,6 +141,7 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
           let start = now();
           last.set(it, await it.e2e());
           const e2e = now() - start;
+          const stages = it.marks ? lastCallStages(it.marks(), start) : null;
           start = now();
           await it.resident();
           const resident = now() - start;
@@ -140,6 +149,7 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
           if (round >= warmup) {
             s.e2e.push(e2e); s.resident.push(resident); s.gpu.push(gpu);
             if (it.lastHost) s.host.push(it.lastHost());
+            if (stages) s.stages.push(stages);
           }
         } catch (err) {
           if (it === impl) throw err;
@@ -158,7 +168,10 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
   for (const it of impls.filter((i) => !refused.has(i))) {
     const s = samples.get(it);
     const row = { e2e_ms: median(s.e2e), resident_ms: median(s.resident), gpu_ms: median(s.gpu) };
-    if (it === impl) result.ours = { ...row, host_ms: median(s.host) };
+    if (it === impl) {
+      result.ours = { ...row, host_ms: median(s.host),
+        e2e_last_call_ms: Object.fromEntries(Object.keys(s.stages[0] ?? {}).map((k) => [k, median(s.stages.map((r) => r[k]))])) };
+    }
     else result.ort[it.ep] = { ...row, impl: it.name, max_abs_diff_ours: maxDiff(asFloat(last.get(it), cut.dtype), asFloat(y.data, cut.dtype)) };
   }
   return result;
