@@ -302,3 +302,32 @@ def test_a_resident_repeat_of_proven_buffers_skips_the_error_scope_and_a_failure
     assert out["deadScopes"] >= 1, out
     assert out["next"]["name"] == "GpuError" and "an earlier call that kept y on the GPU failed" in out["next"]["message"], out
     assert out["after"] == [1, 4, 9, 9]
+
+
+def test_into_reads_y_into_the_callers_array_and_a_wrong_one_is_refused(page):
+    """`into`: y read straight into an array the caller reuses (a first and a cached call, and with NaN in x);
+    wrong dtype, wrong length or a GPU output refused with the field named, nothing written."""
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const x = rand(1 * 3 * 4 * 4, 5), w = rand(3 * 2 * 3 * 3, 6);
+        const req = {x: {data: x, shape: [1, 3, 4, 4]}, w: {data: w, shape: [3, 2, 3, 3], constant: true}, strides: [2, 2]};
+        const fresh = await kernel(req);
+        const into = new Float32Array(fresh.y.data.length).fill(7);
+        const first = await kernel(req, {into});
+        const again = await kernel(req, {into});
+        const equal = Array.from(fresh.y.data).every((v, i) => v === into[i]);
+        const nan = Float32Array.from(x); nan[3] = NaN;
+        const viaRerun = await kernel({...req, x: {data: nan, shape: [1, 3, 4, 4]}}, {into});
+        const untouched = new Float32Array(4).fill(7);
+        return {same: first.y.data === into && again.y.data === into && viaRerun.y.data === into,
+                equal,
+                nanAt: Array.from(viaRerun.y.data).some(Number.isNaN), shape: first.y.shape,
+                wrongType: await err(() => kernel(req, {into: new Float64Array(fresh.y.data.length)})),
+                wrongLength: await err(() => kernel(req, {into: untouched})), untouched: Array.from(untouched),
+                gpu: await err(() => kernel(req, {output: "gpu", into}))};
+    """)
+    assert out["same"] and out["equal"] and out["nanAt"] and out["shape"] == [1, 2, 9, 9]
+    for refusal, words in ((out["wrongType"], "Float32Array"), (out["wrongLength"], "holds 4 values"),
+                           (out["gpu"], 'output "cpu"')):
+        assert refusal["name"] == "ConvTransposeError" and refusal["field"] == "into" and words in refusal["message"], refusal
+    assert out["untouched"] == [7, 7, 7, 7]

@@ -442,8 +442,12 @@ class Launch {
    * timing: GPU ms from timestamp-query (free with a CPU output: the stamps ride along with y's readback).
    * profile: an object that receives performance.now() marks of the stages. weights: the WeightCache of the
    * calling kernel (default: the executor's own, for callers that name none). */
-  async run(tensors, { output = "cpu", timing = false, profile = null, weights = undefined } = {}) {
+  async run(tensors, { output = "cpu", timing = false, profile = null, weights = undefined, into = null } = {}) {
     const exec = this.executor, device = exec.device, spec = this.spec;
+    if (into !== null && into.byteLength !== spec.y_bytes) {
+      throw kernelError("ConvTransposeError", `into holds ${into.length} values, y has ${spec.y_bytes / into.BYTES_PER_ELEMENT} ` +
+        `(shape [${spec.y_shape}])`, "into");
+    }
     if (exec.lost) throw kernelError("GpuError", `the WebGPU device was lost (${exec.lost})`);
     if (exec.deferred) {
       const message = exec.deferred;
@@ -529,7 +533,9 @@ class Launch {
       this.submitted = true;
       if (fresh) for (const g of fresh) exec.verified.add(g);
       if (readback) {
-        data = new TYPED_ARRAYS[spec.dtype](readback.getMappedRange(0, padded(spec.y_bytes)).slice(0, spec.y_bytes));
+        const mapped = readback.getMappedRange(0, padded(spec.y_bytes));
+        if (into) (data = into).set(new TYPED_ARRAYS[spec.dtype](mapped, 0, into.length));
+        else data = new TYPED_ARRAYS[spec.dtype](mapped.slice(0, spec.y_bytes));
         readback.unmap();
         this.readbacks.push(readback);
       }

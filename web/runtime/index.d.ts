@@ -75,6 +75,10 @@ export interface CallOptions {
   timing?: boolean;
   /** Receives performance.now() marks of the call's stages. */
   profile?: Record<string, unknown> | null;
+  /** With a CPU output: y is read into this array (y's dtype and element count), which the result's y.data is.
+   * A caller that reuses one array per layer saves the new array's cost (page faults: 2.8 ms against 0.57 for
+   * 4 MiB on the H200). */
+  into?: Float32Array | Uint16Array | null;
 }
 
 export interface Meta {

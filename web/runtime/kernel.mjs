@@ -13,6 +13,27 @@ import { WEIGHT_CACHE_BYTES } from "./weight-cache.mjs";
 
 let kernels = 0;
 
+/** `into`: a typed array the caller owns and reuses, of y's dtype; y is read straight into it (a new array of
+ * several MB costs more than the copy: its pages are faulted in as they are first written). */
+function checkInto(into, output, dtype) {
+  if (output !== "cpu") throw kernelError("ConvTransposeError", 'into takes y on the CPU: leave output "cpu"', "into");
+  const want = TYPED_ARRAYS[dtype];
+  if (want && !(into instanceof want)) {
+    throw kernelError("ConvTransposeError", `into must be a ${want.name} (y is ${dtype}), got ${into?.constructor?.name ?? typeof into}`, "into");
+  }
+}
+
+/** A result whose y is in `into` (a launch reads it there itself; other paths are copied), its length checked. */
+function intoArray(result, into) {
+  if (into === null || result.y.data === into) return result;
+  if (into.length !== result.y.data.length) {
+    throw kernelError("ConvTransposeError", `into holds ${into.length} values, y has ${result.y.data.length} (shape [${result.y.shape}])`, "into");
+  }
+  into.set(result.y.data);
+  result.y.data = into;
+  return result;
+}
+
 /** getKernel's `autotune` (false, true, or {store?, budgetMs?}) as app/bridge.py open_kernel takes it: a
  * class instance, so that it reaches Python as a proxy with the store's methods, not converted to a dict. */
 class Autotuning {
@@ -92,7 +113,7 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     return result;
   }
 
-  const kernel = async (inputs, { output = "cpu", timing = false, profile = null } = {}) => {
+  const kernel = async (inputs, { output = "cpu", timing = false, profile = null, into = null } = {}) => {
     if (profile) profile.start = performance.now();
     if (inputs === null || typeof inputs !== "object") {
       throw kernelError("ConvTransposeError", "kernel(inputs): inputs must be an object {x, w, b?, ...attributes}");
@@ -112,7 +133,8 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
       if (t === null) slow = true;
       else tensors[name] = t;
     }
-    if (slow) return slowPath(inputs, output);
+    if (into !== null) checkInto(into, output, tensors.x?.dtype);
+    if (slow) return intoArray(await slowPath(inputs, output), into);
     const variant = inputs.variant ?? null;
     // the signature, built by hand (a repeat call's cost is mostly here and in the executor)
     let key = `${serial}|${planning}|${JSON.stringify(variant)}`;
@@ -124,7 +146,8 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     if (exec.lost) adopt(await callPython("executor", pyKernel));  // reopened after a loss (or the loss reported)
     if (profile) profile.checked = performance.now();
     // one object per call: runFinite hands it to the policy below, and Launch.run reads its options from it
-    return runFinite(key, { tensors, attributes, variant, inputs, output, timing, profile, weights }, policy);
+    return intoArray(await runFinite(key, { tensors, attributes, variant, inputs, output, timing, profile, weights, into },
+      policy), into);
   };
 
   // runFinite's side of a call (finite.mjs), made once per kernel
