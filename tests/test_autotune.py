@@ -2,7 +2,6 @@
 (CPython), and the whole path in the page: getKernel({autotune}) times the candidates on a signature's first
 call, remembers the fastest in IndexedDB or the caller's store, and a stale or broken stored choice is ignored
 with a warning (SwiftShader)."""
-import asyncio
 import json
 import warnings
 
@@ -13,6 +12,7 @@ from app import autotune, planner, tuning_tables
 from app.kernel import validate
 from app.reference import conv_transpose_reference
 from app.shapes import infer
+from tests.async_helper import run_coroutine
 from tools.wgsl.matrix import devices
 
 KERNEL_ID = "webgpu-kernels/ai.onnx.ConvTranspose"
@@ -76,8 +76,8 @@ def test_the_key_names_the_geometry_that_decides_a_plan():
 
 def test_memory_store_round_trip():
     store = autotune.MemoryStore()
-    asyncio.run(store.set("k", "v"))
-    assert asyncio.run(store.get("k")) == "v" and asyncio.run(store.get("other")) is None
+    run_coroutine(store.set("k", "v"))
+    assert run_coroutine(store.get("k")) == "v" and run_coroutine(store.get("other")) is None
 
 
 CALL = """async ([x, w, attrs, storeItems, budgetMs]) => {

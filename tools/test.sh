@@ -54,5 +54,6 @@ for (const [path, entry] of Object.entries(lock.packages)) {
 JS
 # Pyodide and its wheels under build/: nothing is fetched when the stamp of their digests matches.
 python3 -m app setup >/dev/null
-# --durations: where the suite's time goes (docs/testing.md).
-python3 -m pytest -q --durations=25 "$@"
+# Two workers, a file in one worker whole (tests/conftest.py groups and orders them); --durations: where the
+# suite's time goes (docs/testing.md).
+python3 -m pytest -q -n 2 --dist loadfile --durations=25 "$@"

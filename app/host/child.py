@@ -14,6 +14,8 @@ import sys
 import tempfile
 
 NODE = os.environ.get("NODE", "node")
+# Node's own flags (V8's too), before the script: the test suite sets "--liftoff-only" (tests/conftest.py says why).
+NODE_FLAGS_ENV = "CONVTRANSPOSE_NODE_FLAGS"
 
 
 class JsonLinesChild:
@@ -21,7 +23,8 @@ class JsonLinesChild:
         self.tag = tag
         self._ids = itertools.count(1)
         self._stderr = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([NODE, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        flags = os.environ.get(NODE_FLAGS_ENV, "").split()
+        self.proc = subprocess.Popen([NODE, *flags, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=self._stderr, text=True, **popen)
         self.hello = self.read()
 
