@@ -10,7 +10,7 @@ import { readFile } from "node:fs/promises";
 import { PerformanceObserver } from "node:perf_hooks";
 import { bootNode } from "../../web/views/dawn-node.mjs";
 import { modelNodes, readModel } from "../../web/views/onnx-convtranspose.mjs";
-import { ours, runModel, toBase64 } from "../../web/views/model-run.mjs";
+import { ours, requests, runModel, toBase64 } from "../../web/views/model-run.mjs";
 import { ortModel } from "../../web/views/ort-bench.mjs";
 
 await bootNode(process.argv[2]);
@@ -21,8 +21,7 @@ const bytes = new Uint8Array(await readFile(process.argv[3]));
 const rounds = Number(process.argv[4] ?? 8), peers = (process.argv[5] ?? "none").split(",").filter((p) => p !== "none");
 const timed = process.argv[6] === "gpu";
 const cut = modelNodes(readModel(bytes));
-const layers = cut.nodes.map((n) => ({ w: { data: n.w, shape: n.w_shape, dtype: cut.dtype, constant: true },
-  ...(n.b ? { b: { data: n.b, shape: [n.b.length], dtype: cut.dtype, constant: true } } : {}), ...n.attributes }));
+const layers = requests(cut.nodes, cut.dtype);
 const xData = new Float32Array(cut.x_shape.reduce((a, b) => a * b, 1)).map((_, i) => Math.sin(i) * 0.5);
 if (process.argv[5] === "model") {
   const start = performance.now();

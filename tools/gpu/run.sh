@@ -82,7 +82,7 @@ for stage in $STAGES; do
              | tee "$OUT/model-chain.txt" || status=1
            python3 -c "import sys; from app import onnx_model as m; ml = m.read(sys.argv[1]); \
 open(sys.argv[2], 'wb').write(m.chain_model(ml, m.chain(ml)).SerializeToString())" /tmp/gpu/decoder.onnx /tmp/gpu/chain.onnx
-           # the probe boots from build/ as the Node host does: the bundle as the host writes it
+           # the probe boots from build/ itself (Node hosts make an assets folder of their own): the bundle there
            python3 -c "from app.host.assets import BUILD; from app.host.server import bundle_bytes; \
 (BUILD / 'bundle.zip').write_bytes(bundle_bytes())"
            for probe in "none x" "none gpu" "webgpu,jsep x" "webgpu,jsep gpu"; do

@@ -46,7 +46,7 @@ function fromBase64(text, dtype) {
 }
 
 /** The layers of a chain (or the one layer) as our kernel's requests: constant weights, the node's attributes. */
-function requests(nodes, dtype) {
+export function requests(nodes, dtype) {
   return nodes.map((n) => ({
     w: { data: n.w, shape: n.w_shape, dtype, constant: true },
     ...(n.b ? { b: { data: n.b, shape: [n.b.length], dtype, constant: true } } : {}),
