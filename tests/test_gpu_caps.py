@@ -105,7 +105,7 @@ def test_right_matrices_come_straight_from_packed_weights_of_their_type(x, w, at
     # bd: wp is bound as the matrices' component type and allocated past its last step and tile, so that
     # no matrix load leaves it.
     geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
-    launch = plan(geom, h200_caps(), "phase_gemm_sgmat", {"bd": 1, "vs": 0})
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat", {"bd": 1, "vs": 0, "cl": 0})
     gemm = launch.dispatches[0]
     assert launch.tiles["bd"] == 1 and ["wp", "read", "array<C>"] in gemm.params["bindings"]
     packed = geom.group * math.prod(geom.kernel) * geom.in_per_group * -(-geom.out_per_group // 4) * 4
@@ -119,8 +119,8 @@ def test_narrow_packed_rows_refuse_direct_right_matrices():
     f16 = {"x": "float16", "w": "float16"}
     narrow = infer((1, 512, 128, 128), (512, 8, 1, 1), None, {}, f16)  # 8-wide wp rows: shorter than a matrix
     assert "at least a matrix's 16 columns" in phase_gemm_sgmat.tiles_refusal(
-        plan(narrow, h200_caps(), "phase_gemm_sgmat").tiles | {"bd": 1, "vs": 0}, narrow, h200_caps())
-    assert plan(narrow, h200_caps(), "phase_gemm_sgmat", {"bd": 1, "vs": 0}).tiles["bd"] == 0
+        plan(narrow, h200_caps(), "phase_gemm_sgmat").tiles | {"bd": 1, "vs": 0, "cl": 0}, narrow, h200_caps())
+    assert plan(narrow, h200_caps(), "phase_gemm_sgmat", {"bd": 1, "vs": 0, "cl": 0}).tiles["bd"] == 0
 
 
 F16 = {"x": "float16", "w": "float16"}
@@ -137,16 +137,44 @@ VS_SHAPES = [  # (x, w, attrs, (cm, cn, va, yv)) under vs's rule
 def test_float16_on_f16_matrices_stages_vectors_in_one_buffer(x, w, attrs, want):
     geom = infer(x, w, (w[1],), attrs, F16)
     launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
-    gemm, t = launch.dispatches[0], launch.tiles
+    gemm, t = launch.dispatches[-1], launch.tiles
     assert t["vs"] == 1 and t["bd"] == 0 and gemm.template == phase_gemm_sgmat.VECTOR_STAGED
     assert (t["cm"], t["cn"], t["va"], gemm.params["yv"]) == want
+    # A comes as vectors of x where a phase reads x's pixels in order (va), else from x repacked channels-last
+    assert t["cl"] == 1 - t["va"]
     types = {name: kind for name, _, kind in gemm.params["bindings"]}
     assert types["wp"] == "array<vec4<u32>>"
-    assert types["x"] == ("array<vec4<u32>>" if t["va"] else "array<T>")
+    assert types["xc" if t["cl"] else "x"] == ("array<vec4<u32>>" if t["va"] or t["cl"] else "array<T>")
     assert types["y"] == ("array<vec4<T>>" if gemm.params["yv"] else "array<T>")
     # one staging buffer of A and B (16-byte rows padded by one vector), reused by one column block of results
     tm, tn, tks = phase_gemm_sgmat._tile(t, {"M": 16, "N": 16, "K": 16})
-    assert launch.workgroup_bytes == 16 * max(tks * (tm // 8 + tn // 8 + 2), 2 * 16 * (tm // 4 + 1))
+    a_vectors = tm * (tks // 8 + 1) if t["cl"] else tks * (tm // 8 + 1)
+    assert launch.workgroup_bytes == 16 * max(a_vectors + tks * (tn // 8 + 1), 2 * 16 * (tm // 4 + 1))
+
+
+@pytest.mark.parametrize("x, w, attrs, groups", [
+    ((2, 24, 5, 7), (24, 16, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, 1),  # 24 channels: 3 vectors
+    ((1, 40, 9, 6), (40, 16, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}, 2),  # 20 a group: 3 vectors, 4 zeros
+    ((1, 16, 6, 6, 6), (16, 8, 3, 3, 3), {"strides": [2, 2, 2]}, 1),
+])
+def test_cl_repacks_x_channels_last_before_the_gemm(x, w, attrs, groups):
+    # cl: a pass copies x into xc[n][pixel][group][8 in-channels] (16-byte vectors, each group's channels
+    # rounded up to 8 with zeros), which the GEMM reads instead of x; xc lives only for the call.
+    geom = infer(x, w, None, attrs, F16)
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat", {"va": 0, "cl": 1})
+    repack, gemm = launch.dispatches
+    assert launch.tiles["cl"] == 1 and repack.template == phase_gemm_sgmat.X_CHANNELS_LAST
+    vectors = groups * -(-(x[1] // groups) // 8)
+    pixels = x[0] * math.prod(x[2:])
+    assert launch.scratch == {"xc": pixels * vectors * 16}
+    assert repack.bindings == ("x", "xc") and gemm.bindings[:2] == ("xc", "wp")
+    assert dict(repack.uniforms)["items"] == pixels * vectors
+    assert dict(gemm.uniforms)["xc_row"] == vectors and dict(gemm.uniforms)["xc_vecs"] == vectors // groups
+    assert ["xc", "read", "array<vec4<u32>>"] in gemm.params["bindings"]
+    # it runs only in the vs template, and not with va's vectors of x
+    assert phase_gemm_sgmat.tiles_refusal(launch.tiles | {"vs": 0}, geom, h200_caps()).startswith("cl runs in")
+    natural = infer((1, 64, 8, 8), (64, 64, 2, 2), None, {"strides": [2, 2]}, F16)  # where va could run
+    assert phase_gemm_sgmat.tiles_refusal(launch.tiles | {"va": 1}, natural, h200_caps()).startswith("cl loads A")
 
 
 def test_vs_refuses_what_it_cannot_stage_as_vectors():
@@ -186,7 +214,7 @@ def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
     f16 = {"x": "float16", "w": "float16"}
     for x, w, attrs in [((1, 512, 128, 128), (512, 256, 1, 1), {}),
                         ((1, 256, 16, 16, 16), (256, 128, 2, 2, 2), {"strides": [2, 2, 2]})]:
-        launch = plan(infer(x, w, None, attrs, f16), h200_caps(), "phase_gemm_sgmat", {"vs": 0})
+        launch = plan(infer(x, w, None, attrs, f16), h200_caps(), "phase_gemm_sgmat", {"vs": 0, "cl": 0})
         assert launch.tiles["va"] == 1
         assert ["x", "read", "array<vec4<T>>"] in launch.dispatches[0].params["bindings"]
     padded = infer((1, 64, 32, 32), (64, 64, 3, 3), None, {"pads": [1] * 4}, f16)
@@ -194,8 +222,8 @@ def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
     odd = infer((1, 64, 5, 5), (64, 64, 2, 2), None, {"strides": [2, 2]}, f16)  # 25 pixels an image
     tiles = plan(odd, h200_caps(), "phase_gemm_sgmat").tiles
     assert tiles["va"] == 0
-    assert "multiple of 4 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1, "vs": 0}, odd, h200_caps())
-    assert "multiple of 8 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1, "vs": 1}, odd, h200_caps())
+    assert "multiple of 4 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1, "vs": 0, "cl": 0}, odd, h200_caps())
+    assert "multiple of 8 pixels" in phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1, "vs": 1, "cl": 0}, odd, h200_caps())
     assert plan(padded, h200_caps(), "phase_gemm_sgmat", {"va": 1}).tiles["va"] == 0  # refused: the defaults run
     # float16 on f32 matrices stages converted values: va is refused by name
     caps = h200_caps(subgroup_matrix_configs=matrix_configs(APPLE_CONFIGS[:2]))

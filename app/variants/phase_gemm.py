@@ -176,11 +176,12 @@ def weight_pack(geom, caps) -> tuple:
 
 def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
                 tiles: dict, wp_view: str | None = None, wp_tail: int = 0,
-                x_view: str | None = None) -> Plan | Refusal:
+                x_view: str | None = None, a_source: str = "x", extra_uniforms: list = ()) -> Plan | Refusal:
     """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
     > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y. The GEMM
     may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail` elements
-    longer than the pack writes, and x as `x_view`."""
+    longer than the pack writes, and x as `x_view`; it reads its A rows from `a_source` (x, or a copy of x
+    that the caller's pass makes) and `extra_uniforms` after the rest."""
     refusal = workgroup_memory_refusal(need, caps)
     if refusal:
         return Refusal(refusal)
@@ -196,11 +197,11 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
                    ("c_chunks", _ceil(geom.in_per_group, step)), ("phases", phases),
                    ("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", split_tiles * kz)]
                 + ([("split_tiles", split_tiles), ("splits", kz), ("y_size", geom.y_size)] if kz > 1 else [])
-                + axis_uniforms(geom))
+                + axis_uniforms(geom) + list(extra_uniforms))
     prepared = {"wp": (packed_vec4s * 4 + wp_tail) * DTYPE_BYTES[geom.dtype]}
     has_bias = geom.has_bias and kz == 1  # split: the sum pass adds the bias once, not each partial
     gemm = dispatch(template, {"rank": geom.rank, "dtype": geom.dtype, "has_bias": has_bias} | params,
-                    ("x", "wp", "b") if has_bias else ("x", "wp"), ("y",) if kz == 1 else ("parts",), uniforms,
+                    (a_source, "wp", "b") if has_bias else (a_source, "wp"), ("y",) if kz == 1 else ("parts",), uniforms,
                     grid(split_tiles * kz, max_dim),
                     {n: v for n, v in (("wp", wp_view), ("x", x_view)) if v} or None)
     if kz == 1:

@@ -12,8 +12,9 @@ import math
 from dataclasses import replace
 
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
-from ..plan import Plan, Refusal
+from ..plan import Plan, Refusal, dispatch, grid
 from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, max_phase_taps
+from .gemm import MAX_INDEX
 from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, gemm_plan, parts_refusal, split_k,
                          workgroup_count)
 
@@ -24,11 +25,14 @@ POINTWISE = "conv-1x1-subgroup-matrix.wgsl.jinja"
 # vs: the same GEMMs in the structure of docs/ceiling.md's fastest WGSL GEMM (16-byte staging vectors, one
 # buffer with two barriers per step, every operand staged, result matrices leaving through the staging memory).
 VECTOR_STAGED = "conv-transpose-phase-gemm-sgmat-vs.wgsl.jinja"
+# cl: vs with A from x repacked channels-last once per call (xc, a scratch buffer), staged [row][k].
+X_CHANNELS_LAST = "conv-transpose-x-channels-last.wgsl.jinja"
+X_PACK_WORKGROUP = 256
 FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
 STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
-PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd", "va", "vs")
-SWITCHES = ("bd", "va", "vs")  # 0 or 1
+PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd", "va", "vs", "cl")
+SWITCHES = ("bd", "va", "vs", "cl")  # 0 or 1
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
 # (sg_m, sg_n, cm, cn, kb, kz, bd, va, vs) for 16 x 16 matrices where vs is refused (float16 on f32
 # matrices, float32, packed weight rows not a multiple of 8 out-channels), from H200 sweeps (f16,
@@ -38,9 +42,9 @@ MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a 
 # weights, a step ahead (bd): 1.2-3.2x faster on all nine `large` cases swept (the 1x1 projection 0.083 ms
 # against 0.267 staged); 64 x 64 tiles stage them: bd was up to 1.3x slower there (`full` hifigan_k16s8p4,
 # 0.071 ms against 0.055), never more than 2% faster.
-_WIDE = (2, 2, 4, 4, 2, 1, 1, 1, 0)
-_TALL = (2, 2, 4, 2, 2, 1, 1, 1, 0)
-_SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0)
+_WIDE = (2, 2, 4, 4, 2, 1, 1, 1, 0, 0)
+_TALL = (2, 2, 4, 2, 2, 1, 1, 1, 0, 0)
+_SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0, 0)
 # vs where it runs: 1.4-1.9x faster than the shapes above on all seven `large` fp16 cases this variant
 # serves (docs/h200/sweeps/phase_gemm_sgmat-f16-vs-large.json: proj_512_1x1 0.079 -> 0.040 ms, hifigan_512
 # 0.127 -> 0.090, vocoder_64 0.105 -> 0.040). 2 x 2 subgroups, two K-blocks per step, tiles no wider than
@@ -156,9 +160,17 @@ def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
         return "vs needs packed weight rows of a multiple of 8 out-channels (16-byte vectors)"
     tm, tn, tks = _tile(t, config)
     threads = t["sg_m"] * t["sg_n"] * subgroup_size(caps)
-    a_runs = tm // (8 if t["va"] else 2)  # A's vectors (va) or gathered row pairs across the tile
-    if threads % a_runs or tks % (threads // a_runs):
-        return "vs needs the workgroup to stage whole k rows of A"
+    if t.get("cl"):
+        if t["va"]:
+            return "cl loads A from x repacked channels-last: va must be 0"
+        if threads % (tks // 8) or tm % (threads // (tks // 8)):
+            return "cl needs the workgroup to stage whole A rows of 8-channel vectors"
+        if geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom) > MAX_INDEX:
+            return "cl's channels-last copy of x is past i32 indexing"
+    else:
+        a_runs = tm // (8 if t["va"] else 2)  # A's vectors (va) or gathered row pairs across the tile
+        if threads % a_runs or tks % (threads // a_runs):
+            return "vs needs the workgroup to stage whole k rows of A"
     if threads % (tn // 8) or tks % (threads // (tn // 8)):
         return "vs needs the workgroup to stage whole k rows of B"
     if vector_y(geom):
@@ -172,11 +184,17 @@ def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
     return None
 
 
+def x_row_vectors(geom) -> int:
+    """cl: 16-byte vectors per pixel of xc, every group's in-channels rounded up to 8."""
+    return geom.group * -(-geom.in_per_group // 8)
+
+
 def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
     if t.get("vs"):  # one step of A and B in 16-byte vectors, rows padded by one; then one column block of
         # every subgroup's f32 results, columns padded by one vector
-        return 16 * max(tks * (tm // 8 + 1 + tn // 8 + 1), t["sg_n"] * config["N"] * (tm // 4 + 1))
+        a = tm * (tks // 8 + 1) if t.get("cl") else tks * (tm // 8 + 1)
+        return 16 * max(a + tks * (tn // 8 + 1), t["sg_n"] * config["N"] * (tm // 4 + 1))
     comp = component_bytes(config)
     pad = ROW_PAD_BYTES // comp
     staged = tm + pad + (0 if t["bd"] else tn + pad)  # bd: B is read from wp, not staged
@@ -186,8 +204,9 @@ def workgroup_bytes(t: dict, config: dict) -> int:
 def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
     """vs's shape for this request (the rule above), or None where vs cannot run it."""
     def shape(cm: int, cn: int) -> tuple[dict | None, int]:
-        t = dict(zip(PARAMS, (*VS_SUBGROUPS, cm, cn, VS_K_BLOCKS, 1, 0, 1, 1)))
+        t = dict(zip(PARAMS, (*VS_SUBGROUPS, cm, cn, VS_K_BLOCKS, 1, 0, 1, 1, 0)))
         t["va"] = int(_vector_a_refusal(t, geom, caps, config) is None)
+        t["cl"] = 1 - t["va"]
         if _vector_staged_refusal(t, geom, caps, config) or tiles_refusal(t, geom, caps):
             return None, 0
         tm, tn, _ = _tile(t, config)
@@ -251,6 +270,10 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "va (A rows loaded as vec4s of x) must be 0 or 1"
     if t["va"] and (why := _vector_a_refusal(t, geom, caps, config)):
         return why
+    if t.get("cl") not in (0, 1):
+        return "cl (A from x repacked channels-last) must be 0 or 1"
+    if t["cl"] and not t.get("vs"):
+        return "cl runs in the vs template: vs must be 1"
     if t.get("vs") not in (0, 1):
         return "vs (16-byte vector staging, one buffer, results through the staging memory) must be 0 or 1"
     if t["vs"] and (why := _vector_staged_refusal(t, geom, caps, config)):
@@ -293,21 +316,33 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
 
 
 def _vector_staged_plan(geom, caps, params: dict, t: dict, config: dict) -> Plan | Refusal:
-    """vs: x (va) and wp bound as 16-byte vectors; with yv, y (or the split's parts) as vectors of 4 rows."""
+    """vs: x (va) and wp bound as 16-byte vectors; with yv, y (or the split's parts) as vectors of 4 rows;
+    with cl, A read from xc, which a pass before the GEMM fills from x."""
     tm, tn, tks = _tile(t, config)
+    xc = [("xc_vecs", -(-geom.in_per_group // 8)), ("xc_row", x_row_vectors(geom))] if t["cl"] else []
     plan = gemm_plan(VECTOR_STAGED, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
-                     wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] else None)
-    if isinstance(plan, Refusal) or not params["yv"]:
+                     wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] else None,
+                     a_source="xc" if t["cl"] else "x", extra_uniforms=xc)
+    if isinstance(plan, Refusal):
         return plan
-    views = {"y": "array<vec4<T>>", "parts": "array<vec4<f32>>"}
-    gemm = plan.dispatches[0]
-    bindings = [[name, access, views.get(name, kind)] for name, access, kind in gemm.params["bindings"]]
-    return replace(plan, dispatches=(replace(gemm, params=gemm.params | {"bindings": bindings}),
-                                     *plan.dispatches[1:]))
+    gemm, *rest = plan.dispatches
+    if params["yv"]:
+        views = {"y": "array<vec4<T>>", "parts": "array<vec4<f32>>"}
+        bindings = [[name, access, views.get(name, kind)] for name, access, kind in gemm.params["bindings"]]
+        gemm = replace(gemm, params=gemm.params | {"bindings": bindings})
+    if not t["cl"]:
+        return replace(plan, dispatches=(gemm, *rest))
+    pixels = geom.batch * math.prod(geom.in_spatial)
+    items = pixels * x_row_vectors(geom)
+    repack = dispatch(X_CHANNELS_LAST, {"workgroup_size": X_PACK_WORKGROUP}, ("x",), ("xc",),
+                      [("items", items), ("in_size", math.prod(geom.in_spatial)), ("in_channels", geom.in_channels),
+                       ("in_per_group", geom.in_per_group), ("groups", geom.group), *xc],
+                      grid(-(-items // X_PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")))
+    return replace(plan, dispatches=(repack, gemm, *rest), scratch=plan.scratch | {"xc": items * 16})
 
 
 SGMAT = Variant(
-    name=NAME, templates=(PACK, POINTWISE, TEMPLATE, VECTOR_STAGED, SPLIT_SUM, *SHARED),
+    name=NAME, templates=(PACK, POINTWISE, TEMPLATE, VECTOR_STAGED, X_CHANNELS_LAST, SPLIT_SUM, *SHARED),
     summary="phase_gemm's GEMMs (every rank, stride, dense or grouped) on subgroup matrices: tensor cores where "
             "the device offers matrices with f32 results (f16 components for float16, f32 ones for float32)",
     conditions={"input": "nonempty", "finite_data": True},
