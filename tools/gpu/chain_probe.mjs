@@ -1,5 +1,6 @@
-// Where a chain's end-to-end call goes (issue 26's --chain number): round by round, ours end to end and
-// resident, each layer's stage marks (ms from its call's start) and the kernel's write counters, with
+// Where a chain's end-to-end call goes (issue 26's --chain number): round by round, ours end to end (y in a
+// new array, and y into the array each side reuses: model-run.mjs e2eInto) and resident, each layer's stage
+// marks (ms from its call's start) and the kernel's write counters, with
 // onnxruntime-web's sessions of the same chain run between our rounds or not (does their work delay ours?),
 // and each side's GPU-timed run too or not (`python -m app model --against ort` runs both builds and times all).
 //   node tools/gpu/chain_probe.mjs BUILD_DIR CHAIN.onnx [rounds] [none|jsep|webgpu|webgpu,jsep] [gpu]
@@ -42,17 +43,22 @@ for (let r = 0; r < rounds; r++) {
   const window = [start, now()];
   const calls = impl.marks().map(relative);
   const m1 = impl.memory();
+  start = now(); await impl.e2eInto(); const e2eInto = now() - start;
+  const intoCalls = impl.marks().map(relative);
   start = now(); await impl.resident(); const resident = now() - start;
   if (timed) await impl.gpu();
-  let peerMs = null;
+  let peerMs = null, peerIntoMs = null;
   for (const ort of orts) {
     start = now(); await ort.e2e(); peerMs = Math.min(peerMs ?? Infinity, now() - start);
+    start = now(); await ort.e2eInto(); peerIntoMs = Math.min(peerIntoMs ?? Infinity, now() - start);
     await ort.resident();
     if (timed) await ort.gpu();
   }
   const d = (k) => m1[k] - m0[k];
   await new Promise((r) => setTimeout(r, 0));
-  console.log(JSON.stringify({ round: r, e2e_ms: +e2e.toFixed(3), resident_ms: +resident.toFixed(3), peer_e2e_ms: peerMs && +peerMs.toFixed(3), gc_in_e2e_ms: +gcIn(...window).toFixed(3),
-    e2e_bytes_written: d("bytes_written"), e2e_weight_bytes_written: d("weight_bytes_written"), e2e_preparations: d("weight_preparations"), calls }));
+  console.log(JSON.stringify({ round: r, e2e_ms: +e2e.toFixed(3), e2e_into_ms: +e2eInto.toFixed(3), resident_ms: +resident.toFixed(3),
+    peer_e2e_ms: peerMs && +peerMs.toFixed(3), peer_e2e_into_ms: peerIntoMs && +peerIntoMs.toFixed(3), gc_in_e2e_ms: +gcIn(...window).toFixed(3),
+    e2e_bytes_written: d("bytes_written"), e2e_weight_bytes_written: d("weight_bytes_written"), e2e_preparations: d("weight_preparations"),
+    calls, into_calls: intoCalls }));
 }
 process.exit(0);

@@ -8,10 +8,12 @@
 // Where the model is: {path} (Node: a file), {url} (the page: fetched) or {bytes}; x: base64 of the input's
 // bytes (the model's input dtype, float16 as bits). Our weights are the model's, marked constant, as ORT holds its
 // initializers. Timing as compare.mjs does it (bench --against ort), medians of `runs` alternating rounds
-// after `warmup`: e2e (CPU x in, y back on the CPU), resident (x in a GPUBuffer, y left on the GPU, wall time
-// to onSubmittedWorkDone) and gpu (the compute passes' timestamps). Without `against`, ours alone.
-// Returns {layers (node names), dtype, y (base64), y_shape, variants (one per node), ours: {e2e_ms, resident_ms, gpu_ms, host_ms},
-//          ort?: {webgpu: {e2e_ms, ..., max_abs_diff_ours} | {error}, jsep: ...}}.
+// after `warmup`: e2e (CPU x in, y back on the CPU in a new array), e2e_into (the same, y read into one array
+// each side reuses round after round, as an app running its decoder in a loop does: ours `{into}`, ORT's
+// ort-bench.mjs e2eInto), resident (x in a GPUBuffer, y left on the GPU, wall time to onSubmittedWorkDone)
+// and gpu (the compute passes' timestamps). Without `against`, ours alone.
+// Returns {layers (node names), dtype, y (base64), y_shape, variants (one per node), ours: {e2e_ms, e2e_into_ms, resident_ms, gpu_ms, host_ms, into_same_as_e2e},
+//          ort?: {webgpu: {e2e_ms, ..., max_abs_diff_ours, into_same_as_e2e} | {error}, jsep: ...}}.
 import { getKernel } from "../runtime/index.mjs";
 import { KERNEL_ID } from "../runtime/contract.mjs";
 import { modelNodes, readModel } from "./onnx-convtranspose.mjs";
@@ -59,13 +61,14 @@ export async function ours(layers, xShape, xData, dtype) {
   const kernel = await getKernel(KERNEL_ID, { version: 1 });
   const device = kernel.gpuDevice();
   const xGpu = kernel.upload({ data: xData, shape: xShape, dtype });
-  let host = null, variants = [], marks = [];
-  async function run(x, output, timing = false) {
+  let host = null, variants = [], marks = [], into = null;
+  async function run(x, output, timing = false, last = null) {
     let t = x, gpuMs = 0;
     marks = [];
     for (const [i, layer] of layers.entries()) {
       const profile = {};
-      const { y, meta } = await kernel({ ...layer, x: t }, { output: i < layers.length - 1 ? "gpu" : output, timing, profile });
+      const end = i === layers.length - 1;
+      const { y, meta } = await kernel({ ...layer, x: t }, { output: end ? output : "gpu", timing, profile, into: end ? last : null });
       marks.push({ ...profile, end: now() });
       if (i > 0) t.dispose();  // the intermediate's reader is queued: the buffer can go back to the pool
       t = y;
@@ -77,6 +80,12 @@ export async function ours(layers, xShape, xData, dtype) {
   return {
     name: "ours",
     async e2e() { return (await run({ data: xData, shape: xShape, dtype }, "cpu")).y; },  // {data, shape}
+    /** e2e with y read into the array the first call returned (its pages touched then), call after call. */
+    async e2eInto() {
+      const { y } = await run({ data: xData, shape: xShape, dtype }, "cpu", false, into);
+      into = y.data;
+      return y.data;
+    },
     async resident() {
       const start = now();
       const { y } = await run(xGpu, "gpu");
@@ -109,6 +118,12 @@ function maxDiff(a, b) {
   return Number.isNaN(d) ? null : d;
 }
 
+function sameBits(a, b) {
+  const u = (t) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
+  const [p, q] = [u(a), u(b)];
+  return p.length === q.length && p.every((v, i) => v === q[i]);
+}
+
 const asFloat = (y, dtype) => (dtype === "float16" ? null : y);  // ORT's float16 output is compared in Python
 
 /** Ours (and ORT's builds, with `against`) on one model in alternating rounds; see the module header. */
@@ -129,8 +144,8 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
       }
     }
   }
-  const samples = new Map(impls.map((i) => [i, { e2e: [], resident: [], gpu: [], host: [], stages: [] }]));
-  const last = new Map();
+  const samples = new Map(impls.map((i) => [i, { e2e: [], into: [], resident: [], gpu: [], host: [], stages: [] }]));
+  const last = new Map(), lastInto = new Map();
   const refused = new Set();  // ORT builds that failed a run (3D ConvTranspose fails at run, not at creation)
   try {
     for (let round = 0; round < warmup + runs; round++) {
@@ -143,11 +158,14 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
           const e2e = now() - start;
           const stages = it.marks ? lastCallStages(it.marks(), start) : null;
           start = now();
+          lastInto.set(it, await it.e2eInto());
+          const into = now() - start;
+          start = now();
           await it.resident();
           const resident = now() - start;
           const gpu = await it.gpu();
           if (round >= warmup) {
-            s.e2e.push(e2e); s.resident.push(resident); s.gpu.push(gpu);
+            s.e2e.push(e2e); s.into.push(into); s.resident.push(resident); s.gpu.push(gpu);
             if (it.lastHost) s.host.push(it.lastHost());
             if (stages) s.stages.push(stages);
           }
@@ -167,12 +185,16 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
   result.variants = impl.variants();
   for (const it of impls.filter((i) => !refused.has(i))) {
     const s = samples.get(it);
-    const row = { e2e_ms: median(s.e2e), resident_ms: median(s.resident), gpu_ms: median(s.gpu) };
+    const row = { e2e_ms: median(s.e2e), e2e_into_ms: median(s.into), resident_ms: median(s.resident), gpu_ms: median(s.gpu) };
     if (it === impl) {
-      result.ours = { ...row, host_ms: median(s.host),
+      // the same calls as e2e but for where y lands: the same bits, or into is broken
+      result.ours = { ...row, host_ms: median(s.host), into_same_as_e2e: sameBits(lastInto.get(impl), y.data),
         e2e_last_call_ms: Object.fromEntries(Object.keys(s.stages[0] ?? {}).map((k) => [k, median(s.stages.map((r) => r[k]))])) };
     }
-    else result.ort[it.ep] = { ...row, impl: it.name, max_abs_diff_ours: maxDiff(asFloat(last.get(it), cut.dtype), asFloat(y.data, cut.dtype)) };
+    else {
+      result.ort[it.ep] = { ...row, impl: it.name, max_abs_diff_ours: maxDiff(asFloat(last.get(it), cut.dtype), asFloat(y.data, cut.dtype)),
+        into_same_as_e2e: sameBits(lastInto.get(it), last.get(it)) };
+    }
   }
   return result;
 }

@@ -24,8 +24,15 @@
 //     JSEP submit one pass at a time and would distort the wall time.
 // ortModel(ep, modelBytes, {input, output, dims, dtype, data}): any model (a one-node or chain model cut
 //   from a user's file by app/onnx_model.py) as one session, timed the way compare.mjs times ORT: e2e() with a
-//   CPU tensor in and y read back, resident() with x in a GPUBuffer and y left on the GPU, gpu() by pass
-//   timestamps (null without timestamp-query); close() releases the session.
+//   CPU tensor in and y read back (getData(): a new array), e2eInto() the same with y read into an array the
+//   app reuses, resident() with x in a GPUBuffer and y left on the GPU, gpu() by pass timestamps (null
+//   without timestamp-query); close() releases the session.
+//   e2eInto is the best onnxruntime-web 1.30 offers an app that reuses its output array: y written into a GPU
+//   buffer the app preallocated (a "gpu-buffer" tensor in run's fetches), copied into the app's own readback
+//   buffer (one command, one submission after the run) and from there into the reused array. A preallocated
+//   CPU tensor in fetches is no way to it: ORT copies the tensor into wasm memory before the run, runs into
+//   that copy and hands back the caller's tensor untouched (wasm-core-impl run, "output tensor is
+//   pre-allocated. no need to copy data"), so y never reaches the caller's array (docs/models.md).
 // Returns {impl, ep, median_ms, min_ms, source: "timestamp-query" | "wall", wall_median_ms, wall_min_ms,
 //   gpu_median_ms?, passes?, y?: Float32Array (read back once, after timing), y_shape?, error?: string}.
 //   median_ms/min_ms are the GPU numbers where source is "timestamp-query", else the wall numbers.
@@ -129,6 +136,23 @@ export async function ortModel(ep, bytes, { input, output, dims, dtype = "float3
     await device.queue.onSubmittedWorkDone();
     out.dispose();
   };
+  // e2eInto's buffers and array, sized by one untimed run (ORT refuses some models only when it runs them:
+  // that refusal comes here, before any timing)
+  let yDims;
+  try {
+    const probe = (await session.run({ [input]: xGpu }))[output];
+    yDims = Array.from(probe.dims);
+    probe.dispose();
+  } catch (err) {
+    timer?.destroy(); xBuffer.destroy(); await session.release().catch(() => {});
+    throw err;
+  }
+  const yCount = yDims.reduce((a, d) => a * d, 1);
+  const yBytes = Math.max(4, Math.ceil((yCount * (dtype === "float16" ? 2 : 4)) / 4) * 4);
+  const yBuffer = device.createBuffer({ size: yBytes, usage: STORAGE | COPY_SRC | COPY_DST });
+  const yGpu = ort.Tensor.fromGpuBuffer(yBuffer, { dataType: dtype, dims: yDims });
+  const yRead = device.createBuffer({ size: yBytes, usage: MAP_READ | COPY_DST });
+  const into = new (dtype === "float16" ? Uint16Array : Float32Array)(yCount);
   return {
     name: `onnxruntime-web ${ort.env.versions?.web ?? ""} ${ep}`.replace("  ", " "), ep,
     async e2e() {
@@ -136,6 +160,16 @@ export async function ortModel(ep, bytes, { input, output, dims, dtype = "float3
       const y = await out.getData();
       out.dispose();
       return y;
+    },
+    async e2eInto() {
+      await session.run({ [input]: new ort.Tensor(dtype, data, dims) }, { [output]: yGpu });
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(yBuffer, 0, yRead, 0, yBytes);
+      device.queue.submit([encoder.finish()]);
+      await yRead.mapAsync(MAP_READ);
+      into.set(new into.constructor(yRead.getMappedRange(), 0, yCount));
+      yRead.unmap();
+      return into;
     },
     resident: () => run(xGpu),
     async gpu() {
@@ -148,7 +182,7 @@ export async function ortModel(ep, bytes, { input, output, dims, dtype = "float3
       }
       return (await timer.read()).ms;
     },
-    async close() { timer?.destroy(); xBuffer.destroy(); await session.release().catch(() => {}); },
+    async close() { timer?.destroy(); xBuffer.destroy(); yBuffer.destroy(); yRead.destroy(); await session.release().catch(() => {}); },
   };
 }
 
