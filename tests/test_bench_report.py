@@ -7,13 +7,14 @@ import pytest
 from app.host import bench_report
 
 
-def ours(e2e=1.0, resident=0.5, gpu=0.2, host=0.05, **extra):
-    return {"e2e_ms": e2e, "resident_ms": resident, "gpu_ms": gpu, "host_ms": host,
-            "variant": "nchw2d_phase_gemm_tiled", "max_abs_diff_reference": 1e-6} | extra
+def ours(e2e=1.0, resident=0.5, gpu=0.2, host=0.05, into=0.8, **extra):
+    return {"e2e_ms": e2e, "e2e_into_ms": into, "into_same_as_e2e": True, "resident_ms": resident, "gpu_ms": gpu,
+            "host_ms": host, "variant": "nchw2d_phase_gemm_tiled", "max_abs_diff_reference": 1e-6} | extra
 
 
-def ort(e2e=2.0, resident=1.0, gpu=0.4):
-    return {"e2e_ms": e2e, "resident_ms": resident, "gpu_ms": gpu, "max_abs_diff_ours": 1e-6}
+def ort(e2e=2.0, resident=1.0, gpu=0.4, into=1.6, same=True):
+    return {"e2e_ms": e2e, "e2e_into_ms": into, "into_same_as_e2e": same, "resident_ms": resident, "gpu_ms": gpu,
+            "max_abs_diff_ours": 1e-6}
 
 
 REFUSED = {"error": "currently only support 2-dimensional conv"}
@@ -26,13 +27,13 @@ def row(case="dcgan", o=None, webgpu=None, jsep=None):
 
 def test_ratios_are_against_the_faster_build_per_metric():
     r = row(webgpu=ort(e2e=4.0, resident=1.0, gpu=0.8), jsep=ort(e2e=2.0, resident=2.0, gpu=0.4))
-    assert r["ratios"] == pytest.approx({"e2e": 0.5, "resident": 0.5, "gpu": 0.5})
-    assert r["ep_ratios"]["webgpu"] == pytest.approx({"e2e": 0.25, "resident": 0.5, "gpu": 0.25})
+    assert r["ratios"] == pytest.approx({"e2e": 0.5, "e2e_into": 0.5, "resident": 0.5, "gpu": 0.5})
+    assert r["ep_ratios"]["webgpu"] == pytest.approx({"e2e": 0.25, "e2e_into": 0.5, "resident": 0.5, "gpu": 0.25})
 
 
 def test_an_ort_refusal_is_a_row_without_ratio_not_a_crash():
     r = row("conv3d", webgpu=REFUSED, jsep=REFUSED)
-    assert r["ratios"] == {"e2e": None, "resident": None, "gpu": None} and r["ep_ratios"] == {}
+    assert r["ratios"] == {"e2e": None, "e2e_into": None, "resident": None, "gpu": None} and r["ep_ratios"] == {}
     line = bench_report.format_row(r)
     assert line.split()[0] == "conv3d" and " - " in line
     summary = bench_report.summary([r])
@@ -43,6 +44,18 @@ def test_an_ort_refusal_is_a_row_without_ratio_not_a_crash():
 def test_one_build_refusing_leaves_the_other_as_the_peer():
     r = row(webgpu=ort(e2e=8.0), jsep=REFUSED)
     assert r["ratios"]["e2e"] == pytest.approx(0.125)
+
+
+def test_e2e_into_whose_y_is_not_e2e_s_counts_for_nothing_and_is_named():
+    """e2e_into times the same calls as e2e with y read into a reused array: a y that differs voids it."""
+    r = row(webgpu=ort(into=0.5, same=False), jsep=ort(into=1.6))
+    assert r["ratios"]["e2e_into"] == pytest.approx(0.5) and r["ep_ratios"]["webgpu"]["e2e_into"] is None
+    assert "e2e_into void where its y differs from e2e's (the same calls, y read elsewhere): dcgan (webgpu)" \
+        in bench_report.summary([r])
+    mine = row(o=ours(into_same_as_e2e=False))
+    assert mine["ratios"]["e2e_into"] is None and mine["ratios"]["e2e"] == pytest.approx(0.5)
+    line = next(s for s in bench_report.summary([row()]) if s.startswith("e2e_into:"))
+    assert "geometric mean ours/faster ORT 0.500 over 1 cases" in line
 
 
 def test_geometric_mean():

@@ -2,8 +2,10 @@
 means, the printed table and the chart. Pure Python (CPython tooling; unit-tested without a browser).
 
 Each row holds, for ours and each ORT build, medians of alternating runs measured the same way on both
-sides: `e2e` (CPU x in, y back on the CPU, weights already on the GPU), `resident` (x and y in GPU buffers,
-to queue.onSubmittedWorkDone) and `gpu` (compute passes' timestamps). Ratios are ours / theirs (below 1: we
+sides: `e2e` (CPU x in, y back on the CPU in a new array, weights already on the GPU), `e2e_into` (the same, y
+read into an array each side reuses: docs/models.md says how on each side), `resident` (x and y in GPU buffers,
+to queue.onSubmittedWorkDone) and `gpu` (compute passes' timestamps). The table shows e2e, resident and gpu;
+e2e_into has its geometric-mean line. Ratios are ours / theirs (below 1: we
 are faster), against the faster ORT build per case and metric. A build that refused the case (ORT has no
 3D ConvTranspose) has no ratio and stays out of the geometric means.
 """
@@ -12,12 +14,19 @@ from __future__ import annotations
 import math
 
 EPS = ("webgpu", "jsep")
-METRICS = ("e2e", "resident", "gpu")
+METRICS = ("e2e", "e2e_into", "resident", "gpu")
+
+
+def _ms_of(side: dict, metric: str) -> float | None:
+    """A side's median for a metric; none for e2e_into where its y was not e2e's (it timed something else)."""
+    if metric == "e2e_into" and side.get("into_same_as_e2e") is False:
+        return None
+    return side.get(f"{metric}_ms") or None
 
 
 def faster(row: dict, metric: str) -> float | None:
     """The faster ORT build's median for a metric, or None when no build ran the case."""
-    values = [r.get(f"{metric}_ms") for r in row["ort"].values() if not r.get("error")]
+    values = [_ms_of(r, metric) for r in row["ort"].values() if not r.get("error")]
     values = [v for v in values if v]
     return min(values) if values else None
 
@@ -26,9 +35,9 @@ def combine(row: dict) -> dict:
     """A compare row with its ratios: {metric: ours / faster ORT} and per build {ep: {metric: ratio}}."""
     out = dict(row)
     ours = row["ours"]
-    out["ratios"] = {m: (ours[f"{m}_ms"] / faster(row, m)) if ours.get(f"{m}_ms") and faster(row, m) else None
+    out["ratios"] = {m: (_ms_of(ours, m) / faster(row, m)) if _ms_of(ours, m) and faster(row, m) else None
                      for m in METRICS}
-    out["ep_ratios"] = {ep: {m: ours[f"{m}_ms"] / r[f"{m}_ms"] if ours.get(f"{m}_ms") and r.get(f"{m}_ms") else None
+    out["ep_ratios"] = {ep: {m: _ms_of(ours, m) / _ms_of(r, m) if _ms_of(ours, m) and _ms_of(r, m) else None
                              for m in METRICS}
                         for ep, r in row["ort"].items() if not r.get("error")}
     return out
@@ -90,6 +99,10 @@ def summary(rows: list[dict]) -> list[str]:
         lines.append(f"two same-signature layers called in turn on one kernel, end to end per layer / one layer alone: "
                      f"geometric mean {geometric_mean(ratios):.3f}, max {max(ratios):.3f} over {len(turns)} cases; "
                      f"weight bytes written in the timed rounds: {sum(w or 0 for _, w in turns)}")
+    differs = [f"{row['case']} ({side})" for row in rows for side, r in [("ours", row["ours"]), *row["ort"].items()]
+               if r.get("into_same_as_e2e") is False]
+    if differs:
+        lines.append(f"e2e_into void where its y differs from e2e's (the same calls, y read elsewhere): {', '.join(differs)}")
     hosts = [row["ours"].get("host_ms") for row in rows if row["ours"].get("host_ms") is not None]
     if hosts:
         lines.append(f"host time of a repeat call, GPU-resident tensors: median {sorted(hosts)[len(hosts) // 2]:.3f} ms, "

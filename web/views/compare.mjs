@@ -2,8 +2,10 @@
 // same GPU, with the same data, in alternating runs (`python -m app bench --against ort`).
 //
 // Each implementation is timed three ways per round, rounds alternating between implementations:
-//   e2e:      a CPU Float32Array x in, y back in a CPU typed array (w and b constant, already on the GPU,
+//   e2e:      a CPU Float32Array x in, y back in a new CPU typed array (w and b constant, already on the GPU,
 //             as ORT holds a model's initializers: ours as {data, constant: true}, written once);
+//   e2e_into: the same, y read into one array each side reuses call after call (ours `{into}`; ORT's the best
+//             its API allows, ort-bench.mjs e2eInto: y preallocated on the GPU, read back by the app);
 //   resident: x already in a GPUBuffer, y left in a GPUBuffer, wall time to queue.onSubmittedWorkDone;
 //             for ours also `host_ms`, the time until kernel() returns (the caller's thread is free then);
 //   gpu:      the sum of the compute passes' timestamps (timestamp-query) of a resident run.
@@ -35,10 +37,12 @@ async function ours(benchCase, data, kernel) {
   const gpu = { x: kernel.upload({ data: data.x, shape: benchCase.x }), w: kernel.upload({ data: data.w, shape: benchCase.w }),
                 ...(data.b ? { b: kernel.upload({ data: data.b, shape: bShape }) } : {}), ...attrs };
   const device = kernel.gpuDevice();
-  let host = null, meta = null, profile = null;
+  let host = null, meta = null, profile = null, into = null;
   return {
     name: "ours",
     async e2e() { profile = {}; const out = await kernel(cpu, { profile }); meta = out.meta; return out.y.data; },
+    /** e2e into the array the first such call returned (its pages touched then), call after call. */
+    async e2eInto() { into = (await kernel(cpu, { into })).y.data; return into; },
     lastProfile: () => profile,
     async resident() {
       const start = now();
@@ -65,6 +69,12 @@ async function onnxruntime(ep, benchCase, data) {
   return { ...session, name: `ort-${ep}` };
 }
 
+function sameBits(a, b) {
+  const u = (t) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
+  const [p, q] = [u(a), u(b)];
+  return p.length === q.length && p.every((v, i) => v === q[i]);
+}
+
 function maxDiff(a, b) {
   if (!a || !b || a.length !== b.length) return null;
   let d = 0;
@@ -84,7 +94,8 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
       result.ort[ep] = { error: String(err?.message ?? err).split("\n")[0].slice(0, 300) };
     }
   }
-  const samples = new Map(impls.map((impl) => [impl, { e2e: [], resident: [], gpu: [], host: [], stages: [], inTurn: [] }]));
+  const samples = new Map(impls.map((impl) => [impl, { e2e: [], into: [], resident: [], gpu: [], host: [], stages: [], inTurn: [] }]));
+  const lastE2e = new Map(), lastInto = new Map();
   let weightBytes = null;
   let ourY = null;
   try {
@@ -107,15 +118,18 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
       for (const impl of impls) {
         const s = samples.get(impl);
         let start = now();
-        await impl.e2e();
+        lastE2e.set(impl, await impl.e2e());
         const e2e = now() - start;
+        start = now();
+        lastInto.set(impl, await impl.e2eInto());
+        const into = now() - start;
         start = now();
         await impl.resident();
         const resident = now() - start;
         const gpu = await impl.gpu();
         const inTurn = impl.inTurn ? await impl.inTurn() : null;
         if (round >= warmup) {
-          s.e2e.push(e2e); s.resident.push(resident); s.gpu.push(gpu); s.inTurn.push(inTurn);
+          s.e2e.push(e2e); s.into.push(into); s.resident.push(resident); s.gpu.push(gpu); s.inTurn.push(inTurn);
           if (impl.lastHost) s.host.push(impl.lastHost());
           if (impl.lastProfile) s.stages.push(stages(impl.lastProfile()));
         }
@@ -126,7 +140,9 @@ export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["we
   }
   for (const impl of impls) {
     const s = samples.get(impl);
-    const row = { e2e_ms: median(s.e2e), resident_ms: median(s.resident), gpu_ms: median(s.gpu) };
+    // e2e_into times the same calls as e2e with y read elsewhere: the same bits, or it timed something else
+    const row = { e2e_ms: median(s.e2e), e2e_into_ms: median(s.into), resident_ms: median(s.resident), gpu_ms: median(s.gpu),
+                  into_same_as_e2e: lastInto.has(impl) ? sameBits(lastInto.get(impl), lastE2e.get(impl)) : null };
     if (impl.name === "ours") {
       Object.assign(result.ours, row, { host_ms: median(s.host), variant: impl.meta()?.variant, e2e_samples_ms: s.e2e,
         // two same-signature layers in turn, and the weight bytes the timed rounds wrote (0: both stay cached)
