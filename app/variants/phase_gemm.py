@@ -7,6 +7,10 @@ the group, reduction = in-channels x the phase's taps. Stride 1 is one phase wit
 kernel one tap, so this one kernel serves what a phase GEMM, an implicit stride-1 GEMM and a 1x1 GEMM do,
 in every rank.
 
+float32 on GPUs (cl): x is first repacked channels-last (templates/conv-transpose-x-channels-last.wgsl.jinja), so
+that a GEMM row's in-channels are consecutive vec4s, and the GEMM runs in the structure of the fastest f32 GEMM
+measured through WGSL (templates/conv-transpose-phase-gemm-cl.wgsl.jinja; docs/ceiling.md F-128x128-8x8-k8).
+
 The tile shape is the GPU's business: big tiles (128 x 128, 8 x 8 per invocation) where the GEMM has
 rows and columns to fill a GPU several times, smaller ones where it does not, and a long reduction split
 where even small tiles leave the GPU idle: among slices of the workgroup (ks) where the outputs are a few
@@ -17,6 +21,7 @@ walking 1/kz of the reduction.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant,
@@ -25,12 +30,19 @@ from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
 TEMPLATE = "conv-transpose-phase-gemm.wgsl.jinja"
+# cl: the GEMM on A from x repacked channels-last (xc, a scratch buffer that a pass before it fills).
+CHANNELS_LAST = "conv-transpose-phase-gemm-cl.wgsl.jinja"
+X_CHANNELS_LAST = "conv-transpose-x-channels-last.wgsl.jinja"
+X_PACK_WORKGROUP = 256
 PACK = "conv-transpose-weight-pack.wgsl.jinja"
 SPLIT_SUM = "conv-transpose-split-sum.wgsl.jinja"
 SHARED = ("_phase-gemm.wgsl.jinja", "_phase-axis.wgsl.jinja")  # included by both GEMM templates
 PACK_WORKGROUP = 256
 SUM_WORKGROUP = 256
 PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
+# The cl switch (0 or 1) is a param only where it is on: plans that leave it off, every software adapter's
+# among them, stay as they were before it existed (tools/plan_digest.py compares them).
+CL = "cl"
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
 # Tile shapes (tm, tn, rm, rn, tk, ks, kz), from a sweep of every combination of tm, tn in {64, 128}, rm in {4, 8},
@@ -65,6 +77,12 @@ SPLIT_K_MIN_STEPS = 8
 # A phase of one 64-row tile (DCGAN x[1,256,8,8] k4 s2) ran 0.042 ms split across workgroups on the H200 against
 # 0.028 with the in-workgroup split: split-K needs a few row tiles per phase.
 SPLIT_K_MIN_ROWS = 4 * _GPU_DEEP[0]
+# cl's tiles follow docs/ceiling.md's f32 sweep, not a sweep of this kernel (none yet): 8 x 8 outputs per
+# invocation in 4-row runs by vec4 columns and a reduction step of 8 (a step of 16 ran at 31 TFLOP/s against
+# 40, smaller tiles at 30-35); 128 x 128 where that makes FILL workgroups, else 64 rows; 64 columns up to 64
+# out-channels, as above. Split across workgroups where even those make fewer than SPLIT_BELOW (split_k).
+# Few rows with a long reduction (a DCGAN head) keep the in-workgroup split of the gathering kernel.
+_CL_BLOCK = (8, 8, 8)  # rm, rn, tk
 
 
 def _ceil(a: int, b: int) -> int:
@@ -91,6 +109,24 @@ def split_k(geom, caps, tm: int, tn: int, step: int) -> int:
 def default_tiles(geom, caps) -> dict:
     if caps.is_software:  # kz 1: SwiftShader has no idle multiprocessors to fill, only a second pass to pay
         return dict(zip(PARAMS, _CPU_SHAPE))
+    t = _gathering_defaults(geom, caps)
+    if t["ks"] == 1 and (cl := _channels_last_defaults(geom, caps)) is not None:
+        return cl
+    return t
+
+
+def _channels_last_defaults(geom, caps) -> dict | None:
+    """cl's tiles for this request (the rule above), or None where cl cannot run it."""
+    rm, rn, tk = _CL_BLOCK
+    tn = 64 if geom.out_per_group <= 64 else 128
+    tm = 128 if workgroup_count(geom, {"tm": 128, "tn": tn}) >= FILL else 64
+    t = {"tm": tm, "tn": tn, "rm": rm, "rn": rn, "tk": tk, "ks": 1, "kz": 1, CL: 1}
+    if workgroup_count(geom, t) < SPLIT_BELOW:
+        t["kz"] = split_k(geom, caps, tm, tn, tk)
+    return t if tiles_refusal(t, geom, caps) is None else None
+
+
+def _gathering_defaults(geom, caps) -> dict:
     if geom.out_per_group <= 64:
         t = dict(zip(PARAMS, _GPU_NARROW))
     else:
@@ -113,6 +149,11 @@ def _threads(t: dict) -> int:
     return (t["tm"] // t["rm"]) * (t["tn"] // t["rn"]) * t["ks"]
 
 
+def x_row_vectors(geom) -> int:
+    """cl: vec4s per pixel of xc, every group's in-channels rounded up to 4."""
+    return geom.group * _ceil(geom.in_per_group, 4)
+
+
 def workgroup_bytes(t: dict) -> int:
     steps = 2 * t["tk"] * t["ks"]  # double-buffered reduction steps of every slice
     return 4 * steps * (t["tm"] + t["tn"]) + (4 * t["ks"] * t["tm"] * t["tn"] if t["ks"] > 1 else 0)
@@ -129,13 +170,43 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     threads = _threads(t)
     if threads > caps.limit(INVOCATIONS_LIMIT) or threads > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{threads} invocations per workgroup exceed the device's limit"
-    if threads % t["tm"] and t["tm"] % threads:
-        return "the invocation count must divide or be a multiple of tm"
-    if threads > t["tm"] and (t["tk"] * t["ks"]) % (threads // t["tm"]):
-        return "tk * ks must be a multiple of invocations / tm"
+    if t.get(CL, 0) not in (0, 1):
+        return "cl (A from x repacked channels-last) must be 0 or 1"
+    if t.get(CL):
+        why = _channels_last_refusal(t, geom, caps)
+    elif threads % t["tm"] and t["tm"] % threads:
+        why = "the invocation count must divide or be a multiple of tm"
+    elif threads > t["tm"] and (t["tk"] * t["ks"]) % (threads // t["tm"]):
+        why = "tk * ks must be a multiple of invocations / tm"
+    else:
+        why = None
+    if why:
+        return why
     if workgroup_bytes(t) > caps.limit(WORKGROUP_STORAGE):
         return "the tiles exceed the device's workgroup memory"
     return parts_refusal(t["kz"], geom, caps)
+
+
+def _channels_last_refusal(t: dict, geom, caps) -> str | None:
+    """Why cl cannot run these tiles on this request (None when it can): xc holds f32 vec4s of in-channels,
+    each invocation owns runs of 4 rows by vec4 columns, and every invocation loads the same vectors of a
+    step (the same one of an A row's tk/4) as every other."""
+    if geom.dtype != "float32":
+        return "cl repacks x as vec4s of f32 in-channels: float32 only"
+    if t["ks"] != 1:
+        return "cl does not split the reduction inside the workgroup: ks must be 1"
+    if t["rm"] % 4 or t["tk"] % 4:
+        return "cl needs rm and tk multiples of 4 (runs of 4 rows, vec4s of 4 in-channels)"
+    threads, k4 = _threads(t), t["tk"] // 4
+    if threads % k4 or (t["tm"] * k4) % threads or (t["tk"] * t["tn"] // 4) % threads:
+        return "cl needs every invocation to load the same number of A and B vectors of a step"
+    vectors = geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom)
+    limit = min(caps.limit("maxStorageBufferBindingSize"), caps.limit("maxBufferSize"))
+    if vectors * 16 > limit:
+        return f"cl's channels-last copy of x needs {vectors * 16} bytes, over this device's storage buffer limit"
+    if vectors > MAX_INDEX:
+        return "cl's channels-last copy of x is past i32 indexing"
+    return None
 
 
 def parts_refusal(kz: int, geom, caps) -> str | None:
@@ -156,7 +227,28 @@ TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 
 def configure(geom, caps, t: dict) -> Plan | Refusal:
-    return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
+    if not t.get(CL):
+        return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
+    yv = vector_y(geom)
+    params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "kz")} | {"yv": int(yv)}
+    xc = [("xc_vecs", _ceil(geom.in_per_group, 4)), ("xc_row", x_row_vectors(geom))]
+    plan = gemm_plan(CHANNELS_LAST, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t,
+                     x_view="array<vec4<f32>>", a_source="xc", extra_uniforms=xc, out_vec4=yv)
+    if isinstance(plan, Refusal):
+        return plan
+    items = geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom)
+    repack = dispatch(X_CHANNELS_LAST, {"dtype": geom.dtype, "workgroup_size": X_PACK_WORKGROUP}, ("x",), ("xc",),
+                      [("items", items), ("in_size", math.prod(geom.in_spatial)), ("in_channels", geom.in_channels),
+                       ("in_per_group", geom.in_per_group), ("groups", geom.group), *xc],
+                      grid(_ceil(items, X_PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")),
+                      {"xc": "array<vec4<f32>>"})
+    return replace(plan, dispatches=(repack, *plan.dispatches), scratch=plan.scratch | {"xc": items * 16})
+
+
+def vector_y(geom) -> bool:
+    """Whether a GEMM's runs of 4 rows are 4 consecutive pixels of y: one phase (every stride 1), whose rows
+    are y's pixels in order, in images of a multiple of 4 pixels."""
+    return all(s == 1 for s in geom.strides) and math.prod(geom.out_spatial) % 4 == 0
 
 
 def weight_pack(geom, caps) -> tuple:
@@ -176,12 +268,14 @@ def weight_pack(geom, caps) -> tuple:
 
 def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
                 tiles: dict, wp_view: str | None = None, wp_tail: int = 0,
-                x_view: str | None = None, a_source: str = "x", extra_uniforms: list = ()) -> Plan | Refusal:
+                x_view: str | None = None, a_source: str = "x", extra_uniforms: list = (),
+                out_vec4: bool = False) -> Plan | Refusal:
     """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
     > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y. The GEMM
     may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail` elements
-    longer than the pack writes, and x as `x_view`; it reads its A rows from `a_source` (x, or a copy of x
-    that the caller's pass makes) and `extra_uniforms` after the rest."""
+    longer than the pack writes, and its A source as `x_view`; it reads its A rows from `a_source` (x, or a
+    copy of x that the caller's pass makes) and `extra_uniforms` after the rest; with `out_vec4` it writes y
+    (or parts) as vec4s."""
     refusal = workgroup_memory_refusal(need, caps)
     if refusal:
         return Refusal(refusal)
@@ -203,7 +297,8 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
     gemm = dispatch(template, {"rank": geom.rank, "dtype": geom.dtype, "has_bias": has_bias} | params,
                     (a_source, "wp", "b") if has_bias else (a_source, "wp"), ("y",) if kz == 1 else ("parts",), uniforms,
                     grid(split_tiles * kz, max_dim),
-                    {n: v for n, v in (("wp", wp_view), ("x", x_view)) if v} or None)
+                    {n: v for n, v in (("wp", wp_view), (a_source, x_view), ("y", "array<vec4<T>>" if out_vec4 else None),
+                                       ("parts", "array<vec4<f32>>" if out_vec4 else None)) if v} or None)
     if kz == 1:
         return Plan((gemm,), weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
     vec = 4 if geom.y_size % 4 == 0 else 1  # vec4 loads and stores where y divides into them
@@ -219,13 +314,13 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
 
 
 PORTABLE = Variant(
-    name=NAME, templates=(PACK, TEMPLATE, SPLIT_SUM, *SHARED),
+    name=NAME, templates=(PACK, TEMPLATE, CHANNELS_LAST, X_CHANNELS_LAST, SPLIT_SUM, *SHARED),
     summary="rank 1-3, dense or grouped, any stride: one implicit GEMM per (group, stride phase) in one "
             "dispatch (rows = batch x the phase's output sub-grid, cols = out-channels, reduction = "
             "in-channels x the phase's taps; stride 1 and 1x1 kernels included), weights packed once, "
             "double-buffered tiles, register blocks up to 8x8, the reduction split inside the workgroup "
             "where outputs are few, or across workgroups (summed by a second pass) where rows are many but "
-            "workgroups few",
+            "workgroups few; float32 on GPUs reads A from x repacked channels-last (cl), as vec4s",
     conditions={"input": "nonempty", "finite_data": True},
     configure=configure, tunable=TUNABLE, requires=WORKGROUP_MEMORY)
 

@@ -1,0 +1,203 @@
+"""phase_gemm's cl path (float32 GEMMs on A from x repacked channels-last, in docs/ceiling.md's f32 structure):
+when the planner's defaults take it and with which tiles, what it refuses and why, the repack pass and the
+buffers it binds; and its results against test.json's expected outputs and the float64 reference on
+SwiftShader (headless Chromium, and Dawn in Node), where it runs only when forced."""
+import json
+import math
+
+import pytest
+
+from app.planner import plan
+from app.render import render
+from app.shapes import infer
+from app.variants import phase_gemm, phase_gemm_sgmat
+from tests.browser_session import run_python
+from tests.test_gpu_caps import H200, h200_caps
+
+F16 = {"x": "float16", "w": "float16"}
+SOFTWARE = h200_caps(architecture="swiftshader", is_fallback=True)
+
+# bench.json's `large` dense float32 layers: (x, w, attributes, (tm, tn, kz) of the rule, yv)
+LARGE = [
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, (64, 128, 1), 0),  # 128 x 128 would make 128
+    ((16, 256, 16, 16), (256, 128, 4, 4), {"strides": [2, 2], "pads": [1] * 4}, (64, 128, 1), 0),
+    ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (64, 128, 1), 1),
+    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (128, 128, 1), 0),
+    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (128, 64, 1), 0),  # 32 out-channels
+    ((1, 512, 128, 128), (512, 256, 1, 1), {}, (128, 128, 1), 1),
+    ((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), {"pads": [1] * 6}, (128, 64, 1), 1),
+    ((1, 256, 32, 32), (256, 256, 3, 3), {"pads": [1] * 4}, (64, 128, 8), 1),  # 32 workgroups: split-K
+]
+
+
+@pytest.mark.parametrize("x, w, attrs, want, yv", LARGE)
+def test_float32_dense_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, attrs, want, yv):
+    geom = infer(x, w, [w[1]], attrs)
+    launch = plan(geom, h200_caps())
+    t = launch.tiles
+    assert launch.variant == "phase_gemm" and t["cl"] == 1
+    assert (t["tm"], t["tn"], t["kz"]) == want and (t["rm"], t["rn"], t["tk"], t["ks"]) == (8, 8, 8, 1)
+    repack, gemm, *rest = launch.dispatches
+    assert repack.template == phase_gemm.X_CHANNELS_LAST and gemm.template == phase_gemm.CHANNELS_LAST
+    assert len(rest) == (t["kz"] > 1)
+    # xc[n][pixel][group][4 in-channels]: one vec4 of f32 per 4 in-channels, each group's rounded up to 4
+    vectors = geom.group * -(-geom.in_per_group // 4)
+    pixels = x[0] * math.prod(x[2:])
+    assert launch.scratch["xc"] == pixels * vectors * 16
+    assert dict(repack.uniforms)["items"] == pixels * vectors and repack.params["dtype"] == "float32"
+    assert dict(gemm.uniforms)["xc_row"] == vectors and dict(gemm.uniforms)["xc_vecs"] == vectors // geom.group
+    types = {name: kind for name, _, kind in gemm.params["bindings"]}
+    assert types["xc"] == "array<vec4<f32>>" and "x" not in types
+    out = "parts" if t["kz"] > 1 else "y"
+    assert types[out] == (("array<vec4<f32>>" if out == "parts" else "array<vec4<T>>") if yv
+                          else ("array<f32>" if out == "parts" else "array<T>"))
+    assert gemm.params["yv"] == yv
+    # the probe's footprint: two buffers of a step of A and B, 16 KB at 128 x 128
+    assert launch.workgroup_bytes == 2 * 8 * (t["tm"] + t["tn"]) * 4
+    if t["kz"] == 1:
+        assert phase_gemm.workgroup_count(geom, t) >= (phase_gemm.FILL if t["tm"] == 128 else phase_gemm.SPLIT_BELOW)
+    source = render(gemm.template, gemm.params)
+    assert "xc[select(0, at, ok)]" in source and "x[" not in source.replace("xc[", "")
+
+
+def test_tiles_128_tall_only_where_they_fill_the_gpu():
+    # 128 x 128 tiles: 4 phases x 32 row tiles x 4 col tiles = 512 workgroups; half the pixels, 128: 64 rows
+    big = infer((1, 512, 64, 64), (512, 512, 2, 2), None, {"strides": [2, 2]})
+    small = infer((1, 512, 32, 32), (512, 512, 2, 2), None, {"strides": [2, 2]})
+    assert phase_gemm.default_tiles(big, h200_caps())["tm"] == 128
+    assert phase_gemm.workgroup_count(small, {"tm": 128, "tn": 128}) < phase_gemm.FILL
+    assert phase_gemm.default_tiles(small, h200_caps())["tm"] == 64
+
+
+def test_few_rows_with_a_long_reduction_keep_the_in_workgroup_split():
+    # `large` dcgan_1024: 16 rows a phase; cl has no in-workgroup split, so the gathering kernel keeps it
+    geom = infer((1, 1024, 4, 4), (1024, 512, 4, 4), None, {"strides": [2, 2], "pads": [1] * 4})
+    t = plan(geom, h200_caps()).tiles
+    assert t["ks"] > 1 and "cl" not in t
+    assert "ks must be 1" in phase_gemm.tiles_refusal(t | {"cl": 1}, geom, h200_caps())
+
+
+@pytest.mark.parametrize("x, w, attrs, want, yv", LARGE[:3])
+def test_software_adapters_and_float16_keep_the_gathering_kernel(x, w, attrs, want, yv):
+    # no cl key at all: their plans are the ones made before cl existed
+    assert "cl" not in plan(infer(x, w, None, attrs), SOFTWARE, "phase_gemm").tiles
+    assert "cl" not in plan(infer(x, w, None, attrs, F16), h200_caps(), "phase_gemm").tiles
+    assert plan(infer(x, w, None, attrs), SOFTWARE, "phase_gemm").tiles == dict(
+        zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE))
+
+
+def test_forced_cl_runs_on_software_adapters_with_their_small_tiles():
+    geom = infer((2, 20, 5, 7), (20, 12, 3, 3), None, {"strides": [2, 2], "pads": [1] * 4, "group": 2})
+    launch = plan(geom, SOFTWARE, "phase_gemm", {"cl": 1})
+    assert launch.tiles == dict(zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE)) | {"cl": 1}
+    assert [d.template for d in launch.dispatches] == [phase_gemm.X_CHANNELS_LAST, phase_gemm.CHANNELS_LAST]
+    assert launch.scratch == {"xc": 2 * 35 * 2 * 3 * 16}  # 10 channels a group: 3 vectors, 2 zeros
+    # forcing it off on a GPU gives the gathering kernel with the same tiles
+    t = plan(geom, h200_caps(), "phase_gemm").tiles
+    off = plan(geom, h200_caps(), "phase_gemm", {"cl": 0})
+    assert off.tiles == t | {"cl": 0} and off.dispatches[0].template == phase_gemm.TEMPLATE
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"cl": 2}, "must be 0 or 1"),
+    ({"ks": 2}, "ks must be 1"),
+    ({"tm": 64, "rm": 2}, "rm and tk multiples of 4"),
+    ({"tk": 12}, "rm and tk multiples of 4"),
+    ({"tm": 32, "tn": 32, "rm": 4, "rn": 4, "tk": 4}, "the same number of A and B vectors"),  # 64 invocations, 32 A vectors
+])
+def test_cl_refusals_name_the_broken_invariant(change, words):
+    geom = infer((1, 64, 9, 9), (64, 32, 4, 4), None, {"strides": [2, 2]})
+    t = phase_gemm.default_tiles(geom, h200_caps())
+    assert t["cl"] == 1
+    assert words in phase_gemm.tiles_refusal(t | change, geom, h200_caps())
+    assert plan(geom, h200_caps(), "phase_gemm", change).tiles == t  # refused: the defaults run
+
+
+def test_cl_refuses_float16_and_copies_of_x_past_the_device():
+    geom = infer((1, 64, 9, 9), (64, 32, 4, 4), None, {"strides": [2, 2]})
+    t = phase_gemm.default_tiles(geom, h200_caps())
+    f16 = infer((1, 64, 9, 9), (64, 32, 4, 4), None, {"strides": [2, 2]}, F16)
+    assert "float32 only" in phase_gemm.tiles_refusal(t, f16, h200_caps())
+    small = h200_caps(limits=H200["limits"] | {"maxStorageBufferBindingSize": 64 * 81 * 4 - 16})
+    assert "storage buffer limit" in phase_gemm.tiles_refusal(t, geom, small)
+    assert "cl" not in phase_gemm.default_tiles(geom, small)  # the gathering kernel still runs
+
+
+def test_the_f16_repack_of_phase_gemm_sgmat_renders_as_before():
+    # phase_gemm_sgmat renders the repack without a dtype: the 8-halves form, x read as f16
+    geom = infer((2, 24, 5, 7), (24, 16, 3, 3), None, {"strides": [2, 2], "pads": [1] * 4}, F16)
+    repack = plan(geom, h200_caps(), "phase_gemm_sgmat", {"va": 0, "cl": 1}).dispatches[0]
+    assert repack.template == phase_gemm_sgmat.X_CHANNELS_LAST and "dtype" not in repack.params
+    source = render(repack.template, repack.params)
+    assert source.startswith("enable f16;\nalias T = f16;\n\nstruct Params {")
+    assert "words[l] = bitcast<u32>(vec2<T>(lo, hi));" in source
+    assert render(repack.template, repack.params | {"dtype": "float16"}) == source
+
+
+# Every test.json case on phase_gemm with cl forced, in the page (SwiftShader): as the forced-variant test
+# does, but with the params, since SwiftShader's defaults leave cl off.
+RUN_CL = """
+import json
+from app import bridge
+from app.cases import compare
+from app.errors import ConvTransposeError
+from app.kernel import validate
+import numpy as np
+kernel = await bridge._kernel()
+out = []
+for case in bridge._cases:
+    if case["expected_error"]:
+        continue
+    geom, arrays = validate(**case["inputs"], **case["attributes"])
+    try:
+        pieces = kernel.pieces(geom, "phase_gemm", {"cl": 1})
+    except ConvTransposeError as exc:
+        out.append([case["name"], "SKIP", str(exc)])
+        continue
+    if not all(p.tiles.get("cl") for _, p in pieces):
+        out.append([case["name"], "SKIP", "cl refused"])
+        continue
+    got = await kernel.call(geom, arrays, case["attributes"], "phase_gemm", pieces=pieces, params={"cl": 1})
+    want = np.asarray(case["expected"]["data"], dtype=np.float64).reshape(case["expected"]["shape"])
+    ok, err = compare(got["y"], want, **case["tolerance"])
+    out.append([case["name"], "PASS" if ok else "FAIL", err])
+json.dumps(out)
+"""
+
+
+@pytest.mark.browser
+def test_every_test_json_case_passes_with_cl_forced_in_chromium(page):
+    from tests.test_browser_variants import TEST_JSON
+    from app.host.case_runner import page_python
+    page_python(page)("load_cases", TEST_JSON.read_text())
+    results = json.loads(run_python(page, RUN_CL))
+    failed = [r for r in results if r[1] == "FAIL"]
+    assert not failed, failed[:3]
+    passed = [r for r in results if r[1] == "PASS"]
+    assert len(passed) >= 100, f"cl ran {len(passed)} cases"
+    # what it skips: float16 (cl is float32 only) and the variant's own refusals, never a crash
+    assert all(r[2] == "cl refused" or "does not cover" in r[2] or "needs the device feature" in r[2]
+               for r in results if r[1] == "SKIP"), [r for r in results if r[1] == "SKIP"][:3]
+
+
+# Dawn in Node on SwiftShader: the tuner checks every candidate against the float64 reference before timing
+# it (ranks 1-3, grouped, padded channels, split-K, yv's vector stores at stride 1, bias or not).
+CL_CASES = [
+    ("rank1_grouped", [2, 12, 9], [12, 5, 4], True, {"group": 2, "strides": [2], "pads": [1, 1]}),
+    ("rank2_stride1_vectors", [2, 10, 6, 6], [10, 9, 3, 3], True, {"pads": [1, 1, 1, 1]}),
+    ("rank2_dilated", [1, 40, 5, 5], [40, 8, 3, 3], False, {"pads": [1, 1, 1, 1], "dilations": [2, 1]}),
+    ("rank3", [1, 9, 3, 4, 3], [9, 10, 3, 2, 3], True, {"strides": [2, 1, 3], "pads": [1, 0, 0, 0, 1, 2]}),
+]
+CL_GRID = {"cl": [1], "kz": [1, 3], "tm": [32, 64], "rm": [4, 8]}
+
+
+def test_forced_cl_matches_the_reference_in_node(node_host):
+    fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 7}
+    cases = [{"name": name, "tier": "t", "x": x, "w": w, "bias": bias, "attributes": attrs, "variant": "phase_gemm"}
+             for name, x, w, bias, attrs in CL_CASES]
+    doc = {"fill": fill, "cases": cases, "tuning": {"grids": {"phase_gemm": CL_GRID}}}
+    table = node_host.py("tune", json.dumps(doc), "t", None, 1)["table"]
+    assert table["rejected"] == []
+    for m in table["measured"]:
+        params = [json.loads(k) for k in m["medians"]]
+        assert sum(p.get("cl", 0) for p in params) >= 4, (m["case"], params)  # cl candidates ran, checked
