@@ -26,7 +26,6 @@ LARGE = [
     ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (128, 64, 1), 0),  # 32 out-channels
     ((1, 512, 128, 128), (512, 256, 1, 1), {}, (128, 128, 1), 1),
     ((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), {"pads": [1] * 6}, (128, 64, 1), 1),
-    ((1, 256, 32, 32), (256, 256, 3, 3), {"pads": [1] * 4}, (64, 128, 8), 1),  # 32 workgroups: split-K
 ]
 
 
@@ -39,7 +38,7 @@ def test_float32_dense_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, att
     assert (t["tm"], t["tn"], t["kz"]) == want and (t["rm"], t["rn"], t["tk"], t["ks"]) == (8, 8, 8, 1)
     repack, gemm, *rest = launch.dispatches
     assert repack.template == phase_gemm.X_CHANNELS_LAST and gemm.template == phase_gemm.CHANNELS_LAST
-    assert len(rest) == (t["kz"] > 1)
+    assert not rest
     # xc[n][pixel][group][4 in-channels]: one vec4 of f32 per 4 in-channels, each group's rounded up to 4
     vectors = geom.group * -(-geom.in_per_group // 4)
     pixels = x[0] * math.prod(x[2:])
@@ -48,14 +47,10 @@ def test_float32_dense_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, att
     assert dict(gemm.uniforms)["xc_row"] == vectors and dict(gemm.uniforms)["xc_vecs"] == vectors // geom.group
     types = {name: kind for name, _, kind in gemm.params["bindings"]}
     assert types["xc"] == "array<vec4<f32>>" and "x" not in types
-    out = "parts" if t["kz"] > 1 else "y"
-    assert types[out] == (("array<vec4<f32>>" if out == "parts" else "array<vec4<T>>") if yv
-                          else ("array<f32>" if out == "parts" else "array<T>"))
-    assert gemm.params["yv"] == yv
+    assert types["y"] == ("array<vec4<T>>" if yv else "array<T>") and gemm.params["yv"] == yv
     # the probe's footprint: two buffers of a step of A and B, 16 KB at 128 x 128
     assert launch.workgroup_bytes == 2 * 8 * (t["tm"] + t["tn"]) * 4
-    if t["kz"] == 1:
-        assert phase_gemm.workgroup_count(geom, t) >= (phase_gemm.FILL if t["tm"] == 128 else phase_gemm.SPLIT_BELOW)
+    assert phase_gemm.workgroup_count(geom, t) >= (phase_gemm.FILL if t["tm"] == 128 else phase_gemm.SPLIT_BELOW)
     source = render(gemm.template, gemm.params)
     assert "xc[select(0, at, ok)]" in source and "x[" not in source.replace("xc[", "")
 
@@ -69,12 +64,21 @@ def test_tiles_128_tall_only_where_they_fill_the_gpu():
     assert phase_gemm.default_tiles(small, h200_caps())["tm"] == 64
 
 
-def test_few_rows_with_a_long_reduction_keep_the_in_workgroup_split():
-    # `large` dcgan_1024: 16 rows a phase; cl has no in-workgroup split, so the gathering kernel keeps it
+def test_split_reductions_keep_the_gathering_kernel_they_were_measured_on():
+    # `large` dcgan_1024: 16 rows a phase; cl has no in-workgroup split
     geom = infer((1, 1024, 4, 4), (1024, 512, 4, 4), None, {"strides": [2, 2], "pads": [1] * 4})
     t = plan(geom, h200_caps()).tiles
     assert t["ks"] > 1 and "cl" not in t
     assert "ks must be 1" in phase_gemm.tiles_refusal(t | {"cl": 1}, geom, h200_caps())
+    # 32 workgroups of whole tiles: split-K on the gathering kernel; cl splits too where forced, with a sum pass
+    geom = infer((1, 256, 32, 32), (256, 256, 3, 3), [256], {"pads": [1] * 4})
+    t = plan(geom, h200_caps()).tiles
+    assert t["kz"] > 1 and "cl" not in t
+    launch = plan(geom, h200_caps(), "phase_gemm", {"cl": 1})
+    repack, gemm, total = launch.dispatches
+    assert gemm.template == phase_gemm.CHANNELS_LAST and total.template == phase_gemm.SPLIT_SUM
+    assert gemm.bindings == ("xc", "wp", "parts") and ["parts", "read_write", "array<vec4<f32>>"] in gemm.params["bindings"]
+    assert launch.scratch == {"parts": t["kz"] * geom.y_size * 4, "xc": 1024 * 64 * 16}
 
 
 @pytest.mark.parametrize("x, w, attrs, want, yv", LARGE[:3])
@@ -102,7 +106,7 @@ def test_forced_cl_runs_on_software_adapters_with_their_small_tiles():
     ({"cl": 2}, "must be 0 or 1"),
     ({"ks": 2}, "ks must be 1"),
     ({"tm": 64, "rm": 2}, "rm and tk multiples of 4"),
-    ({"tk": 12}, "rm and tk multiples of 4"),
+    ({"tk": 6}, "rm and tk multiples of 4"),
     ({"tm": 32, "tn": 32, "rm": 4, "rn": 4, "tk": 4}, "the same number of A and B vectors"),  # 64 invocations, 32 A vectors
 ])
 def test_cl_refusals_name_the_broken_invariant(change, words):

@@ -80,8 +80,9 @@ SPLIT_K_MIN_ROWS = 4 * _GPU_DEEP[0]
 # cl's tiles follow docs/ceiling.md's f32 sweep, not a sweep of this kernel (none yet): 8 x 8 outputs per
 # invocation in 4-row runs by vec4 columns and a reduction step of 8 (a step of 16 ran at 31 TFLOP/s against
 # 40, smaller tiles at 30-35); 128 x 128 where that makes FILL workgroups, else 64 rows; 64 columns up to 64
-# out-channels, as above. Split across workgroups where even those make fewer than SPLIT_BELOW (split_k).
-# Few rows with a long reduction (a DCGAN head) keep the in-workgroup split of the gathering kernel.
+# out-channels, as above. It takes every GEMM that the rules above leave unsplit, i.e. whose whole tiles keep
+# the GPU busy: the splits (in the workgroup for a DCGAN head's few rows, across workgroups for small deep
+# GEMMs) were measured on the gathering kernel and keep it; cl splits across workgroups where forced or tuned.
 _CL_BLOCK = (8, 8, 8)  # rm, rn, tk
 
 
@@ -110,7 +111,7 @@ def default_tiles(geom, caps) -> dict:
     if caps.is_software:  # kz 1: SwiftShader has no idle multiprocessors to fill, only a second pass to pay
         return dict(zip(PARAMS, _CPU_SHAPE))
     t = _gathering_defaults(geom, caps)
-    if t["ks"] == 1 and (cl := _channels_last_defaults(geom, caps)) is not None:
+    if t["ks"] == 1 and t["kz"] == 1 and (cl := _channels_last_defaults(geom, caps)) is not None:
         return cl
     return t
 
@@ -121,8 +122,6 @@ def _channels_last_defaults(geom, caps) -> dict | None:
     tn = 64 if geom.out_per_group <= 64 else 128
     tm = 128 if workgroup_count(geom, {"tm": 128, "tn": tn}) >= FILL else 64
     t = {"tm": tm, "tn": tn, "rm": rm, "rn": rn, "tk": tk, "ks": 1, "kz": 1, CL: 1}
-    if workgroup_count(geom, t) < SPLIT_BELOW:
-        t["kz"] = split_k(geom, caps, tm, tn, tk)
     return t if tiles_refusal(t, geom, caps) is None else None
 
 
