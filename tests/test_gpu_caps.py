@@ -140,8 +140,9 @@ def test_float16_on_f16_matrices_stages_vectors_in_one_buffer(x, w, attrs, want)
     gemm, t = launch.dispatches[-1], launch.tiles
     assert t["vs"] == 1 and t["bd"] == 0 and gemm.template == phase_gemm_sgmat.VECTOR_STAGED
     assert (t["cm"], t["cn"], t["va"], gemm.params["yv"]) == want
-    # A comes as vectors of x where a phase reads x's pixels in order (va), else from x repacked channels-last
-    assert t["cl"] == 1 - t["va"]
+    # A comes as vectors of x where a phase reads x's pixels in order (va); these strided or 1x1 layers gather
+    # it from NCHW x, not from a channels-last copy (base.channels_last_pays: stride 1 with 2+ taps only)
+    assert t["cl"] == 0
     types = {name: kind for name, _, kind in gemm.params["bindings"]}
     assert types["wp"] == "array<vec4<u32>>"
     assert types["xc" if t["cl"] else "x"] == ("array<vec4<u32>>" if t["va"] or t["cl"] else "array<T>")

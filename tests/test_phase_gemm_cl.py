@@ -17,25 +17,35 @@ from tests.test_gpu_caps import H200, h200_caps
 F16 = {"x": "float16", "w": "float16"}
 SOFTWARE = h200_caps(architecture="swiftshader", is_fallback=True)
 
-# bench.json's `large` dense float32 layers: (x, w, attributes, (tm, tn, kz) of the rule, yv)
-LARGE = [
-    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, (64, 128, 1), 0),  # 128 x 128 would make 128
-    ((16, 256, 16, 16), (256, 128, 4, 4), {"strides": [2, 2], "pads": [1] * 4}, (64, 128, 1), 0),
-    ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (64, 128, 1), 1),
-    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (128, 128, 1), 0),
-    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (128, 64, 1), 0),  # 32 out-channels
-    ((1, 512, 128, 128), (512, 256, 1, 1), {}, (128, 128, 1), 1),
+# bench.json's `large` stride-1 dense float32 layers: (x, w, attributes, (tm, tn, kz) of the rule, yv)
+STRIDE1 = [
+    ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (64, 128, 1), 1),  # 128 x 128 would make 64
     ((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), {"pads": [1] * 6}, (128, 64, 1), 1),
+]
+# ... and the strided or 1x1 ones, which the gathering kernel keeps (base.channels_last_pays)
+STRIDED = [
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}),
+    ((16, 256, 16, 16), (256, 128, 4, 4), {"strides": [2, 2], "pads": [1] * 4}),
+    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}),
+    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}),
+    ((1, 512, 128, 128), (512, 256, 1, 1), {}),
 ]
 
 
-@pytest.mark.parametrize("x, w, attrs, want, yv", LARGE)
-def test_float32_dense_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, attrs, want, yv):
+@pytest.mark.parametrize("x, w, attrs", STRIDED)
+def test_strided_and_1x1_float32_layers_keep_the_gathering_kernel(x, w, attrs):
+    launch = plan(infer(x, w, [w[1]], attrs), h200_caps())
+    assert launch.variant == "phase_gemm" and "cl" not in launch.tiles
+    assert [d.template for d in launch.dispatches] == [phase_gemm.TEMPLATE]
+
+
+@pytest.mark.parametrize("x, w, attrs, want, yv", STRIDE1)
+def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, attrs, want, yv):
     geom = infer(x, w, [w[1]], attrs)
     launch = plan(geom, h200_caps())
     t = launch.tiles
     assert launch.variant == "phase_gemm" and t["cl"] == 1
-    assert (t["tm"], t["tn"], t["kz"]) == want and (t["rm"], t["rn"], t["tk"], t["ks"]) == (8, 8, 8, 1)
+    assert (t["tm"], t["tn"], t["kz"]) == want and (t["rm"], t["rn"], t["tk"], t["ks"]) == (8, 8, 16, 1)
     repack, gemm, *rest = launch.dispatches
     assert repack.template == phase_gemm.X_CHANNELS_LAST and gemm.template == phase_gemm.CHANNELS_LAST
     assert not rest
@@ -48,17 +58,17 @@ def test_float32_dense_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, att
     types = {name: kind for name, _, kind in gemm.params["bindings"]}
     assert types["xc"] == "array<vec4<f32>>" and "x" not in types
     assert types["y"] == ("array<vec4<T>>" if yv else "array<T>") and gemm.params["yv"] == yv
-    # the probe's footprint: two buffers of a step of A and B, 16 KB at 128 x 128
-    assert launch.workgroup_bytes == 2 * 8 * (t["tm"] + t["tn"]) * 4
+    # two buffers of a step of A and B
+    assert launch.workgroup_bytes == 2 * 16 * (t["tm"] + t["tn"]) * 4
     assert phase_gemm.workgroup_count(geom, t) >= (phase_gemm.FILL if t["tm"] == 128 else phase_gemm.SPLIT_BELOW)
     source = render(gemm.template, gemm.params)
     assert "xc[select(0, at, ok)]" in source and "x[" not in source.replace("xc[", "")
 
 
 def test_tiles_128_tall_only_where_they_fill_the_gpu():
-    # 128 x 128 tiles: 4 phases x 32 row tiles x 4 col tiles = 512 workgroups; half the pixels, 128: 64 rows
-    big = infer((1, 512, 64, 64), (512, 512, 2, 2), None, {"strides": [2, 2]})
-    small = infer((1, 512, 32, 32), (512, 512, 2, 2), None, {"strides": [2, 2]})
+    # 128 x 128 tiles: 128 row tiles x 4 col tiles = 512 workgroups; a quarter of the pixels, 128: 64 rows
+    big = infer((1, 512, 128, 128), (512, 512, 3, 3), None, {"pads": [1] * 4})
+    small = infer((1, 512, 64, 64), (512, 512, 3, 3), None, {"pads": [1] * 4})
     assert phase_gemm.default_tiles(big, h200_caps())["tm"] == 128
     assert phase_gemm.workgroup_count(small, {"tm": 128, "tn": 128}) < phase_gemm.FILL
     assert phase_gemm.default_tiles(small, h200_caps())["tm"] == 64
@@ -81,7 +91,7 @@ def test_split_reductions_keep_the_gathering_kernel_they_were_measured_on():
     assert launch.scratch == {"parts": t["kz"] * geom.y_size * 4, "xc": 1024 * 64 * 16}
 
 
-@pytest.mark.parametrize("x, w, attrs, want, yv", LARGE[:3])
+@pytest.mark.parametrize("x, w, attrs, want, yv", STRIDE1)
 def test_software_adapters_and_float16_keep_the_gathering_kernel(x, w, attrs, want, yv):
     # no cl key at all: their plans are the ones made before cl existed
     assert "cl" not in plan(infer(x, w, None, attrs), SOFTWARE, "phase_gemm").tiles
@@ -110,7 +120,7 @@ def test_forced_cl_runs_on_software_adapters_with_their_small_tiles():
     ({"tm": 32, "tn": 32, "rm": 4, "rn": 4, "tk": 4}, "the same number of A and B vectors"),  # 64 invocations, 32 A vectors
 ])
 def test_cl_refusals_name_the_broken_invariant(change, words):
-    geom = infer((1, 64, 9, 9), (64, 32, 4, 4), None, {"strides": [2, 2]})
+    geom = infer((1, 64, 9, 9), (64, 32, 3, 3), None, {"pads": [1] * 4})
     t = phase_gemm.default_tiles(geom, h200_caps())
     assert t["cl"] == 1
     assert words in phase_gemm.tiles_refusal(t | change, geom, h200_caps())
@@ -118,9 +128,9 @@ def test_cl_refusals_name_the_broken_invariant(change, words):
 
 
 def test_cl_refuses_float16_and_copies_of_x_past_the_device():
-    geom = infer((1, 64, 9, 9), (64, 32, 4, 4), None, {"strides": [2, 2]})
+    geom = infer((1, 64, 9, 9), (64, 32, 3, 3), None, {"pads": [1] * 4})
     t = phase_gemm.default_tiles(geom, h200_caps())
-    f16 = infer((1, 64, 9, 9), (64, 32, 4, 4), None, {"strides": [2, 2]}, F16)
+    f16 = infer((1, 64, 9, 9), (64, 32, 3, 3), None, {"pads": [1] * 4}, F16)
     assert "float32 only" in phase_gemm.tiles_refusal(t, f16, h200_caps())
     small = h200_caps(limits=H200["limits"] | {"maxStorageBufferBindingSize": 64 * 81 * 4 - 16})
     assert "storage buffer limit" in phase_gemm.tiles_refusal(t, geom, small)

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant,
-                   axis_uniforms, max_phase_taps, phase_rows, workgroup_memory_refusal)
+                   axis_uniforms, channels_last_pays, max_phase_taps, phase_rows, workgroup_memory_refusal)
 from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
@@ -77,13 +77,13 @@ SPLIT_K_MIN_STEPS = 8
 # A phase of one 64-row tile (DCGAN x[1,256,8,8] k4 s2) ran 0.042 ms split across workgroups on the H200 against
 # 0.028 with the in-workgroup split: split-K needs a few row tiles per phase.
 SPLIT_K_MIN_ROWS = 4 * _GPU_DEEP[0]
-# cl's tiles follow docs/ceiling.md's f32 sweep, not a sweep of this kernel (none yet): 8 x 8 outputs per
-# invocation in 4-row runs by vec4 columns and a reduction step of 8 (a step of 16 ran at 31 TFLOP/s against
-# 40, smaller tiles at 30-35); 128 x 128 where that makes FILL workgroups, else 64 rows; 64 columns up to 64
-# out-channels, as above. It takes every GEMM that the rules above leave unsplit, i.e. whose whole tiles keep
-# the GPU busy: the splits (in the workgroup for a DCGAN head's few rows, across workgroups for small deep
-# GEMMs) were measured on the gathering kernel and keep it; cl splits across workgroups where forced or tuned.
-_CL_BLOCK = (8, 8, 8)  # rm, rn, tk
+# cl (x channels-last) where base.channels_last_pays and the rules above leave the GEMM unsplit (whole tiles
+# keep the GPU busy; the splits were measured on the gathering kernel and keep it; cl splits across
+# workgroups where forced or tuned): 8 x 8 outputs per invocation in 4-row runs by vec4 columns, 128 x 128
+# where that makes FILL workgroups, else 64 rows; 64 columns up to 64 out-channels, as above; a reduction step
+# of 16. H200, float32, session 8 (docs/h200/session8/sweep-phase_gemm-float32-cl.json): step 16 against 8,
+# stride1_3d_64_3x3x3 0.295 ms against 0.377 (128 rows), stride1_256_3x3 0.261 against 0.322 (64 rows).
+_CL_BLOCK = (8, 8, 16)  # rm, rn, tk
 
 
 def _ceil(a: int, b: int) -> int:
@@ -111,7 +111,8 @@ def default_tiles(geom, caps) -> dict:
     if caps.is_software:  # kz 1: SwiftShader has no idle multiprocessors to fill, only a second pass to pay
         return dict(zip(PARAMS, _CPU_SHAPE))
     t = _gathering_defaults(geom, caps)
-    if t["ks"] == 1 and t["kz"] == 1 and (cl := _channels_last_defaults(geom, caps)) is not None:
+    if (t["ks"] == 1 and t["kz"] == 1 and channels_last_pays(geom)
+            and (cl := _channels_last_defaults(geom, caps)) is not None):
         return cl
     return t
 

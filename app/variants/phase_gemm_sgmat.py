@@ -13,7 +13,8 @@ from dataclasses import replace
 
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, max_phase_taps
+from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, channels_last_pays,
+                   max_phase_taps)
 from .gemm import MAX_INDEX
 from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, gemm_plan, parts_refusal, split_k,
                          workgroup_count)
@@ -206,7 +207,7 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
     def shape(cm: int, cn: int) -> tuple[dict | None, int]:
         t = dict(zip(PARAMS, (*VS_SUBGROUPS, cm, cn, VS_K_BLOCKS, 1, 0, 1, 1, 0)))
         t["va"] = int(_vector_a_refusal(t, geom, caps, config) is None)
-        t["cl"] = 1 - t["va"]
+        t["cl"] = int(not t["va"] and channels_last_pays(geom))
         if _vector_staged_refusal(t, geom, caps, config) or tiles_refusal(t, geom, caps):
             return None, 0
         tm, tn, _ = _tile(t, config)
