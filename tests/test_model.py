@@ -181,8 +181,10 @@ def _check_decoder_output(out, against: bool):
         assert "ort: not comparable (onnxruntime-web refuses it" in line["cube3d"], line["cube3d"]
         for name in ("up0", "up2", "line1d", "chain"):
             assert "e2e ours" in line[name] and "ort-" in line[name], line[name]
+            # y into an array each side reuses (a FAIL line if its y were not e2e's)
+            assert "| e2e-into ours " in line[name], line[name]
     else:
-        assert "ours e2e" in line["up0"]
+        assert "ours e2e" in line["up0"] and "e2e-into" in line["up0"]
 
 
 @pytest.mark.browser

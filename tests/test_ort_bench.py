@@ -118,6 +118,38 @@ def test_ours_beside_both_ort_builds_in_alternating_runs(page):
     # the case's twin (same signature, other weights) called in turn with it on the one kernel: after the
     # warm-up round, neither layer's constant weights are written again
     assert r["ours"]["in_turn_e2e_ms"] > 0 and r["ours"]["weight_bytes_written_in_rounds"] == 0
+    # y into an array each side reuses: the same y, bit for bit, as the e2e run's new array
+    for side in (r["ours"], r["ort"]["webgpu"], r["ort"]["jsep"]):
+        assert side["e2e_into_ms"] > 0 and side["into_same_as_e2e"] is True, side
+
+
+PREALLOCATED_CPU_OUTPUT = """async ({benchCase, ep}) => {
+    const { caseInputs, loadOrt } = await import("/web/views/ort-bench.mjs");
+    const { convTransposeModel } = await import("/web/views/onnx-convtranspose.mjs");
+    const ort = await loadOrt(ep);
+    const data = await caseInputs(benchCase);
+    const model = convTransposeModel({ x: benchCase.x, w: benchCase.w, bias: true, attributes: benchCase.attributes,
+                                       w_data: data.w, b_data: data.b });
+    const session = await ort.InferenceSession.create(model, { executionProviders: ["webgpu"],
+      extra: { session: { disable_cpu_ep_fallback: "1" } } });
+    const x = new ort.Tensor("float32", data.x, benchCase.x);
+    const plain = (await session.run({ x })).y;
+    const mine = new ort.Tensor("float32", new Float32Array(plain.data.length).fill(7), plain.dims);
+    const back = (await session.run({ x }, { y: mine })).y;
+    await session.release();
+    return { same: back === mine, sevens: Array.from(mine.data).every((v) => v === 7),
+             computed: Array.from(plain.data).some((v) => v !== 7) };
+}"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("ep", ["webgpu", "jsep"])
+def test_ort_hands_a_preallocated_cpu_output_back_without_y(page, ep):
+    """What docs/models.md says of e2e-into on ORT's side: a CPU tensor in run's fetches comes back as it went
+    in (ORT runs into a copy in wasm memory), so the app reads y back from a GPU buffer it preallocated
+    instead. Fails when an onnxruntime-web release fills the caller's array: then e2e-into should use it."""
+    r = page.evaluate(PREALLOCATED_CPU_OUTPUT, {"benchCase": CASE_2D, "ep": ep})
+    assert r == {"same": True, "sevens": True, "computed": True}, r
 
 
 @pytest.mark.browser

@@ -41,9 +41,17 @@ export class Executor {
     this.pipelineCacheSize = PIPELINE_CACHE_SIZE;
     this.launches = new Map();
     this.launchCacheSize = LAUNCH_CACHE_SIZE;
+    // the most recently used launch and its signature: a repeat of the last call's signature finds it by
+    // comparing strings, without the Map's hashing and the move to the LRU's end (it is there already)
+    this.recent = null;
+    this.recentSignature = null;
     this.spareOutputs = new Map();  // buffer size -> disposed output buffers
-    this.ours = new WeakSet();  // buffers this executor created (y buffers it handed out included)
-    this.checked = new WeakSet();  // caller buffers already proven to belong to this device
+    // GPUBuffer -> its size, for buffers that a call may bind as an input without asking WebGPU again: ours
+    // with STORAGE usage (y buffers handed out included) and callers' proven STORAGE and bindable on this
+    // device. Size and usage never change; reading them is a call into the WebGPU implementation each time
+    // (Dawn's Node binding: a native getter), a repeat call's costliest checks.
+    this.bindable = new WeakMap();
+    this.queue = device.queue;
     this.live = 0;  // bytes of buffers this executor holds (launch state); y handed to callers not counted
     this.largest = 0;  // largest buffer created since the counter was last reset (split tests)
     this.executions = 0;  // launches submitted (tests prove refusals happen before GPU work)
@@ -59,16 +67,17 @@ export class Executor {
   }
 
   buffer(size, usage, { counted = true, label } = {}) {
-    const buf = this.device.createBuffer({ size: padded(size), usage, label });
-    this.ours.add(buf);
-    if (counted) this.live += buf.size;
-    this.largest = Math.max(this.largest, buf.size);
+    const bytes = padded(size);
+    const buf = this.device.createBuffer({ size: bytes, usage, label });
+    if (usage & USAGE.STORAGE) this.bindable.set(buf, bytes);
+    if (counted) this.live += bytes;
+    this.largest = Math.max(this.largest, bytes);
     return buf;
   }
 
   /** A call's CPU data for input `name` into a GPU buffer, counted. */
   write(buffer, data, name) {
-    writeTyped(this.device, buffer, data);
+    writeTyped(this.queue, buffer, data);
     this.bytesWritten += data.byteLength;
     if (name !== "x") this.weightBytesWritten += data.byteLength;
   }
@@ -85,15 +94,16 @@ export class Executor {
   /** A typed array copied into a new GPU buffer that the caller owns (STORAGE | COPY_SRC | COPY_DST). */
   upload(data) {
     const buf = this.buffer(data.byteLength, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "upload" });
-    writeTyped(this.device, buf, data);
+    writeTyped(this.queue, buf, data);
     return buf;
   }
 
   /** A buffer for y kept on the GPU: a disposed one of the same size when there is one (allocating GPU
    * memory per call costs more than the call), else a new one. The caller owns it. */
   outputBuffer(size) {
-    const spare = this.spareOutputs.get(padded(size))?.pop();
-    if (spare) { this.live -= spare.size; return spare; }
+    const bytes = padded(size);
+    const spare = this.spareOutputs.get(bytes)?.pop();
+    if (spare) { this.live -= bytes; return spare; }
     return this.allocate(size, USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, { counted: false, label: "y" });
   }
 
@@ -108,14 +118,14 @@ export class Executor {
     return buf;
   }
 
-  /** y.dispose(): the caller is done with an output buffer; kept for the next output of its size. */
-  recycle(buf) {
-    const pool = this.spareOutputs.get(buf.size) ?? [];
-    this.spareOutputs.set(buf.size, pool);
+  /** y.dispose(): the caller is done with an output buffer of `bytes` (its size); kept for the next output of its size. */
+  recycle(buf, bytes) {
+    let pool = this.spareOutputs.get(bytes);
+    if (!pool) this.spareOutputs.set(bytes, pool = []);
     if (pool.includes(buf)) return;
     if (pool.length >= SPARE_OUTPUTS) { buf.destroy(); return; }
     pool.push(buf);
-    this.live += buf.size;
+    this.live += bytes;
   }
 
   release(buf) {
@@ -154,8 +164,14 @@ export class Executor {
   }
 
   cached(signature) {
+    if (signature === this.recentSignature) return this.recent;
     const launch = this.launches.get(signature);
-    if (launch) { this.launches.delete(signature); this.launches.set(signature, launch); }
+    if (launch) {
+      this.launches.delete(signature);
+      this.launches.set(signature, launch);
+      this.recent = launch;
+      this.recentSignature = signature;
+    }
     return launch;
   }
 
@@ -164,10 +180,14 @@ export class Executor {
     const launch = new Launch(this, spec);
     if (signature !== null) {
       this.launches.get(signature)?.destroy();
+      this.launches.delete(signature);  // a replaced launch goes to the LRU's end too (Map.set keeps the place)
       this.launches.set(signature, launch);
+      this.recent = launch;
+      this.recentSignature = signature;
       while (this.launches.size > this.launchCacheSize) {
         const [oldest, evicted] = this.launches.entries().next().value;
         this.launches.delete(oldest);
+        if (evicted === this.recent) this.recent = this.recentSignature = null;
         evicted.destroy();
       }
     }
@@ -191,6 +211,7 @@ export class Executor {
     this.spareOutputs.clear();
     for (const launch of this.launches.values()) launch.destroy();
     this.launches.clear();
+    this.recent = this.recentSignature = null;
     this.pipelines.clear();
     for (const cache of this.caches.values()) cache.clear();
   }
@@ -223,6 +244,8 @@ class Launch {
     this.finiteOnly = spec.finite_only;
     this.bytes = 0;
     this.inputs = Object.entries(spec.inputs);  // [name, bytes] of the inputs the passes bind
+    this.inputNames = this.inputs.map(([name]) => name);
+    this.inputBytes = this.inputs.map(([, bytes]) => bytes);
     this.buffers = {};  // launch-owned buffers by name: scratch, prepared (weights not cached), staging, y
     this.readbacks = [];
     this.stampReads = [];
@@ -240,7 +263,9 @@ class Launch {
     this.passes = spec.passes.map(pass);
     this.all = [...this.prepare, ...this.passes];
     this.stampCount = 2 * this.all.length;
-    this.passDescriptor = { label: this.variant };
+    // no label on the untimed pass: converting and attaching it was a tenth of beginComputePass's cost in
+    // Dawn for Node; a failing call's error names the variant itself
+    this.passDescriptor = undefined;
     // The weight passes' outputs depend on w and on this key alone (their pipelines, uniforms, grids and
     // buffer sizes): a weight cache keeps the layouts of one w per key, whichever launch prepared them.
     const reads = new Set(this.prepare.flatMap((p) => p.bindings).filter((n) => !(n in spec.prepared)));
@@ -298,9 +323,12 @@ class Launch {
   checkInputs(tensors) {
     const exec = this.executor;
     let unchecked = null;
-    for (const [name, nbytes] of this.inputs) {
+    for (let i = 0; i < this.inputNames.length; i++) {
+      const name = this.inputNames[i], nbytes = this.inputBytes[i];
       const buf = tensors[name].buffer;
       if (!buf) continue;
+      const known = exec.bindable.get(buf);
+      if (known >= nbytes) continue;
       if (buf.size < nbytes) {
         throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer holds ${buf.size} bytes but shape ` +
           `${JSON.stringify(tensors[name].shape)} (${this.spec.dtype}) needs ${nbytes}`, name);
@@ -309,7 +337,7 @@ class Launch {
         throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer lacks GPUBufferUsage.STORAGE ` +
           `(usage ${buf.usage}); create it with STORAGE to bind it`, name);
       }
-      if (!exec.ours.has(buf) && !exec.checked.has(buf)) (unchecked ??= []).push([name, buf]);
+      if (known === undefined) (unchecked ??= []).push([name, buf]);
     }
     return unchecked && this.checkDevice(unchecked);
   }
@@ -371,7 +399,7 @@ class Launch {
         throw kernelError("ConvTransposeError", `input '${name}': its GPUBuffer cannot be bound on this kernel's ` +
           `GPUDevice (is it from another device, or destroyed?): ${String(error.message).split("\n")[0]}`, name);
       }
-      this.executor.checked.add(buf);
+      this.executor.bindable.set(buf, buf.size);
     }
   }
 
@@ -492,14 +520,14 @@ class Launch {
     }
     let verdict;
     if (scoped) {
-      device.queue.submit([encoder.finish()]);
+      exec.queue.submit([encoder.finish()]);
       verdict = Promise.all([device.popErrorScope(), device.popErrorScope()]);  // popped at once: calls interleave
     } else if (fresh) {
       device.pushErrorScope("validation");
-      device.queue.submit([encoder.finish()]);
+      exec.queue.submit([encoder.finish()]);
       device.popErrorScope().then(exec.deferVerdict(this.variant, fresh), ignore);
     } else {
-      device.queue.submit([encoder.finish()]);
+      exec.queue.submit([encoder.finish()]);
     }
     if (profile) profile.submit = now();
     if (prepare) {
@@ -549,7 +577,7 @@ class Launch {
     }
     if (profile) profile.done = now();
     const result = output === "gpu"
-      ? { buffer: y, shape: spec.y_shape, dtype: spec.dtype, dispose: () => exec.recycle(y) }
+      ? { buffer: y, shape: spec.y_shape, dtype: spec.dtype, dispose: () => exec.recycle(y, padded(spec.y_bytes)) }
       : { data, shape: spec.y_shape, dtype: spec.dtype };
     return { y: result, meta };
   }
@@ -656,12 +684,12 @@ const ignore = () => {};
 
 /** queue.writeBuffer straight from the caller's typed array (a byte length not a multiple of 4, as an odd
  * count of float16 values has, goes through a padded copy: writeBuffer needs whole 4-byte words). */
-function writeTyped(device, buffer, data) {
+function writeTyped(queue, buffer, data) {
   if (data.byteLength % 4 === 0) {
-    device.queue.writeBuffer(buffer, 0, data.buffer, data.byteOffset, data.byteLength);
+    queue.writeBuffer(buffer, 0, data.buffer, data.byteOffset, data.byteLength);
   } else {
     const copy = new Uint8Array(padded(data.byteLength));
     copy.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
-    device.queue.writeBuffer(buffer, 0, copy);
+    queue.writeBuffer(buffer, 0, copy);
   }
 }

@@ -137,7 +137,7 @@ export async function getKernel(id, { version = 1, revision = null, limits = nul
     if (slow) return intoArray(await slowPath(inputs, output), into);
     const variant = inputs.variant ?? null;
     // the signature, built by hand (a repeat call's cost is mostly here and in the executor)
-    let key = `${serial}|${planning}|${JSON.stringify(variant)}`;
+    let key = `${serial}|${planning}|${variant === null ? "null" : JSON.stringify(variant)}`;
     for (const name of INPUTS) {
       const t = tensors[name];
       key += t ? `|${t.dtype}[${t.shape}]` : "|";

@@ -5,6 +5,21 @@ import { TYPED_ARRAYS } from "./typed-arrays.mjs";
 
 export const INPUTS = ["x", "w", "b"];
 const DEFAULT_DTYPE = "float32";  // as app/tensors.py: data given without a dtype
+// objects already seen to be GPUBuffers (their size a number): reading `size` is a call into the WebGPU
+// implementation (a native getter in Dawn's Node binding), made once per buffer instead of once per call
+const gpuBuffers = new WeakSet();
+
+/** The element count of a shape, or -1 when it is not a list of non-negative integers. */
+function elements(shape) {
+  if (!Array.isArray(shape)) return -1;
+  let count = 1;
+  for (let i = 0; i < shape.length; i++) {
+    const d = shape[i];
+    if (!Number.isInteger(d) || d < 0) return -1;
+    count *= d;
+  }
+  return count;
+}
 
 /** The dtypes manifest.json allows for the inputs (their type constraints), sorted as Python lists them. */
 export function inputDtypes(manifest) {
@@ -25,14 +40,18 @@ export function tensor(name, t, dtypes) {
     throw kernelError("ConvTransposeError", `input '${name}': dtype ${JSON.stringify(dtype)} is not supported; allowed: ${allowed}`, name);
   }
   const shape = t.shape;
-  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
+  const count = elements(shape);
+  if (count < 0) {
     throw kernelError("ConvTransposeError", `input '${name}': shape must be a list of non-negative integers, got ${JSON.stringify(shape)}`, name);
   }
-  const count = shape.reduce((a, d) => a * d, 1);
-  if (t.buffer !== undefined) {
+  const buffer = t.buffer;
+  if (buffer !== undefined) {
     if (t.data !== undefined) throw kernelError("ConvTransposeError", `input '${name}': give data or buffer, not both`, name);
-    if (typeof t.buffer?.size !== "number") throw kernelError("ConvTransposeError", `input '${name}': buffer must be a GPUBuffer`, name);
-    return { buffer: t.buffer, shape, dtype, finite: t.finite };  // the caller's word: finite.mjs reads it
+    if (!gpuBuffers.has(buffer)) {
+      if (typeof buffer?.size !== "number") throw kernelError("ConvTransposeError", `input '${name}': buffer must be a GPUBuffer`, name);
+      gpuBuffers.add(buffer);
+    }
+    return { buffer, shape, dtype, finite: t.finite };  // the caller's word: finite.mjs reads it
   }
   let data = t.data;
   if (data instanceof TYPED_ARRAYS[dtype]) {
