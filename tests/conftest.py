@@ -31,9 +31,9 @@ os.environ.setdefault(NODE_FLAGS_ENV, "--liftoff-only")
 SAME_WORKER = {"tests/test_server.py": "the checkout", "tests/test_wheel.py": "the checkout",
                "tests/test_pack.py": "the checkout"}
 SLOWEST_FIRST = [
-    "tests/test_wgsl_compilers.py", "tests/test_ort_bench.py", "tests/test_browser_variants.py",
+    "tests/test_wgsl_compilers.py", "tests/test_tuning_candidates.py", "tests/test_browser_variants.py",
     "tests/test_firefox.py", "tests/test_node_host.py", "tests/test_model.py", "tests/test_browser_reliability.py",
-    "tests/test_browser_cases.py", "tests/test_wheel.py", "tests/test_server.py", "tests/test_pack.py",
+    "tests/test_browser_cases.py", "tests/test_ort_bench.py", "tests/test_wheel.py", "tests/test_server.py", "tests/test_pack.py",
     "tests/test_npm_package.py", "tests/test_export.py", "tests/test_fuzz.py",
 ]
 

@@ -1,7 +1,7 @@
 """onnxruntime-web beside our kernel: the ONNX bytes web/views/onnx-convtranspose.mjs builds, the /ort/ route, one
 small comparison end to end in the page (both ORT builds, data from the app's own Python, y checked against
-the float64 reference), ORT's 3D refusal coming back as an error, and the tuning grid's candidates checked
-against the reference in the page."""
+the float64 reference) and ORT's 3D refusal coming back as an error
+(the tuning grid's candidates against the reference: tests/test_tuning_candidates.py)."""
 import base64
 import json
 import subprocess
@@ -16,8 +16,6 @@ from app import bench
 from app.host.server import ORT_DIST, ROOT
 from app.kernel import validate
 from app.reference import conv_transpose_reference
-from app.variants import VARIANTS
-from tests.browser_session import run_python
 
 FILL = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 0}
 CASE_2D = {"name": "tiny_k3s2p1_bias", "tier": "test", "x": [1, 4, 5, 5], "w": [4, 3, 3, 3], "bias": True,
@@ -166,46 +164,3 @@ def test_ort_refusing_3d_is_an_error_result_not_a_crash(page, ep):
     assert r["source"] == "none" and "y" not in r
     assert "conv" in r["error"].lower(), r["error"]
 
-
-TUNE_SMALL = """
-import json
-from app import get_kernel, tuner
-kernel = await get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
-fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 3}
-cases = [
-    {"name": "phase_gemm", "tier": "t", "x": [2, 12, 3, 3], "w": [12, 10, 3, 3], "bias": True,
-     "attributes": {"strides": [2, 2], "pads": [1, 1, 0, 0]}, "fill": fill},
-    {"name": "stride1", "tier": "t", "x": [1, 10, 5, 4], "w": [10, 12, 3, 2], "bias": True,
-     "attributes": {"pads": [1, 0, 0, 1]}, "fill": fill, "variant": "stride1_implicit_gemm"},
-    {"name": "one_by_one", "tier": "t", "x": [1, 20, 5, 5], "w": [20, 18, 1, 1], "bias": False,
-     "attributes": {}, "fill": fill},
-    {"name": "phase1d", "tier": "t", "x": [2, 10, 37], "w": [10, 6, 5], "bias": True,
-     "attributes": {"strides": [3], "pads": [1, 2], "output_padding": [1]}, "fill": fill},
-    {"name": "grouped1d", "tier": "t", "x": [2, 6, 19], "w": [6, 2, 3], "bias": True,
-     "attributes": {"group": 3, "strides": [2], "pads": [1, 1], "output_padding": [1]}, "fill": fill},
-    {"name": "depthwise2d", "tier": "t", "x": [1, 8, 5, 7], "w": [8, 1, 4, 4], "bias": False,
-     "attributes": {"group": 8, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "fill": fill},
-    {"name": "grouped3d", "tier": "t", "x": [1, 4, 3, 4, 5], "w": [4, 3, 3, 3, 3], "bias": True,
-     "attributes": {"group": 2, "strides": [2, 3, 2], "pads": [1, 0, 1, 1, 0, 1]}, "fill": fill},
-    {"name": "phase_gemm3d", "tier": "t", "x": [1, 9, 3, 4, 3], "w": [9, 10, 3, 2, 3], "bias": True,
-     "attributes": {"strides": [2, 1, 3], "pads": [1, 0, 0, 0, 1, 2]}, "fill": fill, "variant": "phase_gemm"},
-]
-table = await tuner.tune(kernel, cases, runs=1)
-json.dumps(table)
-"""
-
-
-@pytest.mark.browser
-def test_every_tuning_candidate_matches_the_reference_in_the_browser(page):
-    """A tuned choice must never change results beyond tolerance: the tuner checks each candidate of each
-    grid against the float64 reference (odd sizes, so tile edges and tails are hit) and rejects failures;
-    here none may fail, and every grid was explored."""
-    table = json.loads(run_python(page, TUNE_SMALL))
-    assert table["rejected"] == []
-    measured = {m["variant"]: len(m["medians"]) for m in table["measured"]}
-    grids = json.loads((ROOT / "bench.json").read_text())["tuning"]["grids"]
-    features = set(page.evaluate("async () => (await window.getKernel('webgpu-kernels/ai.onnx.ConvTranspose')).device().features"))
-    # Grids of variants this device cannot run (subgroup matrices on SwiftShader) are explored on the GPU machine.
-    runnable = {name for name in grids if set(VARIANTS[name].features) <= features}
-    assert set(measured) == runnable
-    assert all(n >= 8 for n in measured.values()), measured
