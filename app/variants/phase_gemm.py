@@ -111,7 +111,9 @@ def default_tiles(geom, caps) -> dict:
     if caps.is_software:  # kz 1: SwiftShader has no idle multiprocessors to fill, only a second pass to pay
         return dict(zip(PARAMS, _CPU_SHAPE))
     t = _gathering_defaults(geom, caps)
-    if (t["ks"] == 1 and t["kz"] == 1 and channels_last_pays(geom)
+    # cl replaces the gathering kernel's tiles only where those run: where they do not fit the device (default
+    # limits' 16 KiB of workgroup memory), another variant was measured to take the request, not cl.
+    if (t["ks"] == 1 and t["kz"] == 1 and channels_last_pays(geom) and tiles_refusal(t, geom, caps) is None
             and (cl := _channels_last_defaults(geom, caps)) is not None):
         return cl
     return t
