@@ -331,3 +331,51 @@ def test_into_reads_y_into_the_callers_array_and_a_wrong_one_is_refused(page):
                            (out["gpu"], 'output "cpu"')):
         assert refusal["name"] == "ConvTransposeError" and refusal["field"] == "into" and words in refusal["message"], refusal
     assert out["untouched"] == [7, 7, 7, 7]
+
+
+def test_a_resident_repeat_asks_webgpu_nothing_about_its_buffers_and_alternates_signatures(page):
+    """A GPUBuffer's size and usage are read once (they never change): a resident repeat call reads neither
+    (Dawn for Node answers each read with a native call); two signatures called in turn keep their launches."""
+    out = js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const device = kernel.gpuDevice();
+        const a = {x: kernel.upload({data: rand(200, 21), shape: [1, 8, 5, 5]}), w: kernel.upload({data: rand(288, 22), shape: [8, 4, 3, 3]}),
+                   strides: [2, 2], pads: [1, 1, 1, 1]};
+        const b = {x: kernel.upload({data: rand(128, 23), shape: [1, 8, 4, 4]}), w: kernel.upload({data: rand(128, 24), shape: [8, 4, 2, 2]}),
+                   b: kernel.upload({data: rand(4, 25), shape: [4]}), strides: [2, 2]};
+        const proto = Object.getPrototypeOf(a.x.buffer);
+        const size = Object.getOwnPropertyDescriptor(proto, "size"), usage = Object.getOwnPropertyDescriptor(proto, "usage");
+        let reads = 0;
+        const counted = (d) => ({...d, get() { reads += 1; return d.get.call(this); }});
+        const call = async (req) => {
+          const { y } = await kernel(req, {output: "gpu"});
+          await device.queue.onSubmittedWorkDone();
+          y.dispose();
+        };
+        for (let i = 0; i < 3; i++) { await call(a); await call(b); }  // first calls, then y from the pool
+        const executions = kernel.memory().executions;  // (memory() reads the pooled buffers' sizes)
+        Object.defineProperty(proto, "size", counted(size));
+        Object.defineProperty(proto, "usage", counted(usage));
+        try {
+          for (let i = 0; i < 4; i++) { await call(a); await call(b); }
+        } finally {
+          Object.defineProperty(proto, "size", size);
+          Object.defineProperty(proto, "usage", usage);
+        }
+        const ran = kernel.memory().executions - executions;
+        const ys = [await kernel(a), await kernel(b)].map((r) => Array.from(r.y.data));
+        // a buffer known to this kernel is still measured against each signature's need
+        const tooSmall = await err(() => kernel({...a, x: {buffer: b.x.buffer, shape: a.x.shape}}, {output: "gpu"}));
+        for (const t of [a.x, a.w, b.x, b.w, b.b]) t.buffer.destroy();
+        const data = [[200, 21], [288, 22], [128, 23], [128, 24], [4, 25]].map(([n, seed]) => Array.from(rand(n, seed)));
+        return {reads, ran, ys, tooSmall, data};
+    """)
+    assert out["reads"] == 0 and out["ran"] == 8, out
+    assert out["tooSmall"]["name"] == "ConvTransposeError" and out["tooSmall"]["field"] == "x", out["tooSmall"]
+    assert "holds 512 bytes" in out["tooSmall"]["message"], out["tooSmall"]
+    xa, wa, xb, wb, bb = (np.array(d, np.float32) for d in out["data"])
+    want_a = reference(xa.reshape(1, 8, 5, 5), wa.reshape(8, 4, 3, 3), strides=[2, 2], pads=[1, 1, 1, 1])
+    want_b = reference(xb.reshape(1, 8, 4, 4), wb.reshape(8, 4, 2, 2), bb, strides=[2, 2])
+    np.testing.assert_allclose(np.array(out["ys"][0]).reshape(want_a.shape), want_a, atol=1e-5, rtol=1e-4)
+    np.testing.assert_allclose(np.array(out["ys"][1]).reshape(want_b.shape), want_b, atol=1e-5, rtol=1e-4)
+

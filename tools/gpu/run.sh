@@ -76,7 +76,13 @@ for stage in $STAGES; do
     ort) python3 -m app bench --tier full --host node --against ort --runs "${RUNS:-20}" --warmup 3 \
            --out "$OUT/ort-full.json" | tee "$OUT/ort-full.txt" || status=1 ;;
     breakdown) python3 -m app bench --tier full --host node --breakdown --runs "${RUNS:-20}" \
-                 --out "$OUT/breakdown.json" | tee "$OUT/breakdown.txt" || status=1 ;;
+                 --out "$OUT/breakdown.json" | tee "$OUT/breakdown.txt" || status=1
+               # the resident repeat call alone, 300 calls a case (the breakdown's medians are of RUNS calls);
+               # the probe boots from build/ itself: the bundle there, as for the chain stage
+               python3 -c "from app.host.assets import BUILD; from app.host.server import bundle_bytes; \
+(BUILD / 'bundle.zip').write_bytes(bundle_bytes())"
+               "$NODE" tools/gpu/host_probe.mjs "$PWD" "$PWD/build" full "${PROBE_CALLS:-300}" 2>/dev/null \
+                 | grep '^{' | tee "$OUT/host-probe.jsonl" || status=1 ;;
     chain) python3 tools/gpu/decoder_model.py /tmp/gpu/decoder.onnx
            python3 -m app model /tmp/gpu/decoder.onnx --host node --against ort --chain --runs "${RUNS:-20}" \
              | tee "$OUT/model-chain.txt" || status=1
