@@ -37,6 +37,12 @@ def shaders(matrix):
     return wgsl_check.shaders_as_data(matrix)
 
 
+@pytest.fixture(scope="module")
+def backend_plan(shaders):
+    """What SwiftShader compiles, and the stand-in of each shader it skips: made once (10 s of squashing)."""
+    return wgsl_check.backend_plan(shaders)
+
+
 def test_every_template_and_structural_choice_is_rendered(matrix):
     """Every template, every variant in every (dtype, bias, rank) it covers, every tuning-grid value, and
     subgroup-matrix shaders for several configurations."""
@@ -49,12 +55,14 @@ def test_every_template_and_structural_choice_is_rendered(matrix):
 
 
 @pytest.mark.parametrize("compiler", wgsl_check.COMPILERS)
-def test_compiler_accepts_every_shader_without_warnings(matrix, shaders, compiler):
-    outcomes = wgsl_check.run(compiler, wgsl_check.for_compiler(compiler, shaders))
+def test_compiler_accepts_every_shader_without_warnings(matrix, shaders, backend_plan, compiler):
+    # for_compiler's choice, with the SwiftShader plan the skip test below checks
+    to_compile = backend_plan[0] if compiler == "tint/swiftshader" else wgsl_check.for_compiler(compiler, shaders)
+    outcomes = wgsl_check.run(compiler, to_compile)
     by_id = list(matrix.shaders.values())
     bad = [wgsl_check.describe(by_id[o.id], o) for o in outcomes if o.error or o.warnings]
     assert not bad, f"{len(bad)} shader(s) fail {compiler}:\n\n" + "\n\n".join(bad[:5])
-    expected = wgsl_check.for_compiler(compiler, shaders)
+    expected = to_compile
     if compiler == "naga":  # naga parses neither `enable subgroups;` nor subgroup matrices (below)
         expected = [s for s in expected if SGMAT not in s["features"]]
     if compiler == "tint/swiftshader":  # SwiftShader has no shader-f16 and no subgroup matrices
@@ -62,45 +70,56 @@ def test_compiler_accepts_every_shader_without_warnings(matrix, shaders, compile
     assert len(outcomes) == len(expected) > 0
 
 
-def _differs_for_a_back_end(code: str, stand_in: str, stand_in_roles) -> str | None:
-    """Where `code` differs from the shader compiled for it in a way the structure rules do not allow, read
-    token by token (structure.roles: the rules' second reading, not the regular expressions that grouped them)."""
-    toks, roles = structure.tokens(code), structure.roles(structure.tokens(code))
-    other, other_roles = stand_in_roles
-    if len(toks) != len(other):
-        return f"{len(toks)} tokens against {len(other)}"
-    for i, ((kind, text), (other_kind, other_text)) in enumerate(zip(toks, other)):
-        if text == other_text:
-            continue
-        role, other_role = roles[i], other_roles[i]
-        context = " ".join(t for _, t in toks[max(0, i - 6):i + 2])
-        if kind != "number" or other_kind != "number" or role is None or role != other_role:
-            return f"token {i} ({context!r}): {text!r} ({role}) against {other_text!r} ({other_role})"
-        if role == structure.BOUNDED and structure.value(text) > structure.value(other_text):
-            return f"token {i} ({context!r}): workgroup size or memory {text} above the compiled shader's {other_text}"
+def _read(code: str, numbered: dict) -> tuple[list[int], tuple]:
+    """structure.statements, each statement as its number in `numbered` (squashing compares ints)."""
+    units, bounded = structure.statements(code)
+    return [numbered.setdefault(u, len(numbered)) for u in units], bounded
+
+
+def _differs_for_a_back_end(code: str, stand_in, numbered: dict) -> str | None:
+    """Where `code` is not covered by the shader compiled for it (`stand_in`: its `_read`), read token by token
+    (structure.statements: the rules' second reading, not the regular expressions that grouped them): once
+    unrolled runs are squashed, the statements must be equal; then each run may be no longer than the
+    stand-in's (a subsequence of its statements) and each workgroup size or workgroup array count no larger."""
+    units, bounded = _read(code, numbered)
+    other, other_bounded = stand_in
+    squashed, other_squashed = structure.squash(units), structure.squash(other)
+    if squashed != other_squashed:
+        text = {n: u for u, n in numbered.items()}
+        i = next((i for i, (a, b) in enumerate(zip(squashed, other_squashed)) if a != b),
+                 min(len(squashed), len(other_squashed)))
+        mine = text[squashed[i]] if i < len(squashed) else "(the end)"
+        theirs = text[other_squashed[i]] if i < len(other_squashed) else "(the end)"
+        return f"squashed statement {i}: {mine!r} against {theirs!r}"
+    if len(bounded) != len(other_bounded):
+        return f"{len(bounded)} workgroup sizes and counts against {len(other_bounded)}"
+    for v, o in zip(bounded, other_bounded):
+        if v > o:
+            return f"workgroup size or memory {v:g} above the compiled shader's {o:g}"
+    if not structure.subsequence(units, other):
+        return "an unrolled run longer than the compiled shader's"
     return None
 
 
-def test_every_shader_swiftshader_skips_differs_from_its_stand_in_only_where_the_rules_allow(shaders):
-    """SwiftShader compiles one shader of each back-end structure (and more where workgroup sizes or memory
-    are not dominated): every other shader a software adapter runs has a compiled stand-in of its structure
-    with the same tokens, but for workgroup sizes and workgroup array counts no larger than the stand-in's
-    (so the limits its pipeline is validated against hold) and expression constants of the same kind. A
-    template change that makes such shaders differ anywhere else fails here, not silently in the narrower
-    back-end pass."""
-    compiled, stands_for = wgsl_check.backend_plan(shaders)
+def test_every_shader_swiftshader_skips_differs_from_its_stand_in_only_where_the_rules_allow(shaders, backend_plan):
+    """SwiftShader compiles one shader of each back-end structure (and more where workgroup sizes, memory or
+    unrolled runs are not dominated): every other shader a software adapter runs has a compiled stand-in of
+    its structure with the same statements once unrolled runs are squashed, runs no longer than the
+    stand-in's, workgroup sizes and workgroup array counts no larger (so the limits its pipeline is validated
+    against hold) and expression constants of the same kind. A template change that makes such shaders differ
+    anywhere else fails here, not silently in the narrower back-end pass."""
+    compiled, stands_for = backend_plan
     runs = {s["id"] for s in shaders if s["software"] and set(s["features"]) <= wgsl_check.SWIFTSHADER_FEATURES}
     compiled_ids = {s["id"] for s in compiled}
     assert compiled_ids | set(stands_for) == runs and not compiled_ids & set(stands_for)
     assert set(stands_for.values()) <= compiled_ids
     by_id = {s["id"]: s for s in shaders}
-    stand_ins = {}
+    stand_ins, numbered = {}, {}
     bad = []
     for skipped, stand_in in sorted(stands_for.items()):
         if stand_in not in stand_ins:
-            toks = structure.tokens(by_id[stand_in]["code"])
-            stand_ins[stand_in] = (toks, structure.roles(toks))
-        why = _differs_for_a_back_end(by_id[skipped]["code"], by_id[stand_in]["code"], stand_ins[stand_in])
+            stand_ins[stand_in] = _read(by_id[stand_in]["code"], numbered)
+        why = _differs_for_a_back_end(by_id[skipped]["code"], stand_ins[stand_in], numbered)
         if why:
             bad.append(f"shader {skipped} against its stand-in {stand_in}: {why}")
     assert not bad, f"{len(bad)} shader(s) left out of the SwiftShader pass are not equivalent:\n" + "\n".join(bad[:5])
@@ -115,6 +134,8 @@ fn main(@builtin(local_invocation_index) lid: u32) {
   var acc: array<f32, 16>;
   var regs: array<f32, RN>;
   let a = i32(lid) * 24 + 1 - 0;
+  var s0 = f32(a) * 1.5;
+  var s1 = f32(a) * 1.5;
   for (var e = lid; e < 128u; e += 64u) { y[e] = f32(a) * 0.5; }  // 7 comments do not count
 }
 """
@@ -125,6 +146,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     (("array<f32, 100>", "array<f32, 3000>"), "larger"),  # workgroup memory: bounded, but more of it
     (("* 24", "* 40"), "same"),  # an expression's constant, of the same kind
     (("128u", "256u"), "same"),
+    (("128u", "100u"), "same"),  # a power of two only counts where it scales (e < 128u is no shift)
     (("const TM = 16;", "const TM = 32;"), "same"),  # a const used only in expressions
     (("// 7 comments", "// 9 comments"), "same"),
     (("0.5;", "0.75;"), "same"),
@@ -137,19 +159,22 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     (("const RN = 4;", "const RN = 8;"), "apart"),  # a const that an array's count names
     (("@binding(3)", "@binding(5)"), "apart"),  # every other attribute
     (("e += 64u", "e = e + 64u"), "apart"),
+    (("var s1 = f32(a) * 1.5;", "var s1 = f32(a) * 1.5;\n  var s2 = f32(a) * 1.5;"), "larger"),  # unrolled once more
+    (("var s1 = f32(a) * 1.5;", "var s1 = f32(a) + 1.5;"), "apart"),  # not a copy: another statement
+    (("var s1", "var t1"), "apart"),  # a declared name's digits are an unrolled copy's number; its letters count
 ])
 def test_structure_rules(change, verdict):
     """What the structure keeps apart (a back end could see it) and what it lets differ, read both ways: the
     regular expressions that group shaders (structure.structure) and the token walk the test above uses. A
-    shader with a larger workgroup or more workgroup memory has the structure of the case, but the case cannot
-    stand in for it (it can for the case)."""
+    shader with a larger workgroup, more workgroup memory or a longer unrolled run has the structure of the
+    case, but the case cannot stand in for it (it can for the case)."""
     changed = STRUCTURE_CASE.replace(*change)
     assert changed != STRUCTURE_CASE
     assert (structure.structure(changed) == structure.structure(STRUCTURE_CASE)) == (verdict != "apart")
 
     def stands_in(code, stand_in):
-        toks = structure.tokens(stand_in)
-        return _differs_for_a_back_end(code, stand_in, (toks, structure.roles(toks))) is None
+        numbered = {}
+        return _differs_for_a_back_end(code, _read(stand_in, numbered), numbered) is None
 
     assert stands_in(changed, STRUCTURE_CASE) == (verdict == "same")
     assert stands_in(STRUCTURE_CASE, changed) == (verdict != "apart")

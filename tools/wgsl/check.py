@@ -14,9 +14,11 @@ What each compiler checks:
   the pipeline's layout and limits, for every shader, float16 and subgroup matrices included.
 - Tint, SwiftShader's Vulkan driver: the same plus the SPIR-V writer and the driver's compiler, for one
   shader of every back-end structure (tools/wgsl/structure.py) among those planned for a software adapter
-  that SwiftShader can run (no shader-f16, no subgroup matrices): the others of a structure differ from it
-  only in constants that Dawn's validation bounds (workgroup size and memory) or in expression constants of
-  the same kind, and pass the two front ends above on their own (docs/testing.md says what that covers).
+  that SwiftShader can run (no shader-f16, no subgroup matrices), and more where one does not stand in for
+  all: each other shader of a structure differs from its stand-in only in constants that Dawn's validation
+  bounds (workgroup size and memory, no larger) or in expression constants of the same kind, or has shorter
+  runs of the same unrolled statements, and passes the two front ends above on its own (docs/testing.md says
+  what that covers).
 A pipeline is built only on a device whose limits (workgroup memory and size) hold what the shader was
 planned for; the shader module (every language check) is made on every device.
 - naga, Mesa's lavapipe: parsing, validation, the SPIR-V writer and the driver, for every shader except the
@@ -220,26 +222,30 @@ SWIFTSHADER_FEATURES = {"subgroups"}  # what Chromium's SwiftShader offers of th
 
 def backend_plan(shaders: list[dict]) -> tuple[list[dict], dict[int, int]]:
     """(the shaders SwiftShader compiles, id of each other shader it would run -> id of the compiled shader
-    that stands for it). One stands for another when both have one structure (tools/wgsl/structure.py) and
-    its workgroup sizes and workgroup array counts are each at least the other's: the limits the other's
-    pipeline is validated against then hold for it too. In each structure the shader with the largest such
-    values (then the largest other constants, then the lowest id) is compiled first, then every shader that
-    no compiled one stands for."""
-    from tools.wgsl.structure import analyse
+    that stands for it). One stands for another when both have one structure (tools/wgsl/structure.py), the
+    other's statements are a subsequence of its own (unrolled runs at most as long) and its workgroup sizes
+    and workgroup array counts are each at least the other's: the limits the other's pipeline is validated
+    against then hold for it too. In each structure the shader with the most statements (then the largest
+    workgroup values, then the largest other constants, then the lowest id) is compiled first, then every
+    shader that no compiled one stands for."""
+    from tools.wgsl.structure import analyse, squash, subsequence
 
-    classes: dict[str, list[tuple[tuple, tuple, dict]]] = {}
+    numbered: dict[str, int] = {}  # statement -> number: squash and subsequence compare ints
+    classes: dict[tuple, list[tuple[list[int], tuple, tuple, dict]]] = {}
     for s in shaders:
         if s["software"] and set(s["features"]) <= SWIFTSHADER_FEATURES:
             a = analyse(s["code"])
-            classes.setdefault(a.structure, []).append((a.bounded, a.operands, s))
+            units = [numbered.setdefault(u, len(numbered)) for u in a.units]
+            classes.setdefault((squash(units), len(a.bounded)), []).append((units, a.bounded, a.operands, s))
     compiled, stands_for = [], {}
     for members in classes.values():
-        members.sort(key=lambda m: (-sum(m[0]), -sum(m[1]), m[2]["id"]))
-        chosen: list[tuple[tuple, dict]] = []
-        for bounded, _, s in members:
-            cover = next((c for b, c in chosen if all(x <= y for x, y in zip(bounded, b))), None)
+        members.sort(key=lambda m: (-len(m[0]), -sum(m[1]), -sum(m[2]), m[3]["id"]))
+        chosen: list[tuple[list[int], tuple, dict]] = []
+        for units, bounded, _, s in members:
+            cover = next((c for u, b, c in chosen
+                          if all(x <= y for x, y in zip(bounded, b)) and subsequence(units, u)), None)
             if cover is None:
-                chosen.append((bounded, s))
+                chosen.append((units, bounded, s))
                 compiled.append(s)
             else:
                 stands_for[s["id"]] = cover["id"]

@@ -1,23 +1,33 @@
 """A WGSL shader's structure for a back end: its source with the numeric constants that do not change the code
-a back end generates replaced by their kind. tools/wgsl/check.py back-end compiles one shader of each
-structure on SwiftShader (docs/testing.md).
+a back end generates replaced by their kind, and unrolled repetitions squashed. tools/wgsl/check.py back-end
+compiles one shader of each structure on SwiftShader, or more (docs/testing.md).
 
-Two shaders have one structure when their tokens (comments and spacing aside) are equal except for numeric
-literals that are
-- arguments of @workgroup_size or element counts of `var<workgroup>` arrays: Dawn's validation bounds them
-  (maxComputeWorkgroupSize*, maxComputeInvocationsPerWorkgroup, maxComputeWorkgroupStorageSize), and the
-  Tint front-end pass checks every shader against them; or
-- operands in expressions and initialisers of one kind (`operand_kind`): integer or float, the same suffix,
-  both powers of two or both not, neither 0 nor 1. In the SPIR-V Tint writes, such a constant is one
-  OpConstant either way; 0 and 1 (which a compiler folds away: x * 1, x % 1, x + 0) and powers of two
-  (which it may turn into shifts and masks) are kept apart.
+Two shaders have one structure when their statements (comments and spacing aside; a statement is what ends at
+`;`, `{` or `}`) are equal, once each run of repeated statements or blocks is squashed to one copy, except for
+- the numeric literals that are arguments of @workgroup_size or element counts of `var<workgroup>` arrays: Dawn's
+  validation bounds them (maxComputeWorkgroupSize*, maxComputeInvocationsPerWorkgroup,
+  maxComputeWorkgroupStorageSize), and the Tint front-end pass checks every shader against them;
+- the numeric literals that are operands in expressions and initialisers of one kind (`operand_kind`): integer
+  or float, the same suffix, neither 0 nor 1, and, as a factor, divisor or modulus (next to `*`, `/`, `%`),
+  both powers of two or both not. In the SPIR-V Tint writes, such a constant is one OpConstant either way; 0
+  and 1 (which a compiler folds away: x * 1, x % 1, x + 0) and powers of two where they scale (a multiply,
+  divide or modulus that may become a shift or a mask) are kept apart;
+- the digits in the names the shader declares (let, var, const): the names an unrolled copy numbers
+  (acc0_1, a3) are one name for a back end, which sees SSA values, not names;
+- the number of copies in a run of repeated statements or blocks (a Jinja-unrolled loop: a register block,
+  the cooperative loads of a tile, the steps of a k-slice): the back end compiles the same straight-line
+  code, more or less of it.
 Every other literal is kept as it is: other attributes' arguments (@group, @binding, ...), the element counts of
 every other array (function, private and struct arrays, whose storage a back end lays out), and the
 initialisers of the consts that such a count or a workgroup size names.
 
-`structure` finds these places with regular expressions over the source (it runs on thousands of shaders);
-`roles` classifies every token with a token walk, a second reading of the same rules, which the tests use to
-check that every shader left to a representative differs from it only where the rules allow.
+A shader stands in for another of its structure when the other's statements are a subsequence of its own
+(each run at least as long: at least the registers, the code and the constants of every kind), and its
+workgroup sizes and workgroup array counts are each at least the other's (`covers`).
+
+`analyse` finds the literals' places with regular expressions over the source (it runs on thousands of
+shaders); `roles` classifies every token with a token walk, a second reading of the same rules, which the tests
+use to check that every shader left to a stand-in is covered by it.
 """
 from __future__ import annotations
 
@@ -36,6 +46,11 @@ _ARRAY = re.compile(r"array\s*<")
 _VAR_SPACE = re.compile(r"var\s*<\s*(\w+)")
 _CONSTS = (re.compile(r"const\s+(\w+)\b[^=;]*=([^;]*);"), re.compile(r"override\s+(\w+)\b[^=;]*=([^;]*);"))
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_DIGITS = re.compile(r"\d+")
+_WORDS = re.compile(r"(\b[A-Za-z_]\w*)")  # split keeps the words
+_DECLARED = re.compile(r"\b(?:let|var|const)\s+([A-Za-z_]\w*)")
+_UNIT = re.compile(r"[^;{}]*[;{}]|[^;{}]+$")
+MAX_BLOCK = 96  # the longest repeated block squash looks for, in statements (an unrolled k-step: about 80)
 _TOKEN = re.compile(r"""
     (?P<space>\s+|//[^\n]*|/\*.*?\*/)
   | (?P<number>0[xX][0-9a-fA-F]+[iu]?|(?:\d+\.\d*|\.\d+)(?:[eE][+-]?\d+)?[fh]?|\d+[eE][+-]?\d+[fh]?|\d+[iufh]?)
@@ -62,14 +77,32 @@ def value(literal: str) -> float:
 
 
 @functools.cache
-def operand_kind(literal: str) -> str:
+def operand_kind(literal: str, scales: bool = True) -> str:
     """What of an expression's literal a back end can see in the code it generates: integer or float (and
-    its suffix), and whether it is a power of two."""
+    its suffix), and, where it scales (`scales`: a factor, divisor or modulus), whether it is a power of two."""
     digits, suffix = _split(literal)
     v = value(literal)
     integer = digits[:2].lower() == "0x" or not any(c in digits for c in ".eE")
-    power_of_two = v == int(v) and int(v) & (int(v) - 1) == 0
+    power_of_two = scales and v == int(v) and int(v) & (int(v) - 1) == 0
     return f"{'int' if integer else 'float'}{suffix}{'-pow2' if power_of_two else ''}"
+
+
+SCALING = ("*", "/", "%")  # the operators next to which a power of two may become a shift or a mask
+
+
+def _scales(text: str, start: int, end: int) -> bool:
+    """Whether the literal at text[start:end] is a factor, divisor or modulus (x * 4, 4 * x, x %= 4)."""
+    i = start - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    if i >= 1 and text[i] == "=" and text[i - 1] in SCALING:
+        return True
+    if i >= 0 and text[i] in SCALING:
+        return True
+    j = end
+    while j < len(text) and text[j].isspace():
+        j += 1
+    return j < len(text) and text[j] in SCALING
 
 
 def _array_count(text: str, start: int) -> tuple[int, int]:
@@ -128,7 +161,7 @@ def _inside(spans: list[tuple[int, int]], starts: list[int], pos: int) -> bool:
 
 
 class Analysis(NamedTuple):
-    structure: str  # the source with the literals that may differ within a structure replaced by their kind
+    units: tuple[str, ...]  # the statements, literals that may differ replaced by their kind, declared names' digits by #
     bounded: tuple[float, ...]  # the values of the workgroup sizes and workgroup array counts, in source order
     operands: tuple[float, ...]  # the values of the expression literals that may differ, in source order
 
@@ -151,14 +184,46 @@ def analyse(code: str) -> Analysis:
         if v in SPECIAL:
             return literal
         operand_values.append(v)
-        return f"<{operand_kind(literal)}>"
+        return f"<{operand_kind(literal, _scales(text, pos, m.end()))}>"
 
-    key = " ".join(NUMBER.sub(kind, text).split())
-    return Analysis(key, tuple(bounded_values), tuple(operand_values))
+    normalized = " ".join(NUMBER.sub(kind, text).split())
+    numbered = {name: _DIGITS.sub("#", name) for name in _DECLARED.findall(normalized) if _DIGITS.search(name)}
+    named = "".join([numbered.get(part, part) for part in _WORDS.split(normalized)]) if numbered else normalized
+    return Analysis(tuple(u.strip() for u in _UNIT.findall(named)), tuple(bounded_values), tuple(operand_values))
 
 
 def structure(code: str) -> str:
-    return analyse(code).structure
+    """The structure as text: one squashed statement a line."""
+    return "\n".join(squash(analyse(code).units))
+
+
+def squash(units: tuple) -> tuple:
+    """The statements with every run of two or more equal consecutive statements or blocks (of up to MAX_BLOCK
+    statements) reduced to one copy, shortest blocks first, until none is left (an unrolled loop in an unrolled
+    loop squashes from the inside out)."""
+    seq = list(units)
+    block = 1
+    while block <= min(MAX_BLOCK, len(seq) // 2):
+        out, i, n = [], 0, len(seq)
+        while i < n:
+            if i + 2 * block <= n and seq[i] == seq[i + block] and seq[i:i + block] == seq[i + block:i + 2 * block]:
+                j = i + 2 * block
+                while seq[j:j + block] == seq[i:i + block]:
+                    j += block
+                out.extend(seq[i:i + block])
+                i = j
+            else:
+                out.append(seq[i])
+                i += 1
+        block = 1 if len(out) < n else block + 1
+        seq = out
+    return tuple(seq)
+
+
+def subsequence(units, of) -> bool:
+    """Whether `units` are `of`'s statements with some left out, in order."""
+    rest = iter(of)
+    return all(u in rest for u in units)
 
 
 def tokens(code: str) -> list[tuple[str, str]]:
@@ -214,5 +279,32 @@ def roles(toks: list[tuple[str, str]]) -> list[str | None]:
                 j += 1
     for i, (kind, text) in enumerate(toks):
         if kind == "number" and not exact[i] and out[i] != BOUNDED:
-            out[i] = None if value(text) in SPECIAL else operand_kind(text)
+            scales = toks[i - 1][1] in SCALING or toks[i - 1][1] in ("*=", "/=", "%=") or (
+                i + 1 < n and toks[i + 1][1] in SCALING)
+            out[i] = None if value(text) in SPECIAL else operand_kind(text, scales)
     return out
+
+
+def statements(code: str) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """The rules read token by token (`roles`): the statements (tokens joined by spaces, each literal that may
+    differ as its kind, the declared names' digits as #) and the values of the workgroup sizes and workgroup
+    array counts, in source order."""
+    toks = tokens(code)
+    declared = {toks[i + 1][1] for i, (_, text) in enumerate(toks[:-1])
+                if text in ("let", "var", "const") and toks[i + 1][0] == "word"}
+    units, unit, bounded = [], [], []
+    for (kind, text), role in zip(toks, roles(toks)):
+        if role == BOUNDED:
+            bounded.append(value(text))
+            text = f"<{BOUNDED}>"
+        elif role is not None:
+            text = f"<{role}>"
+        elif kind == "word" and text in declared:
+            text = _DIGITS.sub("#", text)
+        unit.append(text)
+        if text in (";", "{", "}"):
+            units.append(" ".join(unit))
+            unit = []
+    if unit:
+        units.append(" ".join(unit))
+    return tuple(units), tuple(bounded)
