@@ -263,9 +263,6 @@ class Launch {
     this.passes = spec.passes.map(pass);
     this.all = [...this.prepare, ...this.passes];
     this.stampCount = 2 * this.all.length;
-    // no label on the untimed pass: converting and attaching it was a tenth of beginComputePass's cost in
-    // Dawn for Node; a failing call's error names the variant itself
-    this.passDescriptor = undefined;
     // The weight passes' outputs depend on w and on this key alone (their pipelines, uniforms, grids and
     // buffer sizes): a weight cache keeps the layouts of one w per key, whichever launch prepared them.
     const reads = new Set(this.prepare.flatMap((p) => p.bindings).filter((n) => !(n in spec.prepared)));
@@ -437,7 +434,9 @@ class Launch {
   encode(encoder, passes, bound, stamps, first = 0) {
     let fresh = null;
     if (!stamps) {
-      const pass = encoder.beginComputePass(this.passDescriptor);
+      // no descriptor, no label: converting and attaching the variant's name took about 2.5 us of
+      // beginComputePass's 6-8 in Dawn for Node on SwiftShader; a failing call's error names the variant itself
+      const pass = encoder.beginComputePass();
       for (const p of passes) {
         const g = this.dispatch(pass, p, bound);
         if (g) (fresh ??= []).push(g);
