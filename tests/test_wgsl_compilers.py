@@ -70,26 +70,25 @@ def test_compiler_accepts_every_shader_without_warnings(matrix, shaders, backend
     assert len(outcomes) == len(expected) > 0
 
 
-def _read(code: str, numbered: dict) -> tuple[list[int], tuple]:
-    """structure.statements, each statement as its number in `numbered` (squashing compares ints)."""
+def _read(code: str, numbering: structure.Numbering) -> tuple[list[int], tuple]:
+    """structure.statements, each statement numbered (squashing compares ints)."""
     units, bounded = structure.statements(code)
-    return [numbered.setdefault(u, len(numbered)) for u in units], bounded
+    return numbering(units), bounded
 
 
-def _differs_for_a_back_end(code: str, stand_in, numbered: dict) -> str | None:
+def _differs_for_a_back_end(code: str, stand_in, numbering: structure.Numbering) -> str | None:
     """Where `code` is not covered by the shader compiled for it (`stand_in`: its `_read`), read token by token
     (structure.statements: the rules' second reading, not the regular expressions that grouped them): once
     unrolled runs are squashed, the statements must be equal; then each run may be no longer than the
     stand-in's (a subsequence of its statements) and each workgroup size or workgroup array count no larger."""
-    units, bounded = _read(code, numbered)
+    units, bounded = _read(code, numbering)
     other, other_bounded = stand_in
-    squashed, other_squashed = structure.squash(units), structure.squash(other)
+    squashed, other_squashed = structure.squash(units, numbering.nesting), structure.squash(other, numbering.nesting)
     if squashed != other_squashed:
-        text = {n: u for u, n in numbered.items()}
         i = next((i for i, (a, b) in enumerate(zip(squashed, other_squashed)) if a != b),
                  min(len(squashed), len(other_squashed)))
-        mine = text[squashed[i]] if i < len(squashed) else "(the end)"
-        theirs = text[other_squashed[i]] if i < len(other_squashed) else "(the end)"
+        mine = numbering.text[squashed[i]] if i < len(squashed) else "(the end)"
+        theirs = numbering.text[other_squashed[i]] if i < len(other_squashed) else "(the end)"
         return f"squashed statement {i}: {mine!r} against {theirs!r}"
     if len(bounded) != len(other_bounded):
         return f"{len(bounded)} workgroup sizes and counts against {len(other_bounded)}"
@@ -114,12 +113,12 @@ def test_every_shader_swiftshader_skips_differs_from_its_stand_in_only_where_the
     assert compiled_ids | set(stands_for) == runs and not compiled_ids & set(stands_for)
     assert set(stands_for.values()) <= compiled_ids
     by_id = {s["id"]: s for s in shaders}
-    stand_ins, numbered = {}, {}
+    stand_ins, numbering = {}, structure.Numbering()
     bad = []
     for skipped, stand_in in sorted(stands_for.items()):
         if stand_in not in stand_ins:
-            stand_ins[stand_in] = _read(by_id[stand_in]["code"], numbered)
-        why = _differs_for_a_back_end(by_id[skipped]["code"], stand_ins[stand_in], numbered)
+            stand_ins[stand_in] = _read(by_id[stand_in]["code"], numbering)
+        why = _differs_for_a_back_end(by_id[skipped]["code"], stand_ins[stand_in], numbering)
         if why:
             bad.append(f"shader {skipped} against its stand-in {stand_in}: {why}")
     assert not bad, f"{len(bad)} shader(s) left out of the SwiftShader pass are not equivalent:\n" + "\n".join(bad[:5])
@@ -136,6 +135,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
   let a = i32(lid) * 24 + 1 - 0;
   var s0 = f32(a) * 1.5;
   var s1 = f32(a) * 1.5;
+  if (a > 2) { y[0] = 1.0; }
   for (var e = lid; e < 128u; e += 64u) { y[e] = f32(a) * 0.5; }  // 7 comments do not count
 }
 """
@@ -162,6 +162,7 @@ fn main(@builtin(local_invocation_index) lid: u32) {
     (("var s1 = f32(a) * 1.5;", "var s1 = f32(a) * 1.5;\n  var s2 = f32(a) * 1.5;"), "larger"),  # unrolled once more
     (("var s1 = f32(a) * 1.5;", "var s1 = f32(a) + 1.5;"), "apart"),  # not a copy: another statement
     (("var s1", "var t1"), "apart"),  # a declared name's digits are an unrolled copy's number; its letters count
+    (("if (a > 2) { y[0] = 1.0; }", "if (a > 2) { if (a > 2) { y[0] = 1.0; } }"), "apart"),  # nesting is no run
 ])
 def test_structure_rules(change, verdict):
     """What the structure keeps apart (a back end could see it) and what it lets differ, read both ways: the
@@ -173,8 +174,8 @@ def test_structure_rules(change, verdict):
     assert (structure.structure(changed) == structure.structure(STRUCTURE_CASE)) == (verdict != "apart")
 
     def stands_in(code, stand_in):
-        numbered = {}
-        return _differs_for_a_back_end(code, _read(stand_in, numbered), numbered) is None
+        numbering = structure.Numbering()
+        return _differs_for_a_back_end(code, _read(stand_in, numbering), numbering) is None
 
     assert stands_in(changed, STRUCTURE_CASE) == (verdict == "same")
     assert stands_in(STRUCTURE_CASE, changed) == (verdict != "apart")

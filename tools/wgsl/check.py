@@ -228,15 +228,16 @@ def backend_plan(shaders: list[dict]) -> tuple[list[dict], dict[int, int]]:
     against then hold for it too. In each structure the shader with the most statements (then the largest
     workgroup values, then the largest other constants, then the lowest id) is compiled first, then every
     shader that no compiled one stands for."""
-    from tools.wgsl.structure import analyse, squash, subsequence
+    from tools.wgsl.structure import Numbering, analyse, squash, subsequence
 
-    numbered: dict[str, int] = {}  # statement -> number: squash and subsequence compare ints
+    numbering = Numbering()
     classes: dict[tuple, list[tuple[list[int], tuple, tuple, dict]]] = {}
     for s in shaders:
         if s["software"] and set(s["features"]) <= SWIFTSHADER_FEATURES:
             a = analyse(s["code"])
-            units = [numbered.setdefault(u, len(numbered)) for u in a.units]
-            classes.setdefault((squash(units), len(a.bounded)), []).append((units, a.bounded, a.operands, s))
+            units = numbering(a.units)
+            classes.setdefault((squash(units, numbering.nesting), len(a.bounded)), []).append(
+                (units, a.bounded, a.operands, s))
     compiled, stands_for = [], {}
     for members in classes.values():
         members.sort(key=lambda m: (-len(m[0]), -sum(m[1]), -sum(m[2]), m[3]["id"]))

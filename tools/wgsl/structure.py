@@ -14,9 +14,9 @@ Two shaders have one structure when their statements (comments and spacing aside
   divide or modulus that may become a shift or a mask) are kept apart;
 - the digits in the names the shader declares (let, var, const): the names an unrolled copy numbers
   (acc0_1, a3) are one name for a back end, which sees SSA values, not names;
-- the number of copies in a run of repeated statements or blocks (a Jinja-unrolled loop: a register block,
-  the cooperative loads of a tile, the steps of a k-slice): the back end compiles the same straight-line
-  code, more or less of it.
+- the number of copies in a run of repeated statements or balanced blocks (a Jinja-unrolled loop: a register
+  block, the cooperative loads of a tile, the steps of a k-slice): the back end compiles the same
+  straight-line code, more or less of it. A block's braces close what it opens: nesting depth is no run.
 Every other literal is kept as it is: other attributes' arguments (@group, @binding, ...), the element counts of
 every other array (function, private and struct arrays, whose storage a back end lays out), and the
 initialisers of the consts that such a count or a workgroup size names.
@@ -194,19 +194,52 @@ def analyse(code: str) -> Analysis:
 
 def structure(code: str) -> str:
     """The structure as text: one squashed statement a line."""
-    return "\n".join(squash(analyse(code).units))
+    numbering = Numbering()
+    return "\n".join(numbering.text[n] for n in squash(numbering(analyse(code).units), numbering.nesting))
 
 
-def squash(units: tuple) -> tuple:
-    """The statements with every run of two or more equal consecutive statements or blocks (of up to MAX_BLOCK
-    statements) reduced to one copy, shortest blocks first, until none is left (an unrolled loop in an unrolled
-    loop squashes from the inside out)."""
+class Numbering:
+    """Statements as numbers (squash and subsequence compare ints), each with its nesting: +1 for a statement
+    that opens a block (ends in `{`), -1 for one that closes it, else 0."""
+
+    def __init__(self):
+        self.numbers: dict[str, int] = {}
+        self.text: list[str] = []
+        self.nesting: list[int] = []
+
+    def __call__(self, units) -> list[int]:
+        out = []
+        for u in units:
+            n = self.numbers.get(u)
+            if n is None:
+                n = self.numbers[u] = len(self.text)
+                self.text.append(u)
+                self.nesting.append(1 if u.endswith("{") else -1 if u.endswith("}") else 0)
+            out.append(n)
+        return out
+
+
+def _balanced(block, nesting) -> bool:
+    depth = 0
+    for n in block:
+        depth += nesting[n]
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def squash(units: list[int], nesting: list[int]) -> tuple:
+    """The statements (numbered) with every run of two or more equal consecutive balanced blocks (a statement,
+    or statements whose braces close what they open: a whole braced block, a whole loop) of up to MAX_BLOCK
+    statements reduced to one copy, shortest blocks first, until none is left (an unrolled loop in an unrolled
+    loop squashes from the inside out). A lone `}` or block opener is no block: nesting depth never squashes."""
     seq = list(units)
     block = 1
     while block <= min(MAX_BLOCK, len(seq) // 2):
         out, i, n = [], 0, len(seq)
         while i < n:
-            if i + 2 * block <= n and seq[i] == seq[i + block] and seq[i:i + block] == seq[i + block:i + 2 * block]:
+            if (i + 2 * block <= n and seq[i] == seq[i + block] and seq[i:i + block] == seq[i + block:i + 2 * block]
+                    and _balanced(seq[i:i + block], nesting)):
                 j = i + 2 * block
                 while seq[j:j + block] == seq[i:i + block]:
                     j += block
