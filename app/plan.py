@@ -23,7 +23,6 @@ BUFFER_TYPES = {
     "parts": "array<f32>",  # split-K GEMMs' partial outputs: f32, summed again before rounding to T
     "wp": "array<vec4<T>>",  # weights packed for the stride-phase GEMMs: vec4 rows of out-channels
     "wt": "array<vec4<f32>>",  # the grouped kernel's weights: f32 rows of taps, padded to vec4s
-    "xc": "array<vec4<u32>>",  # x channels-last for phase_gemm_sgmat's cl: 8 f16 in-channels per vector
 }
 
 

@@ -13,7 +13,7 @@ from app.caps import DeviceCaps, matrix_configs
 from app.errors import ConvTransposeError
 from app.planner import plan
 from app.shapes import infer
-from app.variants import phase_gemm_sgmat
+from app.variants import phase_gemm, phase_gemm_sgmat
 
 H200 = json.loads((Path(__file__).resolve().parents[1] / "docs" / "h200" / "device.json").read_text())
 SGMAT = ("chromium-experimental-subgroup-matrix", "subgroups", "shader-f16")
@@ -164,7 +164,7 @@ def test_cl_repacks_x_channels_last_before_the_gemm(x, w, attrs, groups):
     geom = infer(x, w, None, attrs, F16)
     launch = plan(geom, h200_caps(), "phase_gemm_sgmat", {"va": 0, "cl": 1})
     repack, gemm = launch.dispatches
-    assert launch.tiles["cl"] == 1 and repack.template == phase_gemm_sgmat.X_CHANNELS_LAST
+    assert launch.tiles["cl"] == 1 and repack.template == phase_gemm.X_CHANNELS_LAST
     vectors = groups * -(-(x[1] // groups) // 8)
     pixels = x[0] * math.prod(x[2:])
     assert launch.scratch == {"xc": pixels * vectors * 16}

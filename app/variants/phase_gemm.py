@@ -7,9 +7,10 @@ the group, reduction = in-channels x the phase's taps. Stride 1 is one phase wit
 kernel one tap, so this one kernel serves what a phase GEMM, an implicit stride-1 GEMM and a 1x1 GEMM do,
 in every rank.
 
-float32 on GPUs (cl): x is first repacked channels-last (templates/conv-transpose-x-channels-last.wgsl.jinja), so
-that a GEMM row's in-channels are consecutive vec4s, and the GEMM runs in the structure of the fastest f32 GEMM
-measured through WGSL (templates/conv-transpose-phase-gemm-cl.wgsl.jinja; docs/ceiling.md F-128x128-8x8-k8).
+float32 at stride 1 on GPUs (cl): x is first repacked channels-last (templates/conv-transpose-x-channels-last.wgsl.jinja,
+`channels_last_pass`, which phase_gemm_sgmat's cl shares), so that a GEMM row's in-channels are consecutive vec4s,
+and the GEMM runs in the structure of the fastest f32 GEMM measured through WGSL
+(templates/conv-transpose-phase-gemm-cl.wgsl.jinja; docs/ceiling.md F-128x128-8x8-k8).
 
 The tile shape is the GPU's business: big tiles (128 x 128, 8 x 8 per invocation) where the GEMM has
 rows and columns to fill a GPU several times, smaller ones where it does not, and a long reduction split
@@ -34,6 +35,7 @@ TEMPLATE = "conv-transpose-phase-gemm.wgsl.jinja"
 CHANNELS_LAST = "conv-transpose-phase-gemm-cl.wgsl.jinja"
 X_CHANNELS_LAST = "conv-transpose-x-channels-last.wgsl.jinja"
 X_PACK_WORKGROUP = 256
+XC_VIEW = {"float32": "array<vec4<f32>>", "float16": "array<vec4<u32>>"}  # 4 f32 or 8 f16 in-channels a vector
 PACK = "conv-transpose-weight-pack.wgsl.jinja"
 SPLIT_SUM = "conv-transpose-split-sum.wgsl.jinja"
 SHARED = ("_phase-gemm.wgsl.jinja", "_phase-axis.wgsl.jinja")  # included by both GEMM templates
@@ -152,8 +154,21 @@ def _threads(t: dict) -> int:
 
 
 def x_row_vectors(geom) -> int:
-    """cl: vec4s per pixel of xc, every group's in-channels rounded up to 4."""
-    return geom.group * _ceil(geom.in_per_group, 4)
+    """cl: 16-byte vectors per pixel of xc, every group's in-channels rounded up to a vector (4 f32 or 8 f16)."""
+    return geom.group * _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])
+
+
+def channels_last_pass(geom, caps) -> tuple:
+    """cl's pass that repacks x into xc (xc[n][pixel][group][16-byte vectors of in-channels]) before the GEMM,
+    the uniforms the GEMM needs to read xc (xc_vecs: a group's vectors, xc_row: a pixel's), and xc's bytes."""
+    xc = [("xc_vecs", _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])), ("xc_row", x_row_vectors(geom))]
+    items = geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom)
+    repack = dispatch(X_CHANNELS_LAST, {"dtype": geom.dtype, "workgroup_size": X_PACK_WORKGROUP}, ("x",), ("xc",),
+                      [("items", items), ("in_size", math.prod(geom.in_spatial)), ("in_channels", geom.in_channels),
+                       ("in_per_group", geom.in_per_group), ("groups", geom.group), *xc],
+                      grid(_ceil(items, X_PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")),
+                      {"xc": XC_VIEW[geom.dtype]})
+    return repack, xc, items * 16
 
 
 def workgroup_bytes(t: dict) -> int:
@@ -233,18 +248,12 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
         return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
     yv = vector_y(geom)
     params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "kz")} | {"yv": int(yv)}
-    xc = [("xc_vecs", _ceil(geom.in_per_group, 4)), ("xc_row", x_row_vectors(geom))]
+    repack, xc, xc_bytes = channels_last_pass(geom, caps)
     plan = gemm_plan(CHANNELS_LAST, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t,
-                     x_view="array<vec4<f32>>", a_source="xc", extra_uniforms=xc, out_vec4=yv)
+                     x_view=XC_VIEW[geom.dtype], a_source="xc", extra_uniforms=xc, out_vec4=yv)
     if isinstance(plan, Refusal):
         return plan
-    items = geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom)
-    repack = dispatch(X_CHANNELS_LAST, {"dtype": geom.dtype, "workgroup_size": X_PACK_WORKGROUP}, ("x",), ("xc",),
-                      [("items", items), ("in_size", math.prod(geom.in_spatial)), ("in_channels", geom.in_channels),
-                       ("in_per_group", geom.in_per_group), ("groups", geom.group), *xc],
-                      grid(_ceil(items, X_PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")),
-                      {"xc": "array<vec4<f32>>"})
-    return replace(plan, dispatches=(repack, *plan.dispatches), scratch=plan.scratch | {"xc": items * 16})
+    return replace(plan, dispatches=(repack, *plan.dispatches), scratch=plan.scratch | {"xc": xc_bytes})
 
 
 def vector_y(geom) -> bool:
@@ -322,7 +331,7 @@ PORTABLE = Variant(
             "in-channels x the phase's taps; stride 1 and 1x1 kernels included), weights packed once, "
             "double-buffered tiles, register blocks up to 8x8, the reduction split inside the workgroup "
             "where outputs are few, or across workgroups (summed by a second pass) where rows are many but "
-            "workgroups few; float32 on GPUs reads A from x repacked channels-last (cl), as vec4s",
+            "workgroups few; float32 at stride 1 on GPUs reads A from x repacked channels-last (cl), as vec4s",
     conditions={"input": "nonempty", "finite_data": True},
     configure=configure, tunable=TUNABLE, requires=WORKGROUP_MEMORY)
 

@@ -12,12 +12,12 @@ import math
 from dataclasses import replace
 
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
-from ..plan import Plan, Refusal, dispatch, grid
+from ..plan import Plan, Refusal
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, channels_last_pays,
                    max_phase_taps)
 from .gemm import MAX_INDEX
-from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, gemm_plan, parts_refusal, split_k,
-                         workgroup_count)
+from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, X_CHANNELS_LAST, channels_last_pass, gemm_plan,
+                         parts_refusal, split_k, workgroup_count, x_row_vectors)
 
 NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
@@ -26,9 +26,7 @@ POINTWISE = "conv-1x1-subgroup-matrix.wgsl.jinja"
 # vs: the same GEMMs in the structure of docs/ceiling.md's fastest WGSL GEMM (16-byte staging vectors, one
 # buffer with two barriers per step, every operand staged, result matrices leaving through the staging memory).
 VECTOR_STAGED = "conv-transpose-phase-gemm-sgmat-vs.wgsl.jinja"
-# cl: vs with A from x repacked channels-last once per call (xc, a scratch buffer), staged [row][k].
-X_CHANNELS_LAST = "conv-transpose-x-channels-last.wgsl.jinja"
-X_PACK_WORKGROUP = 256
+# cl: vs with A from x repacked channels-last once per call (phase_gemm's channels_last_pass), staged [row][k].
 FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
 STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
@@ -185,11 +183,6 @@ def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
     return None
 
 
-def x_row_vectors(geom) -> int:
-    """cl: 16-byte vectors per pixel of xc, every group's in-channels rounded up to 8."""
-    return geom.group * -(-geom.in_per_group // 8)
-
-
 def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
     if t.get("vs"):  # one step of A and B in 16-byte vectors, rows padded by one; then one column block of
@@ -320,9 +313,9 @@ def _vector_staged_plan(geom, caps, params: dict, t: dict, config: dict) -> Plan
     """vs: x (va) and wp bound as 16-byte vectors; with yv, y (or the split's parts) as vectors of 4 rows;
     with cl, A read from xc, which a pass before the GEMM fills from x."""
     tm, tn, tks = _tile(t, config)
-    xc = [("xc_vecs", -(-geom.in_per_group // 8)), ("xc_row", x_row_vectors(geom))] if t["cl"] else []
+    repack, xc, xc_bytes = channels_last_pass(geom, caps) if t["cl"] else (None, [], 0)
     plan = gemm_plan(VECTOR_STAGED, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
-                     wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] else None,
+                     wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] or t["cl"] else None,
                      a_source="xc" if t["cl"] else "x", extra_uniforms=xc)
     if isinstance(plan, Refusal):
         return plan
@@ -333,13 +326,7 @@ def _vector_staged_plan(geom, caps, params: dict, t: dict, config: dict) -> Plan
         gemm = replace(gemm, params=gemm.params | {"bindings": bindings})
     if not t["cl"]:
         return replace(plan, dispatches=(gemm, *rest))
-    pixels = geom.batch * math.prod(geom.in_spatial)
-    items = pixels * x_row_vectors(geom)
-    repack = dispatch(X_CHANNELS_LAST, {"workgroup_size": X_PACK_WORKGROUP}, ("x",), ("xc",),
-                      [("items", items), ("in_size", math.prod(geom.in_spatial)), ("in_channels", geom.in_channels),
-                       ("in_per_group", geom.in_per_group), ("groups", geom.group), *xc],
-                      grid(-(-items // X_PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")))
-    return replace(plan, dispatches=(repack, gemm, *rest), scratch=plan.scratch | {"xc": items * 16})
+    return replace(plan, dispatches=(repack, gemm, *rest), scratch=plan.scratch | {"xc": xc_bytes})
 
 
 SGMAT = Variant(
