@@ -155,15 +155,22 @@ SPLIT_K_CASES = [
 SPLIT_K_GRID = {"kz": [2, 3, 4], "ks": [1, 2]}
 
 
+def checked_tuning(node_host, cases: list, grid: dict, seed: int) -> dict:
+    """The tuner's table for phase_gemm forced on (name, x, w, bias, attributes) cases over `grid`: it checks
+    every candidate against the float64 reference before timing it, so none may be rejected."""
+    fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": seed}
+    cases = [{"name": name, "tier": "t", "x": x, "w": w, "bias": bias, "attributes": attrs, "variant": "phase_gemm"}
+             for name, x, w, bias, attrs in cases]
+    doc = {"fill": fill, "cases": cases, "tuning": {"grids": {"phase_gemm": grid}}}
+    table = node_host.py("tune", json.dumps(doc), "t", None, 1)["table"]
+    assert table["rejected"] == []
+    return table
+
+
 def test_forced_split_k_matches_the_reference_on_swiftshader(node_host):
     """The tuner checks every candidate of the grid (over SwiftShader's defaults, kz 1) against the float64
     reference before timing it; none may be rejected, and none refused (each is measured)."""
-    fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 5}
-    cases = [{"name": name, "tier": "t", "x": x, "w": w, "bias": bias, "attributes": attrs, "variant": "phase_gemm"}
-             for name, x, w, bias, attrs in SPLIT_K_CASES]
-    doc = {"fill": fill, "cases": cases, "tuning": {"grids": {"phase_gemm": SPLIT_K_GRID}}}
-    table = node_host.py("tune", json.dumps(doc), "t", None, 1)["table"]
-    assert table["rejected"] == []
+    table = checked_tuning(node_host, SPLIT_K_CASES, SPLIT_K_GRID, 5)
     wanted = {(1, 1)} | {(ks, kz) for ks in SPLIT_K_GRID["ks"] for kz in SPLIT_K_GRID["kz"]}
     measured = {m["case"]: {(json.loads(k)["ks"], json.loads(k)["kz"]) for k in m["medians"]}
                 for m in table["measured"]}

@@ -13,6 +13,7 @@ from app.shapes import infer
 from app.variants import phase_gemm, phase_gemm_sgmat
 from tests.browser_session import run_python
 from tests.test_gpu_caps import H200, h200_caps
+from tests.test_phase_gemm import checked_tuning
 
 F16 = {"x": "float16", "w": "float16"}
 SOFTWARE = h200_caps(architecture="swiftshader", is_fallback=True)
@@ -206,12 +207,7 @@ CL_GRID = {"cl": [1], "kz": [1, 3], "tm": [32, 64], "rm": [4, 8]}
 
 
 def test_forced_cl_matches_the_reference_in_node(node_host):
-    fill = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 7}
-    cases = [{"name": name, "tier": "t", "x": x, "w": w, "bias": bias, "attributes": attrs, "variant": "phase_gemm"}
-             for name, x, w, bias, attrs in CL_CASES]
-    doc = {"fill": fill, "cases": cases, "tuning": {"grids": {"phase_gemm": CL_GRID}}}
-    table = node_host.py("tune", json.dumps(doc), "t", None, 1)["table"]
-    assert table["rejected"] == []
+    table = checked_tuning(node_host, CL_CASES, CL_GRID, 7)
     for m in table["measured"]:
         params = [json.loads(k) for k in m["medians"]]
         assert sum(p.get("cl", 0) for p in params) >= 4, (m["case"], params)  # cl candidates ran, checked
