@@ -8,6 +8,8 @@ ConvTransposeError. Everything above this module is plain Python and numpy.
 """
 from __future__ import annotations
 
+import hashlib
+
 import js  # noqa: F401  (Pyodide only; importing this module in CPython fails by design)
 import numpy as np
 from pyodide.ffi import JsException, to_js
@@ -152,14 +154,16 @@ class Gpu:
         return self.executor.cached(signature)
 
     async def launch(self, plan: Plan, geom: ConvGeometry, signature: str | None = None):
-        """Compiles the plan's passes (pipelines cached by template + structural parameters) and hands the
-        executor a launch; cached under `signature` (None: the caller destroys it after use)."""
+        """Compiles the plan's passes (pipelines cached by their WGSL source: params that only size the grid or
+        the uniforms, such as split-K's kz, share one) and hands the executor a launch; cached under `signature`
+        (None: the caller destroys it after use)."""
         async def passes(dispatches):
             out = []
             for d in dispatches:
-                key = f"{d.template}|{sorted(d.params.items())!r}"
+                source = render(d.template, d.params)
+                key = f"{d.template}|{hashlib.sha256(source.encode()).hexdigest()}"
                 try:
-                    pipeline = await self.executor.pipeline(key, render(d.template, d.params), plan.variant)
+                    pipeline = await self.executor.pipeline(key, source, plan.variant)
                 except JsException as exc:
                     raise python_error(exc) from None
                 out.append({"pipeline": pipeline, "bindings": list(d.bindings),
