@@ -22,7 +22,6 @@ walking 1/kz of the reduction.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant,
@@ -158,11 +157,16 @@ def x_row_vectors(geom) -> int:
     return geom.group * _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])
 
 
+def xc_vectors(geom) -> int:
+    """cl: 16-byte vectors in xc, every pixel of every image."""
+    return geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom)
+
+
 def channels_last_pass(geom, caps) -> tuple:
     """cl's pass that repacks x into xc (xc[n][pixel][group][16-byte vectors of in-channels]) before the GEMM,
     the uniforms the GEMM needs to read xc (xc_vecs: a group's vectors, xc_row: a pixel's), and xc's bytes."""
     xc = [("xc_vecs", _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])), ("xc_row", x_row_vectors(geom))]
-    items = geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom)
+    items = xc_vectors(geom)
     repack = dispatch(X_CHANNELS_LAST, {"dtype": geom.dtype, "workgroup_size": X_PACK_WORKGROUP}, ("x",), ("xc",),
                       [("items", items), ("in_size", math.prod(geom.in_spatial)), ("in_channels", geom.in_channels),
                        ("in_per_group", geom.in_per_group), ("groups", geom.group), *xc],
@@ -217,7 +221,7 @@ def _channels_last_refusal(t: dict, geom, caps) -> str | None:
     threads, k4 = _threads(t), t["tk"] // 4
     if threads % k4 or (t["tm"] * k4) % threads or (t["tk"] * t["tn"] // 4) % threads:
         return "cl needs every invocation to load the same number of A and B vectors of a step"
-    vectors = geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom)
+    vectors = xc_vectors(geom)
     limit = min(caps.limit("maxStorageBufferBindingSize"), caps.limit("maxBufferSize"))
     if vectors * 16 > limit:
         return f"cl's channels-last copy of x needs {vectors * 16} bytes, over this device's storage buffer limit"
@@ -248,17 +252,13 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
         return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
     yv = vector_y(geom)
     params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "kz")} | {"yv": int(yv)}
-    repack, xc, xc_bytes = channels_last_pass(geom, caps)
-    plan = gemm_plan(CHANNELS_LAST, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t,
-                     x_view=XC_VIEW[geom.dtype], a_source="xc", extra_uniforms=xc, out_vec4=yv)
-    if isinstance(plan, Refusal):
-        return plan
-    return replace(plan, dispatches=(repack, *plan.dispatches), scratch=plan.scratch | {"xc": xc_bytes})
+    return gemm_plan(CHANNELS_LAST, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t,
+                     channels_last=True, out_vec4=yv)
 
 
 def vector_y(geom) -> bool:
-    """Whether a GEMM's runs of 4 rows are 4 consecutive pixels of y: one phase (every stride 1), whose rows
-    are y's pixels in order, in images of a multiple of 4 pixels."""
+    """Whether a GEMM's runs of 4 rows are 4 consecutive pixels of y (cl's and phase_gemm_sgmat's vs y stores):
+    one phase (every stride 1), whose rows are y's pixels in order, in images of a multiple of 4 pixels."""
     return all(s == 1 for s in geom.strides) and math.prod(geom.out_spatial) % 4 == 0
 
 
@@ -279,19 +279,22 @@ def weight_pack(geom, caps) -> tuple:
 
 def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
                 tiles: dict, wp_view: str | None = None, wp_tail: int = 0,
-                x_view: str | None = None, a_source: str = "x", extra_uniforms: list = (),
-                out_vec4: bool = False) -> Plan | Refusal:
+                x_view: str | None = None, channels_last: bool = False, out_vec4: bool = False) -> Plan | Refusal:
     """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
     > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y. The GEMM
     may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail` elements
-    longer than the pack writes, and its A source as `x_view`; it reads its A rows from `a_source` (x, or a
-    copy of x that the caller's pass makes) and `extra_uniforms` after the rest; with `out_vec4` it writes y
-    (or parts) as vec4s."""
+    longer than the pack writes, and x as `x_view`; with `channels_last` it reads A from xc instead, which
+    channels_last_pass fills before it; with `out_vec4` it writes y (or parts) as vec4s."""
     refusal = workgroup_memory_refusal(need, caps)
     if refusal:
         return Refusal(refusal)
     max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
     pack, packed_vec4s, shapes = weight_pack(geom, caps)
+    repack, xc_uniforms, scratch = None, [], {}
+    a_source, a_view = "x", x_view
+    if channels_last:
+        repack, xc_uniforms, scratch["xc"] = channels_last_pass(geom, caps)
+        a_source, a_view = "xc", XC_VIEW[geom.dtype]
     row_tiles, col_tiles = _ceil(phase_rows(geom), tm), _ceil(geom.out_per_group, tn)
     phases = math.prod(geom.strides)
     split_tiles = geom.group * phases * row_tiles * col_tiles
@@ -302,16 +305,18 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
                    ("c_chunks", _ceil(geom.in_per_group, step)), ("phases", phases),
                    ("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", split_tiles * kz)]
                 + ([("split_tiles", split_tiles), ("splits", kz), ("y_size", geom.y_size)] if kz > 1 else [])
-                + axis_uniforms(geom) + list(extra_uniforms))
+                + axis_uniforms(geom) + xc_uniforms)
     prepared = {"wp": (packed_vec4s * 4 + wp_tail) * DTYPE_BYTES[geom.dtype]}
     has_bias = geom.has_bias and kz == 1  # split: the sum pass adds the bias once, not each partial
     gemm = dispatch(template, {"rank": geom.rank, "dtype": geom.dtype, "has_bias": has_bias} | params,
                     (a_source, "wp", "b") if has_bias else (a_source, "wp"), ("y",) if kz == 1 else ("parts",), uniforms,
                     grid(split_tiles * kz, max_dim),
-                    {n: v for n, v in (("wp", wp_view), (a_source, x_view), ("y", "array<vec4<T>>" if out_vec4 else None),
+                    {n: v for n, v in (("wp", wp_view), (a_source, a_view), ("y", "array<vec4<T>>" if out_vec4 else None),
                                        ("parts", "array<vec4<f32>>" if out_vec4 else None)) if v} or None)
+    first = (repack,) if repack else ()
     if kz == 1:
-        return Plan((gemm,), weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
+        return Plan((*first, gemm), scratch=scratch, weight_passes=(pack,), prepared=prepared, tiles=tiles,
+                    workgroup_bytes=need)
     vec = 4 if geom.y_size % 4 == 0 else 1  # vec4 loads and stores where y divides into them
     items = geom.y_size // vec
     total = dispatch(SPLIT_SUM, {"dtype": geom.dtype, "has_bias": geom.has_bias, "vec": vec,
@@ -320,8 +325,8 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
                      [("items", items), ("splits", kz), ("out_size", out_size), ("out_channels", geom.out_channels)],
                      grid(_ceil(items, SUM_WORKGROUP), max_dim),
                      {"parts": "array<vec4<f32>>", "y": "array<vec4<T>>"} if vec == 4 else None)
-    return Plan((gemm, total), scratch={"parts": kz * geom.y_size * PARTS_BYTES}, weight_passes=(pack,),
-                  prepared=prepared, tiles=tiles, workgroup_bytes=need)
+    return Plan((*first, gemm, total), scratch={"parts": kz * geom.y_size * PARTS_BYTES} | scratch,
+                weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
 
 
 PORTABLE = Variant(

@@ -9,15 +9,14 @@ storage needs f32 components (f16 would round every input to 11 bits), f16 stora
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..plan import Plan, Refusal
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, channels_last_pays,
                    max_phase_taps)
 from .gemm import MAX_INDEX
-from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, X_CHANNELS_LAST, channels_last_pass, gemm_plan,
-                         parts_refusal, split_k, workgroup_count, x_row_vectors)
+from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal, split_k,
+                         vector_y, workgroup_count, xc_vectors)
 
 NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
@@ -26,7 +25,7 @@ POINTWISE = "conv-1x1-subgroup-matrix.wgsl.jinja"
 # vs: the same GEMMs in the structure of docs/ceiling.md's fastest WGSL GEMM (16-byte staging vectors, one
 # buffer with two barriers per step, every operand staged, result matrices leaving through the staging memory).
 VECTOR_STAGED = "conv-transpose-phase-gemm-sgmat-vs.wgsl.jinja"
-# cl: vs with A from x repacked channels-last once per call (phase_gemm's channels_last_pass), staged [row][k].
+# cl: vs with A from x repacked channels-last once per call (phase_gemm's gemm_plan), staged [row][k].
 FEATURES = ("chromium-experimental-subgroup-matrix", "subgroups")
 COMPONENTS = {"float32": ("f32",), "float16": ("f16", "f32")}
 STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
@@ -140,12 +139,6 @@ def _vector_a_refusal(t: dict, geom, caps, config: dict) -> str | None:
     return None
 
 
-def vector_y(geom) -> bool:
-    """Whether vs writes y as vectors of 4 rows: one phase (every stride 1), whose rows are y's pixels in
-    order, in images of a multiple of 4 pixels."""
-    return all(s == 1 for s in geom.strides) and math.prod(geom.out_spatial) % 4 == 0
-
-
 def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
     """Why vs cannot run this shape on this request (None when it can): it stages f16 as 16-byte vectors,
     every operand in workgroup memory, each invocation a fixed slice of a step's k rows."""
@@ -164,7 +157,7 @@ def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
             return "cl loads A from x repacked channels-last: va must be 0"
         if threads % (tks // 8) or tm % (threads // (tks // 8)):
             return "cl needs the workgroup to stage whole A rows of 8-channel vectors"
-        if geom.batch * math.prod(geom.in_spatial) * x_row_vectors(geom) > MAX_INDEX:
+        if xc_vectors(geom) > MAX_INDEX:
             return "cl's channels-last copy of x is past i32 indexing"
     else:
         a_runs = tm // (8 if t["va"] else 2)  # A's vectors (va) or gathered row pairs across the tile
@@ -313,20 +306,9 @@ def _vector_staged_plan(geom, caps, params: dict, t: dict, config: dict) -> Plan
     """vs: x (va) and wp bound as 16-byte vectors; with yv, y (or the split's parts) as vectors of 4 rows;
     with cl, A read from xc, which a pass before the GEMM fills from x."""
     tm, tn, tks = _tile(t, config)
-    repack, xc, xc_bytes = channels_last_pass(geom, caps) if t["cl"] else (None, [], 0)
-    plan = gemm_plan(VECTOR_STAGED, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
-                     wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] or t["cl"] else None,
-                     a_source="xc" if t["cl"] else "x", extra_uniforms=xc)
-    if isinstance(plan, Refusal):
-        return plan
-    gemm, *rest = plan.dispatches
-    if params["yv"]:
-        views = {"y": "array<vec4<T>>", "parts": "array<vec4<f32>>"}
-        bindings = [[name, access, views.get(name, kind)] for name, access, kind in gemm.params["bindings"]]
-        gemm = replace(gemm, params=gemm.params | {"bindings": bindings})
-    if not t["cl"]:
-        return replace(plan, dispatches=(gemm, *rest))
-    return replace(plan, dispatches=(repack, gemm, *rest), scratch=plan.scratch | {"xc": xc_bytes})
+    return gemm_plan(VECTOR_STAGED, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
+                     wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] else None,
+                     channels_last=bool(t["cl"]), out_vec4=bool(params["yv"]))
 
 
 SGMAT = Variant(
