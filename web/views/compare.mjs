@@ -14,11 +14,9 @@
 import { callPython, getKernel } from "../runtime/index.mjs";
 import { KERNEL_ID } from "../runtime/contract.mjs";
 import { convTransposeModel } from "./onnx-convtranspose.mjs";
-import { caseInputs, ortModel } from "./ort-bench.mjs";
+import { caseInputs, maxDiff, median, ortModel, sameBits } from "./ort-bench.mjs";
 
 const now = () => performance.now();
-const median = (xs) => { const s = xs.filter((v) => v != null).sort((a, b) => a - b); const m = s.length >> 1;
-  return s.length === 0 ? null : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 
 // One kernel object for every case a page or process compares, as an app holds one for all its layers: each
 // case's constant weights join its weight cache (web/runtime/weight-cache.mjs) beside the earlier cases'.
@@ -69,18 +67,6 @@ async function onnxruntime(ep, benchCase, data) {
   return { ...session, name: `ort-${ep}` };
 }
 
-function sameBits(a, b) {
-  const u = (t) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
-  const [p, q] = [u(a), u(b)];
-  return p.length === q.length && p.every((v, i) => v === q[i]);
-}
-
-function maxDiff(a, b) {
-  if (!a || !b || a.length !== b.length) return null;
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(a[i] - b[i]));
-  return Number.isNaN(d) ? null : d;
-}
 
 /** One bench case: {case, ours: {...}, ort: {webgpu: {...} | {error}, jsep: ...}}, times in ms (medians). */
 export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["webgpu", "jsep"] } = {}) {

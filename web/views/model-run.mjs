@@ -17,12 +17,10 @@
 import { getKernel } from "../runtime/index.mjs";
 import { KERNEL_ID } from "../runtime/contract.mjs";
 import { modelNodes, readModel } from "./onnx-convtranspose.mjs";
-import { ortMessage, ortModel } from "./ort-bench.mjs";
+import { maxDiff, median, ortMessage, ortModel, sameBits } from "./ort-bench.mjs";
 
 const EPS = ["webgpu", "jsep"];
 const now = () => performance.now();
-const median = (xs) => { const s = xs.filter((v) => v != null).sort((a, b) => a - b); const m = s.length >> 1;
-  return s.length === 0 ? null : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const TYPED = { float32: Float32Array, float16: Uint16Array };
 
 async function modelBytes(model) {
@@ -111,18 +109,6 @@ function lastCallStages(marks, start) {
     .map((k) => [k, m[k] - start]));
 }
 
-function maxDiff(a, b) {
-  if (!a || !b || a.length !== b.length) return null;
-  let d = 0;
-  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(Number(a[i]) - Number(b[i])));
-  return Number.isNaN(d) ? null : d;
-}
-
-function sameBits(a, b) {
-  const u = (t) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
-  const [p, q] = [u(a), u(b)];
-  return p.length === q.length && p.every((v, i) => v === q[i]);
-}
 
 const asFloat = (y, dtype) => (dtype === "float16" ? null : y);  // ORT's float16 output is compared in Python
 

@@ -109,6 +109,25 @@ export function passTimer(device, capacity = 4096) {
   };
 }
 
+/** The median of the non-null samples (null for none): every time the comparisons report. */
+export const median = (xs) => { const s = xs.filter((v) => v != null).sort((a, b) => a - b); const m = s.length >> 1;
+  return s.length === 0 ? null : s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+
+/** The largest |a - b| over two equal-length arrays (numbers or bigints), null where they differ in length or a NaN. */
+export function maxDiff(a, b) {
+  if (!a || !b || a.length !== b.length) return null;
+  let d = 0;
+  for (let i = 0; i < a.length; i++) d = Math.max(d, Math.abs(Number(a[i]) - Number(b[i])));
+  return Number.isNaN(d) ? null : d;
+}
+
+/** Whether two typed arrays hold the same bytes: e2e-into's y against e2e's (the same calls, y read elsewhere). */
+export function sameBits(a, b) {
+  const u = (t) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
+  const [p, q] = [u(a), u(b)];
+  return p.length === q.length && p.every((v, i) => v === q[i]);
+}
+
 /** ORT's error in one line: the kernel's own "Status Message" where the wasm layer wraps it. */
 export function ortMessage(err) {
   const text = String(err?.message ?? err).split("\n")[0];
@@ -196,7 +215,6 @@ async function settled(records) {
   return records.splice(0).reduce((a, b) => a + b, 0) / 1e6;
 }
 
-const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 
 /** Times onnxruntime-web on one bench case (see the module header). Never throws for ORT's refusals. */
 export async function benchOrt(benchCase, { runs = 5, warmup = 1, ep = "webgpu", inputs = null } = {}) {
