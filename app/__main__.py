@@ -53,6 +53,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="also time the longest chain of ConvTranspose layers, intermediates on the GPU")
     model.add_argument("--runs", type=int, default=5)
     model.add_argument("--warmup", type=int, default=1)
+    model.add_argument("--settle", type=float, default=60, metavar="S",
+                       help="Node: after the warm-up, wait up to S seconds (default 60; 0: not at all) for the "
+                            "host's background threads (V8 compiling onnxruntime-web's wasm) to go idle before the "
+                            "timed rounds")
     device = sub.add_parser("device", help="print the WebGPU adapter's info, features and limits as the package sees them")
     device.add_argument("--host", choices=["browser", "node"], default="browser")
     tune = sub.add_parser("tune", help="measure the best tile params per variant and shape class on this adapter "
@@ -93,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"model reads the file with onnx and checks it with onnxruntime: {exc.name} is missing "
                          "(pip install onnx onnxruntime)")
 
-        return run_model(args.path, args.host, args.against, args.dtype, args.chain, args.runs, args.warmup)
+        return run_model(args.path, args.host, args.against, args.dtype, args.chain, args.runs, args.warmup,
+                         args.settle)
     if args.command == "tune":
         from .host.tune_runner import main as run_tune
 

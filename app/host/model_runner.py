@@ -122,6 +122,15 @@ def _times(result: dict) -> str:
     return " | ".join(parts)
 
 
+def _host_load(result: dict) -> str:
+    """Node: how long the host waited for quiet before the timed rounds, and its CPU use during them (above
+    1 core: threads besides the calls' own were busy)."""
+    if result.get("cpu_cores_in_rounds") is None:
+        return ""
+    return (f" | host settled {result['settle_ms'] / 1000:.1f} s, "
+            f"{result['cpu_cores_in_rounds']:.2f} cores in the rounds")
+
+
 def _run(models, name: str, spec: dict, want: np.ndarray, tol: dict, dtype: str, label: str) -> str:
     """One model on the host, checked: returns PASS, FAIL or SKIP and prints the line."""
     try:
@@ -141,12 +150,12 @@ def _run(models, name: str, spec: dict, want: np.ndarray, tol: dict, dtype: str,
         return "FAIL"
     variants = ",".join(dict.fromkeys(result["variants"]))
     print(f"{'PASS' if ok else 'FAIL'} {label} [{variants}] max_abs_err={err:.3g} (atol {tol['atol']:.3g}) "
-          f"| {_times(result)}", flush=True)
+          f"| {_times(result)}{_host_load(result)}", flush=True)
     return "PASS" if ok else "FAIL"
 
 
 def main(path: str, host: str = "browser", against: str | None = None, dtype: str = "float32",
-         chain: bool = False, runs: int = 5, warmup: int = 1) -> int:
+         chain: bool = False, runs: int = 5, warmup: int = 1, settle: float = 60) -> int:
     try:  # everything that can refuse the file does so here, before a host starts
         ml = onnx_model.read(path)
         layers = onnx_model.chain(ml) if chain else []
@@ -163,7 +172,7 @@ def main(path: str, host: str = "browser", against: str | None = None, dtype: st
     for s in ml.skipped:
         print(f"SKIP {s.name}: {s.reason}", flush=True)
         counts["SKIP"] += 1
-    common = {"runs": runs, "warmup": warmup, "against": against == "ort"}
+    common = {"runs": runs, "warmup": warmup, "against": against == "ort", "settleS": settle}
     with tempfile.TemporaryDirectory(prefix="model-") as tmp:
         with open_host(host, Path(tmp)) as models:
             for layer in sorted(ml.layers, key=lambda l: l.index):

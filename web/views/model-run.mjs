@@ -1,7 +1,7 @@
 // A model's ConvTranspose layers on our kernel, each beside onnxruntime-web when asked, in one page or Node
 // process (`python -m app model`, and the Benchmarks view's drop zone).
 //
-//   runModel({model, x, runs, warmup, against})
+//   runModel({model, x, runs, warmup, against, settleS})
 //
 // model: a one-node model or a chain model cut by app/onnx_model.py (ConvTranspose nodes only, each feeding
 // the next); ours runs it as one call per node, every intermediate left on the GPU and fed to the next call.
@@ -11,8 +11,10 @@
 // after `warmup`: e2e (CPU x in, y back on the CPU in a new array), e2e_into (the same, y read into one array
 // each side reuses round after round, as an app running its decoder in a loop does: ours `{into}`, ORT's
 // ort-bench.mjs e2eInto), resident (x in a GPUBuffer, y left on the GPU, wall time to onSubmittedWorkDone)
-// and gpu (the compute passes' timestamps). Without `against`, ours alone.
-// Returns {layers (node names), dtype, y (base64), y_shape, variants (one per node), ours: {e2e_ms, e2e_into_ms, resident_ms, gpu_ms, host_ms, into_same_as_e2e},
+// and gpu (the compute passes' timestamps). Without `against`, ours alone. With `settleS` (Node), the warm-up
+// rounds are followed by a wait of up to that many seconds for the process's background threads to go idle.
+// Returns {layers (node names), dtype, y (base64), y_shape, variants (one per node), settle_ms, settle_end_cores,
+//          cpu_cores_in_rounds (Node: the process's CPU time over the timed rounds' wall time), ours: {e2e_ms, e2e_into_ms, resident_ms, gpu_ms, host_ms, into_same_as_e2e},
 //          ort?: {webgpu: {e2e_ms, ..., max_abs_diff_ours, into_same_as_e2e} | {error}, jsep: ...}}.
 import { getKernel } from "../runtime/index.mjs";
 import { KERNEL_ID } from "../runtime/contract.mjs";
@@ -20,6 +22,7 @@ import { modelNodes, readModel } from "./onnx-convtranspose.mjs";
 import { maxDiff, median, ortMessage, ortModel, sameBits } from "./ort-bench.mjs";
 
 const EPS = ["webgpu", "jsep"];
+const REWARM_MS = 500;
 const now = () => performance.now();
 const TYPED = { float32: Float32Array, float16: Uint16Array };
 
@@ -93,6 +96,12 @@ export async function ours(layers, xShape, xData, dtype) {
     },
     lastHost: () => host,
     async gpu() { const { y, gpuMs } = await run(xGpu, "gpu", true); y.dispose(); return gpuMs; },
+    /** Resident runs back to back for about `ms`, the GPU never idle: its clocks up again after a quiet spell. */
+    async busy(ms) {
+      const end = now() + ms;
+      while (now() < end) (await run(xGpu, "gpu")).y.dispose();
+      await device.queue.onSubmittedWorkDone();
+    },
     variants: () => variants,
     /** Each layer's stage marks (performance.now()) of the last run, and the kernel's counters. */
     marks: () => marks,
@@ -112,8 +121,31 @@ function lastCallStages(marks, start) {
 
 const asFloat = (y, dtype) => (dtype === "float16" ? null : y);  // ORT's float16 output is compared in Python
 
+/** The process's CPU time (every thread's) since `from`, in cores busy over the wall time: Node only (null in a
+ *  page). Above 1 while the timed rounds run, other threads (V8 compiling onnxruntime-web's wasm in the
+ *  background, for a minute and more after its sessions start) share the machine with both sides' calls. */
+const cpuMeter = () => {
+  if (!globalThis.process?.cpuUsage) return () => null;
+  const u0 = process.cpuUsage(), t0 = now();
+  return () => { const u = process.cpuUsage(u0); return (u.user + u.system) / 1000 / (now() - t0); };
+};
+
+/** Waits, up to `maxS` seconds, until this process is quiet (under `idle` cores over a quarter second with
+ *  the main thread asleep), so that no side's timed rounds run beside background compiles. Node only. */
+async function settle(maxS, idle = 0.2) {
+  const start = now();
+  let cores = null;
+  while (maxS > 0 && globalThis.process?.cpuUsage) {
+    const meter = cpuMeter();
+    await new Promise((r) => setTimeout(r, 250));
+    cores = meter();
+    if (cores < idle || now() - start > maxS * 1000) break;
+  }
+  return { settle_ms: +(now() - start).toFixed(1), settle_end_cores: cores && +cores.toFixed(2) };
+}
+
 /** Ours (and ORT's builds, with `against`) on one model in alternating rounds; see the module header. */
-export async function runModel({ model, x, runs = 5, warmup = 1, against = false, eps = EPS }) {
+export async function runModel({ model, x, runs = 5, warmup = 1, against = false, eps = EPS, settleS = 0 }) {
   const bytes = await modelBytes(model);
   const cut = modelNodes(readModel(bytes));
   const xData = fromBase64(x, cut.dtype);
@@ -133,8 +165,16 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
   const samples = new Map(impls.map((i) => [i, { e2e: [], into: [], resident: [], gpu: [], host: [], stages: [] }]));
   const last = new Map(), lastInto = new Map();
   const refused = new Set();  // ORT builds that failed a run (3D ConvTranspose fails at run, not at creation)
+  let meter = null;
   try {
     for (let round = 0; round < warmup + runs; round++) {
+      if (round === warmup) {
+        Object.assign(result, await settle(settleS));
+        // An idle second and more drops an H200 to idle clocks, and the rounds alone (mostly host time) do
+        // not raise them: after a 35 s wait both sides' GPU times were 4x (docs/h200/session9/).
+        if (result.settle_ms > 1000) await impl.busy(REWARM_MS);
+        meter = cpuMeter();
+      }
       for (const it of impls) {
         if (refused.has(it)) continue;
         const s = samples.get(it);
@@ -165,6 +205,8 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
   } finally {
     for (const it of impls) await it.close();
   }
+  const cores = meter?.();
+  result.cpu_cores_in_rounds = cores == null ? null : +cores.toFixed(2);
   const y = last.get(impl);  // ours: {data, shape}; ORT's: its typed array
   result.y = toBase64(y.data);
   result.y_shape = y.shape;
