@@ -28,10 +28,18 @@ def test_narrow_out_channels_get_64_wide_tiles_wide_ones_128():
     assert (few["tm"], few["tn"]) == (64, 128)  # 128 x 128 would make only 128 workgroups
 
 
-def test_few_outputs_with_a_long_reduction_split_it_in_one_dispatch():
-    launch = plan(infer((1, 1024, 4, 4), (1024, 512, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
-                  h200_caps(), "phase_gemm")
-    assert launch.tiles["ks"] > 1 and launch.tiles["kz"] == 1
+def test_few_outputs_with_a_long_reduction_split_it_in_slices_and_across_workgroups():
+    geom = infer((1, 1024, 4, 4), (1024, 512, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]})
+    launch = plan(geom, h200_caps(), "phase_gemm")
+    t = launch.tiles
+    assert (t["tm"], t["ks"]) == (16, 4) and t["kz"] > 1  # 64 workgroups of 16 x 32 tiles, 4 slices each
+    assert phase_gemm.workgroup_count(geom, t) * t["kz"] >= phase_gemm.FILL
+    assert phase_gemm.workgroup_count(geom, t) * t["kz"] // 2 < phase_gemm.FILL  # the smallest such kz
+    assert len(launch.dispatches) == 2 and launch.scratch == {"parts": t["kz"] * geom.y_size * 4}
+    # no room for the partial sums: 8 slices, one dispatch
+    small = h200_caps(limits=H200["limits"] | {"maxBufferSize": 1 << 16, "maxStorageBufferBindingSize": 1 << 16})
+    launch = plan(geom, small, "phase_gemm")
+    assert (launch.tiles["ks"], launch.tiles["kz"]) == (8, 1)
     assert len(launch.dispatches) == 1 and len(launch.weight_passes) == 1 and not launch.scratch
     # a short reduction is not split, however few the outputs
     assert tiles((1, 16, 4, 4), (16, 16, 2, 2), {"strides": [2, 2]})["ks"] == 1
