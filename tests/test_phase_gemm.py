@@ -36,6 +36,9 @@ def test_few_outputs_with_a_long_reduction_split_it_in_slices_and_across_workgro
     assert phase_gemm.workgroup_count(geom, t) * t["kz"] >= phase_gemm.FILL
     assert phase_gemm.workgroup_count(geom, t) * t["kz"] // 2 < phase_gemm.FILL  # the smallest such kz
     assert len(launch.dispatches) == 2 and launch.scratch == {"parts": t["kz"] * geom.y_size * 4}
+    # slices of 16 steps (a DCGAN's third layer): short already, 8 of them in one dispatch
+    short = tiles((1, 256, 8, 8), (256, 128, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]})
+    assert (short["tm"], short["ks"], short["kz"]) == (16, 8, 1)
     # no room for the partial sums: 8 slices, one dispatch
     small = h200_caps(limits=H200["limits"] | {"maxBufferSize": 1 << 16, "maxStorageBufferBindingSize": 1 << 16})
     launch = plan(geom, small, "phase_gemm")

@@ -56,7 +56,9 @@ PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: 
 # split-K across kz workgroups (the smallest kz of SPLIT_K_CHOICES that makes FILL of them, as below). H200,
 # session 9, every (ks, kz, tn, tk) of 16 x 32 and 16 x 64 tiles on `large` dcgan_1024_k4s2p1 (64 workgroups
 # unsplit; docs/h200/session9/sweep-phase_gemm-*-dcgan.json): 16 ways in all won, 0.052 ms (ks 4 kz 4, ks 8
-# kz 2, ks 2 kz 8, both dtypes) against 0.077 for 8 slices alone. Software adapters run few, small
+# kz 2, ks 2 kz 8, both dtypes) against 0.077 for 8 slices alone; `full` dcgan_g2 (32 steps a slice of 8)
+# 0.029 ms against 0.043; dcgan_g3 (16 steps a slice: short already) 0.028 against 0.0275, so only slices of
+# SPLIT_ACROSS_MIN_STEPS or more are split further (sweep-phase_gemm-*-dcgan-full.json). Software adapters run few, small
 # invocations best (SwiftShader compiles each unrolled multiply, and runs a workgroup's invocations as fibers
 # on a few cores).
 _GPU_NARROW = (128, 64, 8, 8, 16, 1, 1)
@@ -64,6 +66,7 @@ _GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
 _GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
 _GPU_SPLIT = (16, 32, 4, 4, 8, 8, 1)
 _GPU_SPLIT_SLICES_WITH_KZ = 4
+SPLIT_ACROSS_MIN_STEPS = 32
 _CPU_SHAPE = (32, 32, 4, 4, 8, 1, 1)
 FILL = 256  # workgroups for the largest tiles: about two per multiprocessor of a large GPU (an H200 has 132)
 SPLIT_BELOW = 64  # workgroups under which a long reduction is split
@@ -150,6 +153,8 @@ def _gathering_defaults(geom, caps) -> dict:
     split = dict(zip(PARAMS, _GPU_SPLIT))
     if (workgroup_count(geom, t) < SPLIT_BELOW and geom.in_per_group * max_phase_taps(geom) >= SPLIT_DEPTH
             and tiles_refusal(split, geom, caps) is None):
+        if _steps(geom, split) // split["ks"] < SPLIT_ACROSS_MIN_STEPS:
+            return split
         across = split | {"ks": _GPU_SPLIT_SLICES_WITH_KZ}
         across["kz"] = _split_k_of_slices(geom, caps, across)
         return across if across["kz"] > 1 and tiles_refusal(across, geom, caps) is None else split
@@ -160,10 +165,14 @@ def _split_k_of_slices(geom, caps, t: dict) -> int:
     """The kz that splits t's workgroups (each reducing in t["ks"] slices) into FILL or more, keeping
     SPLIT_K_MIN_STEPS reduction steps per slice; 1 where they already fill the GPU or no kz fits."""
     workgroups = workgroup_count(geom, t)
-    steps = max_phase_taps(geom) * _ceil(geom.in_per_group, t["tk"])
     fits = [kz for kz in SPLIT_K_CHOICES
-            if steps // (kz * t["ks"]) >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
+            if _steps(geom, t) // (kz * t["ks"]) >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
     return next((kz for kz in fits if workgroups * kz >= FILL), 1)
+
+
+def _steps(geom, t: dict) -> int:
+    """Reduction steps of the longest phase at t's step (in-channels per step)."""
+    return max_phase_taps(geom) * _ceil(geom.in_per_group, t["tk"])
 
 
 def _threads(t: dict) -> int:
