@@ -58,9 +58,9 @@ PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: 
 # unsplit; docs/h200/session9/sweep-phase_gemm-*-dcgan.json): 16 ways in all won, 0.052 ms (ks 4 kz 4, ks 8
 # kz 2, ks 2 kz 8, both dtypes) against 0.077 for 8 slices alone; `full` dcgan_g2 (32 steps a slice of 8)
 # 0.029 ms against 0.043; dcgan_g3 (16 steps a slice: short already) 0.028 against 0.0275, so only slices of
-# SPLIT_ACROSS_MIN_STEPS or more are split further (sweep-phase_gemm-*-dcgan-full.json). Software adapters run few, small
-# invocations best (SwiftShader compiles each unrolled multiply, and runs a workgroup's invocations as fibers
-# on a few cores).
+# SPLIT_ACROSS_MIN_STEPS or more are split further (sweep-phase_gemm-*-dcgan-full.json). Software adapters
+# run few, small invocations best (SwiftShader compiles each unrolled multiply, and runs a workgroup's
+# invocations as fibers on a few cores).
 _GPU_NARROW = (128, 64, 8, 8, 16, 1, 1)
 _GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
 _GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
