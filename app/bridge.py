@@ -295,6 +295,19 @@ async def report_device() -> dict:
 
 
 @entry
+async def record_compiles() -> None:
+    """From now on the shared kernel compiles every pipeline it uses (its caches dropped) and records it."""
+    (await (await _kernel()).gpu.current()).record_compiles()
+
+
+@entry
+async def recorded_compiles() -> list[str]:
+    """The sha256 of each shader the shared kernel compiled since record_compiles (tests/test_node_host.py and
+    the page's tests check what they are credited with compiling: tools/wgsl/credited.py)."""
+    return (await (await _kernel()).gpu.current()).recorded()
+
+
+@entry
 async def run_case_at(index: int, variant=None) -> dict:
     """Case `index` of the case file last given to load_cases, on the shared kernel."""
     return await run_case(await _kernel(), _cases[index], variant or None)

@@ -84,6 +84,12 @@ def _caps(features, adapter_features, limits, info, is_fallback: bool = False) -
                                                else ()))
 
 
+def pipeline_key(template: str, source: str) -> str:
+    """The executor's cache key of a pipeline: its WGSL's sha256 (params that only size the grid or the
+    uniforms, such as split-K's kz, share one pipeline), after the template for reading."""
+    return f"{template}|{hashlib.sha256(source.encode()).hexdigest()}"
+
+
 class Gpu:
     """One WebGPU device and the executor that holds its pipelines and launches."""
 
@@ -153,6 +159,14 @@ class Gpu:
     def cached(self, signature: str):
         return self.executor.cached(signature)
 
+    def record_compiles(self) -> None:
+        """Drops every cached launch and pipeline and records the shaders compiled from then on (`recorded`)."""
+        self.executor.record()
+
+    def recorded(self) -> list[str]:
+        """The sha256 of each shader compiled since record_compiles, which stops recording."""
+        return sorted({key.split("|")[1] for key in self.executor.recorded().to_py()})
+
     async def launch(self, plan: Plan, geom: ConvGeometry, signature: str | None = None):
         """Compiles the plan's passes (pipelines cached by their WGSL source: params that only size the grid or
         the uniforms, such as split-K's kz, share one) and hands the executor a launch; cached under `signature`
@@ -161,9 +175,8 @@ class Gpu:
             out = []
             for d in dispatches:
                 source = render(d.template, d.params)
-                key = f"{d.template}|{hashlib.sha256(source.encode()).hexdigest()}"
                 try:
-                    pipeline = await self.executor.pipeline(key, source, plan.variant)
+                    pipeline = await self.executor.pipeline(pipeline_key(d.template, source), source, plan.variant)
                 except JsException as exc:
                     raise python_error(exc) from None
                 out.append({"pipeline": pipeline, "bindings": list(d.bindings),
@@ -177,8 +190,8 @@ class Gpu:
             # Bound by the executor as (data, flag, the word count): declared here like any pass.
             params = {"dtype": geom.dtype, "workgroup_size": CHECK_WORKGROUP} | bindings_params(
                 ("data",), ("flag",), ("words",))
-            check = await self.executor.pipeline(f"{NONFINITE_CHECK}|{sorted(params.items())!r}",
-                                                 render(NONFINITE_CHECK, params), "nonfinite_check")
+            source = render(NONFINITE_CHECK, params)
+            check = await self.executor.pipeline(pipeline_key(NONFINITE_CHECK, source), source, "nonfinite_check")
         spec = {"variant": plan.variant, "reason": plan.reason, "dtype": geom.dtype,
                 "finite_only": plan.finite_only, "finite_check": check, "finite_scanned": list(plan.scanned),
                 "check_workgroup": CHECK_WORKGROUP,

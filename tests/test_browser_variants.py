@@ -9,16 +9,16 @@ the page), not one call per case: 532 calls and a reload of the file per variant
 """
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from app.host.case_runner import page_python
 from app.variants import VARIANTS
 from tests.browser_session import run_python
+from tools.wgsl import credited
 
 pytestmark = pytest.mark.browser
-TEST_JSON = Path(__file__).resolve().parent.parent / "test.json"
+TEST_JSON = credited.TEST_JSON
 CASE_NAMES = [case["name"] for case in json.loads(TEST_JSON.read_text())["cases"]]
 MIN_COVERED = 15
 RUN_EVERY_CASE = """
@@ -33,8 +33,13 @@ def device_features(page):
     return set(page.evaluate("async () => (await window.getKernel('webgpu-kernels/ai.onnx.ConvTranspose')).device().features"))
 
 
+# The variants this module forced (the last test checks what they compiled), recorded from `loaded` on.
+FORCED: set[str] = set()
+
+
 @pytest.fixture(scope="module")
 def loaded(page):
+    page_python(page)("record_compiles")
     assert page_python(page)("load_cases", TEST_JSON.read_text()) == CASE_NAMES
 
 
@@ -46,6 +51,7 @@ def forced_results(page, variant: str) -> list[dict]:
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_forced_variant(page, loaded, device_features, variant):
+    FORCED.add(variant)
     results = forced_results(page, variant)
     failed = [r for r in results if r["status"] == "FAIL"]
     passed = [r for r in results if r["status"] == "PASS"]
@@ -57,3 +63,13 @@ def test_forced_variant(page, loaded, device_features, variant):
     else:
         assert len(passed) >= MIN_COVERED, f"{variant} covers only {len(passed)} cases of test.json"
         assert all(r["variant"] in (variant, "none (empty output)") for r in passed)
+
+
+def test_compiles_every_shader_the_swiftshader_pass_leaves_to_it(page):
+    """The SwiftShader back-end pass of tests/test_wgsl_compilers.py does not compile what the forced variants
+    compile here (tools/wgsl/credited.py): the variants this module forced must have compiled every shader
+    they are credited with (all of them in a whole run of the module; it runs last)."""
+    compiled = set(page_python(page)("recorded_compiles"))
+    missing = {credited.digest(s) for s in credited.case_file(credited.CHROMIUM_SWIFTSHADER, sorted(FORCED))}
+    missing -= compiled
+    assert not missing, f"{len(missing)} credited shader(s) not compiled, e.g. {sorted(missing)[:3]}"

@@ -1,13 +1,13 @@
 """The Node host (Dawn's WebGPU, SwiftShader here): same boot module, same cases, same results as the page."""
 import json
-from pathlib import Path
 
 import pytest
 
 from app.host.case_runner import NodeCases, run_cases
 from tests.browser_session import assert_passed_or_gated
+from tools.wgsl import credited
 
-TEST_JSON = Path(__file__).resolve().parent.parent / "test.json"
+TEST_JSON = credited.TEST_JSON
 CASE_NAMES = [case["name"] for case in json.loads(TEST_JSON.read_text())["cases"]]
 
 
@@ -17,8 +17,16 @@ def node(node_host):
 
 
 @pytest.fixture(scope="module")
-def results(node):
-    return {r["name"]: r for r in run_cases(NodeCases(node), TEST_JSON.read_text())}
+def run(node):
+    """test.json's results, and the sha256 of every shader the run compiled (on Node's SwiftShader)."""
+    node.py("record_compiles")
+    results = {r["name"]: r for r in run_cases(NodeCases(node), TEST_JSON.read_text())}
+    return results, set(node.py("recorded_compiles"))
+
+
+@pytest.fixture(scope="module")
+def results(run):
+    return run[0]
 
 
 def test_node_host_has_a_webgpu_adapter(node):
@@ -30,6 +38,13 @@ def test_node_host_has_a_webgpu_adapter(node):
 def test_case_in_node(results, name):
     result = results[name]
     assert_passed_or_gated(result)
+
+
+def test_compiles_every_shader_the_swiftshader_pass_leaves_to_it(run):
+    """The SwiftShader back-end pass of tests/test_wgsl_compilers.py does not compile what this run compiles on
+    the same Dawn (tools/wgsl/credited.py): the run must compile every shader it is credited with."""
+    missing = {credited.digest(s) for s in credited.case_file(credited.NODE_SWIFTSHADER)} - run[1]
+    assert not missing, f"{len(missing)} credited shader(s) not compiled, e.g. {sorted(missing)[:3]}"
 
 
 def test_node_host_compares_with_both_ort_builds_and_breaks_a_call_down(node):

@@ -1,6 +1,6 @@
 """Every shader the package can render, compiled by both WGSL compilers: Tint (Chromium's; Dawn for Node, on its
 null backend with every feature, and on SwiftShader one shader of every back-end structure among those a
-software adapter runs) and naga (Firefox's; wgpu-py on Mesa's lavapipe). A shader either compiler rejects or
+software adapter runs, where no test that runs shaders there compiled one) and naga (Firefox's; wgpu-py on Mesa's lavapipe). A shader either compiler rejects or
 warns about fails with the compiler's message (tools/wgsl/check.py; docs/testing.md says what the SwiftShader
 pass covers, and test_every_shader_swiftshader_skips_differs_from_its_stand_in_only_where_the_rules_allow
 fails if a shader it leaves out stops being equivalent to the one compiled for it).
@@ -11,7 +11,7 @@ test_every_template_and_structural_choice_is_rendered says when the geometries m
 import pytest
 
 from tools.wgsl import check as wgsl_check
-from tools.wgsl import structure
+from tools.wgsl import credited, structure
 from tools.wgsl.matrix import SGMAT, build, coverage_gaps
 
 # The bug of issue 16: a function whose body ends in a loop that returns on every path. The WGSL spec
@@ -39,8 +39,9 @@ def shaders(matrix):
 
 @pytest.fixture(scope="module")
 def backend_plan(shaders):
-    """What SwiftShader compiles, and the stand-in of each shader it skips: made once (10 s of squashing)."""
-    return wgsl_check.backend_plan(shaders)
+    """What SwiftShader compiles, and the stand-in of each shader it skips (a compiled one, or one another
+    test compiles there: tools/wgsl/credited.py): made once (13 s of planning and squashing)."""
+    return wgsl_check.backend_plan(shaders, credited.sources())
 
 
 def test_every_template_and_structural_choice_is_rendered(matrix):
@@ -57,7 +58,7 @@ def test_every_template_and_structural_choice_is_rendered(matrix):
 @pytest.mark.parametrize("compiler", wgsl_check.COMPILERS)
 def test_compiler_accepts_every_shader_without_warnings(matrix, shaders, backend_plan, compiler):
     # for_compiler's choice, with the SwiftShader plan the skip test below checks
-    to_compile = backend_plan[0] if compiler == "tint/swiftshader" else wgsl_check.for_compiler(compiler, shaders)
+    to_compile = backend_plan.compiled if compiler == "tint/swiftshader" else wgsl_check.for_compiler(compiler, shaders)
     outcomes = wgsl_check.run(compiler, to_compile)
     by_id = list(matrix.shaders.values())
     bad = [wgsl_check.describe(by_id[o.id], o) for o in outcomes if o.error or o.warnings]
@@ -102,23 +103,26 @@ def _differs_for_a_back_end(code: str, stand_in, numbering: structure.Numbering)
 
 def test_every_shader_swiftshader_skips_differs_from_its_stand_in_only_where_the_rules_allow(shaders, backend_plan):
     """SwiftShader compiles one shader of each back-end structure (and more where workgroup sizes, memory or
-    unrolled runs are not dominated): every other shader a software adapter runs has a compiled stand-in of
-    its structure with the same statements once unrolled runs are squashed, runs no longer than the
-    stand-in's, workgroup sizes and workgroup array counts no larger (so the limits its pipeline is validated
-    against hold) and expression constants of the same kind. A template change that makes such shaders differ
-    anywhere else fails here, not silently in the narrower back-end pass."""
-    compiled, stands_for = backend_plan
+    unrolled runs are not dominated), less what other tests compile there because they run it (credited:
+    tools/wgsl/credited.py; each of those tests checks that it does): every other shader a software adapter runs
+    has a stand-in of its structure, compiled by the pass or credited (a credited shader stands for itself),
+    with the same statements once unrolled runs are squashed, runs no longer than the stand-in's, workgroup
+    sizes and workgroup array counts no larger (so the limits its pipeline is validated against hold) and
+    expression constants of the same kind. A template change that makes such shaders differ anywhere else
+    fails here, not silently in the narrower back-end pass."""
+    compiled, stands_for, given = backend_plan
     runs = {s["id"] for s in shaders if s["software"] and set(s["features"]) <= wgsl_check.SWIFTSHADER_FEATURES}
     compiled_ids = {s["id"] for s in compiled}
     assert compiled_ids | set(stands_for) == runs and not compiled_ids & set(stands_for)
-    assert set(stands_for.values()) <= compiled_ids
-    by_id = {s["id"]: s for s in shaders}
+    assert set(stands_for.values()) <= compiled_ids | set(given)
+    assert given and all(g["by"] for g in given.values())
+    code = {s["id"]: s["code"] for s in shaders} | {i: g["code"] for i, g in given.items()}
     stand_ins, numbering = {}, structure.Numbering()
     bad = []
     for skipped, stand_in in sorted(stands_for.items()):
         if stand_in not in stand_ins:
-            stand_ins[stand_in] = _read(by_id[stand_in]["code"], numbering)
-        why = _differs_for_a_back_end(by_id[skipped]["code"], stand_ins[stand_in], numbering)
+            stand_ins[stand_in] = _read(code[stand_in], numbering)
+        why = _differs_for_a_back_end(code[skipped], stand_ins[stand_in], numbering)
         if why:
             bad.append(f"shader {skipped} against its stand-in {stand_in}: {why}")
     assert not bad, f"{len(bad)} shader(s) left out of the SwiftShader pass are not equivalent:\n" + "\n".join(bad[:5])

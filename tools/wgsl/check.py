@@ -18,7 +18,9 @@ What each compiler checks:
   all: each other shader of a structure differs from its stand-in only in constants that Dawn's validation
   bounds (workgroup size and memory, no larger) or in expression constants of the same kind, or has shorter
   runs of the same unrolled statements, and passes the two front ends above on its own (docs/testing.md says
-  what that covers).
+  what that covers). A shader that another test already compiles on SwiftShader because it runs it (test.json
+  in Node and in Chromium, every variant forced, the tuning candidates: tools/wgsl/credited.py) stands in as a
+  compiled one does, and is not compiled again.
 A pipeline is built only on a device whose limits (workgroup memory and size) hold what the shader was
 planned for; the shader module (every language check) is made on every device.
 - naga, Mesa's lavapipe: parsing, validation, the SPIR-V writer and the driver, for every shader except the
@@ -37,6 +39,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from app.contract import ROOT
 from app.host.child import NODE
@@ -211,37 +214,59 @@ def for_compiler(compiler: str, shaders: list[dict]) -> list[dict]:
     """What each compiler compiles: every shader for Tint's front end (null) and naga; for SwiftShader the
     shaders backend_plan picks among those planned for a software adapter that SwiftShader can compile (the
     GPU-shaped tiles, long unrolled bodies, take it minutes and gigabytes each, and no plan ever gives them
-    to it)."""
+    to it), less what other tests compile there (tools/wgsl/credited.py)."""
     if compiler == "tint/swiftshader":
-        return backend_plan(shaders)[0]
+        from tools.wgsl import credited
+
+        return backend_plan(shaders, credited.sources()).compiled
     return shaders
 
 
 SWIFTSHADER_FEATURES = {"subgroups"}  # what Chromium's SwiftShader offers of the features the shaders enable
 
 
-def backend_plan(shaders: list[dict]) -> tuple[list[dict], dict[int, int]]:
-    """(the shaders SwiftShader compiles, id of each other shader it would run -> id of the compiled shader
-    that stands for it). One stands for another when both have one structure (tools/wgsl/structure.py), the
-    other's statements are a subsequence of its own (unrolled runs at most as long) and its workgroup sizes
-    and workgroup array counts are each at least the other's: the limits the other's pipeline is validated
-    against then hold for it too. In each structure the shader with the most statements (then the largest
-    workgroup values, then the largest other constants, then the lowest id) is compiled first, then every
-    shader that no compiled one stands for."""
+class BackendPlan(NamedTuple):
+    compiled: list[dict]  # the shaders the SwiftShader pass compiles
+    stands_for: dict[int, int]  # id of each other shader a software adapter runs -> id of its stand-in
+    # id -> {"id", "code", "by"} of each shader other tests compile on SwiftShader (`by`: their files): a
+    # matrix shader's own id (it stands for itself), else an id past the matrix's
+    credited: dict[int, dict]
+
+
+def backend_plan(shaders: list[dict], credited: dict[str, list[str]] | None = None) -> BackendPlan:
+    """What SwiftShader compiles, and the stand-in of each shader it skips. One stands for another when both
+    have one structure (tools/wgsl/structure.py), the other's statements are a subsequence of its own (unrolled
+    runs at most as long) and its workgroup sizes and workgroup array counts are each at least the other's:
+    the limits the other's pipeline is validated against then hold for it too. The stand-ins are first the
+    `credited` sources (source -> the test files that compile them on SwiftShader: tools/wgsl/credited.py),
+    then, in each structure, the shader with the most statements (then the largest workgroup values, then the
+    largest other constants, then the lowest id), then every shader that no chosen one stands for."""
     from tools.wgsl.structure import Numbering, analyse, squash, subsequence
 
     numbering = Numbering()
-    classes: dict[tuple, list[tuple[list[int], tuple, tuple, dict]]] = {}
+
+    def read(code: str):
+        a = analyse(code)
+        units = numbering(a.units)
+        return (squash(units, numbering.nesting), len(a.bounded)), units, a
+
+    classes: dict[tuple, tuple[list, list]] = {}
+    ids = {}
     for s in shaders:
         if s["software"] and set(s["features"]) <= SWIFTSHADER_FEATURES:
-            a = analyse(s["code"])
-            units = numbering(a.units)
-            classes.setdefault((squash(units, numbering.nesting), len(a.bounded)), []).append(
-                (units, a.bounded, a.operands, s))
+            key, units, a = read(s["code"])
+            classes.setdefault(key, ([], []))[0].append((units, a.bounded, a.operands, s))
+            ids[s["code"]] = s["id"]
+    given: dict[int, dict] = {}
+    for source, tests in sorted((credited or {}).items()):
+        key, units, a = read(source)
+        if key in classes:  # a shader no software plan of the matrix has stands for none of them
+            entry = {"id": ids.get(source, len(shaders) + len(given)), "code": source, "by": sorted(tests)}
+            given[entry["id"]] = entry
+            classes[key][1].append((units, a.bounded, entry))
     compiled, stands_for = [], {}
-    for members in classes.values():
+    for members, chosen in classes.values():
         members.sort(key=lambda m: (-len(m[0]), -sum(m[1]), -sum(m[2]), m[3]["id"]))
-        chosen: list[tuple[list[int], tuple, dict]] = []
         for units, bounded, _, s in members:
             cover = next((c for u, b, c in chosen
                           if all(x <= y for x, y in zip(bounded, b)) and subsequence(units, u)), None)
@@ -250,7 +275,7 @@ def backend_plan(shaders: list[dict]) -> tuple[list[dict], dict[int, int]]:
                 compiled.append(s)
             else:
                 stands_for[s["id"]] = cover["id"]
-    return sorted(compiled, key=lambda s: s["id"]), stands_for
+    return BackendPlan(sorted(compiled, key=lambda s: s["id"]), stands_for, given)
 
 
 def describe(shader, outcome: Outcome) -> str:
@@ -274,12 +299,16 @@ def main() -> int:
     for gap in coverage_gaps(matrix):
         print(f"GAP {gap}")
         bad += 1
-    compiled, stands_for = backend_plan(data)
-    print(f"tint/swiftshader: {len(compiled)} of the {len(compiled) + len(stands_for)} shaders a software adapter "
-          "runs that SwiftShader can compile (one or more of each back-end structure; tools/wgsl/structure.py)",
-          flush=True)
+    from tools.wgsl import credited
+
+    plan = backend_plan(data, credited.sources())
+    print(f"tint/swiftshader: {len(plan.compiled)} of the {len(plan.compiled) + len(plan.stands_for)} shaders a "
+          f"software adapter runs that SwiftShader can compile (one or more of each back-end structure not "
+          f"already compiled by the {len(plan.credited)} shaders other tests run there; tools/wgsl/structure.py, "
+          "credited.py)", flush=True)
     for compiler in COMPILERS:
-        outcomes = run(compiler, for_compiler(compiler, data), progress=lambda line: print(line, flush=True))
+        to_compile = plan.compiled if compiler == "tint/swiftshader" else for_compiler(compiler, data)
+        outcomes = run(compiler, to_compile, progress=lambda line: print(line, flush=True))
         by = {}
         for o in outcomes:
             by.setdefault(o.compiler, []).append(o)

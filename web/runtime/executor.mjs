@@ -60,6 +60,7 @@ export class Executor {
     this.weightBytesWritten = 0;  // ... of them, w's and b's
     this.caches = new Map();  // owner (a JS kernel's serial; null: calls that name no cache) -> WeightCache
     this.pipelineKeys = new WeakMap();  // pipeline -> its cache key (part of a launch's prepare key)
+    this.compiledKeys = null;  // while recording (record): the cache key of every pipeline compiled
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
     this.deferred = null;  // the error of a call nobody waited for (y kept on the GPU), thrown by the next call
@@ -158,6 +159,7 @@ export class Executor {
     }
     this.pipelines.set(key, pipeline);
     this.pipelineKeys.set(pipeline, key);
+    this.compiledKeys?.add(key);
     // GPUComputePipeline has no destroy(): dropping the last reference frees it (launches keep theirs).
     while (this.pipelines.size > this.pipelineCacheSize) this.pipelines.delete(this.pipelines.keys().next().value);
     return pipeline;
@@ -214,6 +216,20 @@ export class Executor {
     this.recent = this.recentSignature = null;
     this.pipelines.clear();
     for (const cache of this.caches.values()) cache.clear();
+  }
+
+  /** Drops every cached launch and pipeline, so that each pipeline a later call uses is compiled then, and
+   * records their keys until `recorded`: the tests read which shaders their run compiled on the device. */
+  record() {
+    this.clear();
+    this.compiledKeys = new Set();
+  }
+
+  /** The keys recorded since `record`, which stops recording. */
+  recorded() {
+    const keys = [...(this.compiledKeys ?? [])];
+    this.compiledKeys = null;
+    return keys;
   }
 
   /** Drops what every weight cache keeps for this buffer or typed array (after the caller rewrote it). */
