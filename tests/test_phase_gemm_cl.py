@@ -20,7 +20,8 @@ SOFTWARE = h200_caps(architecture="swiftshader", is_fallback=True)
 
 # bench.json's `large` stride-1 dense float32 layers: (x, w, attributes, (tm, tn, kz) of the rule, yv)
 STRIDE1 = [
-    ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (64, 128, 1), 1),  # 128 x 128 would make 64
+    # 128 x 128 tiles make 64 workgroups, 16K invocations: split in two across workgroups
+    ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (128, 128, 2), 1),
     ((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), {"pads": [1] * 6}, (128, 64, 1), 1),
 ]
 # ... and the strided or 1x1 ones, which the gathering kernel keeps (base.channels_last_pays)
@@ -49,7 +50,7 @@ def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, a
     assert (t["tm"], t["tn"], t["kz"]) == want and (t["rm"], t["rn"], t["tk"], t["ks"]) == (8, 8, 16, 1)
     repack, gemm, *rest = launch.dispatches
     assert repack.template == phase_gemm.X_CHANNELS_LAST and gemm.template == phase_gemm.CHANNELS_LAST
-    assert not rest
+    assert [d.template for d in rest] == ([phase_gemm.SPLIT_SUM] if t["kz"] > 1 else [])
     # xc[n][pixel][group][4 in-channels]: one vec4 of f32 per 4 in-channels, each group's rounded up to 4
     vectors = geom.group * -(-geom.in_per_group // 4)
     pixels = x[0] * math.prod(x[2:])
@@ -58,10 +59,14 @@ def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, a
     assert dict(gemm.uniforms)["xc_row"] == vectors and dict(gemm.uniforms)["xc_vecs"] == vectors // geom.group
     types = {name: kind for name, _, kind in gemm.params["bindings"]}
     assert types["xc"] == "array<vec4<f32>>" and "x" not in types
-    assert types["y"] == ("array<vec4<T>>" if yv else "array<T>") and gemm.params["yv"] == yv
+    out = "parts" if t["kz"] > 1 else "y"  # the split's f32 partial sums, added up into y by the sum pass
+    assert types[out] == ("array<vec4<f32>>" if out == "parts" else "array<vec4<T>>" if yv else "array<T>")
+    assert gemm.params["yv"] == yv
     # two buffers of a step of A and B
     assert launch.workgroup_bytes == 2 * 16 * (t["tm"] + t["tn"]) * 4
-    assert phase_gemm.workgroup_count(geom, t) >= (phase_gemm.FILL if t["tm"] == 128 else phase_gemm.SPLIT_BELOW)
+    invocations = phase_gemm.workgroup_count(geom, t) * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
+    assert t["tm"] == 128 and invocations * t["kz"] >= phase_gemm.FILL_INVOCATIONS
+    assert t["kz"] == 1 or invocations * t["kz"] // 2 < phase_gemm.FILL_INVOCATIONS  # the smallest kz that does
     source = render(gemm.template, gemm.params)
     assert "xc[select(0, at, ok)]" in source and "x[" not in source.replace("xc[", "")
 

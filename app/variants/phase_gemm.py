@@ -93,7 +93,14 @@ SPLIT_K_MIN_ROWS = 4 * _GPU_DEEP[0]
 # where that makes FILL workgroups, else 64 rows; 64 columns up to 64 out-channels, as above; a reduction step
 # of 16. H200, float32, session 8 (docs/h200/session8/sweep-phase_gemm-float32-cl.json): step 16 against 8,
 # stride1_3d_64_3x3x3 0.295 ms against 0.377 (128 rows), stride1_256_3x3 0.261 against 0.322 (64 rows).
+# Session 9 (sweep-phase_gemm-float32-cl-occupancy.json, every tm, tn in {64, 128}, rm in {4, 8}, kz in {1, 2}):
+# what counts is invocations, not workgroups. stride1_256_3x3 ran 0.201 ms as 128 x 128 tiles split in two
+# (32K invocations) against 0.261 as 64 x 128 unsplit (16K) and 0.34 as 128 x 128 unsplit; stride1_3d_64_3x3x3,
+# 32K invocations unsplit, was slower split (0.336 against 0.295). So where 128-row tiles make too few
+# workgroups, they are split across the smallest kz that makes FILL_INVOCATIONS (for GEMMs split_k would split)
+# rather than shrunk to 64 rows.
 _CL_BLOCK = (8, 8, 16)  # rm, rn, tk
+FILL_INVOCATIONS = 32768
 
 
 def _ceil(a: int, b: int) -> int:
@@ -135,7 +142,23 @@ def _channels_last_defaults(geom, caps) -> dict | None:
     tn = 64 if geom.out_per_group <= 64 else 128
     tm = 128 if workgroup_count(geom, {"tm": 128, "tn": tn}) >= FILL else 64
     t = {"tm": tm, "tn": tn, "rm": rm, "rn": rn, "tk": tk, "ks": 1, "kz": 1, CL: 1}
+    if tm == 64 and (split := _channels_last_split(geom, caps, t | {"tm": 128})) is not None:
+        t = split
     return t if tiles_refusal(t, geom, caps) is None else None
+
+
+def _channels_last_split(geom, caps, t: dict) -> dict | None:
+    """t (128-row cl tiles) split across the smallest kz that makes FILL_INVOCATIONS, where the GEMM has the
+    rows and reduction that split_k asks for; None where it has not or no kz fits."""
+    if geom.in_per_group * max_phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
+        return None
+    invocations = workgroup_count(geom, t) * _threads(t)
+    if invocations >= FILL_INVOCATIONS:  # measured only where they fall short: 64 rows, as before
+        return None
+    fits = [kz for kz in SPLIT_K_CHOICES
+            if _steps(geom, t) // kz >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
+    kz = next((kz for kz in fits if invocations * kz >= FILL_INVOCATIONS), None)
+    return None if kz is None else t | {"kz": kz}
 
 
 def _gathering_defaults(geom, caps) -> dict:
