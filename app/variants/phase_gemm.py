@@ -119,9 +119,15 @@ def split_k(geom, caps, tm: int, tn: int, step: int) -> int:
     if geom.in_per_group * max_phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
         return 1
     workgroups = workgroup_count(geom, {"tm": tm, "tn": tn})
-    steps = max_phase_taps(geom) * _ceil(geom.in_per_group, step)
-    fits = [kz for kz in SPLIT_K_CHOICES if steps // kz >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
+    fits = _kz_fits(geom, caps, {"tk": step, "ks": 1})
     return next((kz for kz in fits if workgroups * kz >= FILL), fits[-1] if fits else 1)
+
+
+def _kz_fits(geom, caps, t: dict) -> list[int]:
+    """The kz of SPLIT_K_CHOICES that keep SPLIT_K_MIN_STEPS reduction steps per slice of t (t["ks"] slices
+    a workgroup at t["tk"] in-channels a step) and whose partial sums fit the device."""
+    return [kz for kz in SPLIT_K_CHOICES
+            if _steps(geom, t) // (kz * t["ks"]) >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
 
 
 def default_tiles(geom, caps) -> dict:
@@ -155,9 +161,7 @@ def _channels_last_split(geom, caps, t: dict) -> dict | None:
     invocations = workgroup_count(geom, t) * _threads(t)
     if invocations >= FILL_INVOCATIONS:  # measured only where they fall short: 64 rows, as before
         return None
-    fits = [kz for kz in SPLIT_K_CHOICES
-            if _steps(geom, t) // kz >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
-    kz = next((kz for kz in fits if invocations * kz >= FILL_INVOCATIONS), None)
+    kz = next((kz for kz in _kz_fits(geom, caps, t) if invocations * kz >= FILL_INVOCATIONS), None)
     return None if kz is None else t | {"kz": kz}
 
 
@@ -188,9 +192,7 @@ def _split_k_of_slices(geom, caps, t: dict) -> int:
     """The kz that splits t's workgroups (each reducing in t["ks"] slices) into FILL or more, keeping
     SPLIT_K_MIN_STEPS reduction steps per slice; 1 where they already fill the GPU or no kz fits."""
     workgroups = workgroup_count(geom, t)
-    fits = [kz for kz in SPLIT_K_CHOICES
-            if _steps(geom, t) // (kz * t["ks"]) >= SPLIT_K_MIN_STEPS and parts_refusal(kz, geom, caps) is None]
-    return next((kz for kz in fits if workgroups * kz >= FILL), 1)
+    return next((kz for kz in _kz_fits(geom, caps, t) if workgroups * kz >= FILL), 1)
 
 
 def _steps(geom, t: dict) -> int:
