@@ -121,7 +121,7 @@ function lastCallStages(marks, start) {
 
 const asFloat = (y, dtype) => (dtype === "float16" ? null : y);  // ORT's float16 output is compared in Python
 
-/** The process's CPU time (every thread's) since `from`, in cores busy over the wall time: Node only (null in a
+/** The process's CPU time (every thread's) since the meter was made, in cores busy over the wall time: Node only (null in a
  *  page). Above 1 while the timed rounds run, other threads (V8 compiling onnxruntime-web's wasm in the
  *  background, for a minute and more after its sessions start) share the machine with both sides' calls. */
 const cpuMeter = () => {
