@@ -8,8 +8,6 @@ ConvTransposeError. Everything above this module is plain Python and numpy.
 """
 from __future__ import annotations
 
-import hashlib
-
 import js  # noqa: F401  (Pyodide only; importing this module in CPython fails by design)
 import numpy as np
 from pyodide.ffi import JsException, to_js
@@ -17,7 +15,7 @@ from pyodide.ffi import JsException, to_js
 from .caps import DEFAULT_LIMITS, DeviceCaps, matrix_configs
 from .errors import ConvTransposeError, GpuError
 from .plan import Plan, bindings_params
-from .render import NONFINITE_CHECK, render
+from .render import NONFINITE_CHECK, render, source_digest
 from .shapes import ConvGeometry
 from .split import buffer_bytes
 from .tensors import GpuTensor
@@ -87,7 +85,7 @@ def _caps(features, adapter_features, limits, info, is_fallback: bool = False) -
 def pipeline_key(template: str, source: str) -> str:
     """The executor's cache key of a pipeline: its WGSL's sha256 (params that only size the grid or the
     uniforms, such as split-K's kz, share one pipeline), after the template for reading."""
-    return f"{template}|{hashlib.sha256(source.encode()).hexdigest()}"
+    return f"{template}|{source_digest(source)}"
 
 
 class Gpu:

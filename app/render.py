@@ -1,6 +1,7 @@
 """Renders the WGSL templates in templates/ with jinja2; identical output in CPython and Pyodide."""
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 
 import jinja2
@@ -37,3 +38,9 @@ def _render(template: str, frozen: tuple) -> str:
 
 def render(template: str, params: dict) -> str:
     return _render(template, tuple(sorted((k, _freeze(v)) for k, v in params.items())))
+
+
+def source_digest(source: str) -> str:
+    """A rendered shader's identity: the sha256 of its WGSL (app/gpu.py keys pipelines by it; the tests that
+    compile shaders report it: tools/wgsl/credited.py)."""
+    return hashlib.sha256(source.encode()).hexdigest()

@@ -4,7 +4,7 @@ pass does not compile those again (docs/testing.md).
 
 Each crediting test file renders what it runs from the same lists as here (test.json, VARIANTS, TUNING_CASES)
 and checks, after its run, that the pipelines its host compiled include every source it is credited with
-(`digests`, against app/bridge.py `recorded_compiles`): a test that stops compiling a shader fails there.
+(`uncompiled`, against app/bridge.py `recorded_compiles`): a test that stops compiling a shader fails there.
 
 The devices are the SwiftShader adapters as the hosts report them (app/bridge.py report_device): they plan
 differently, Chromium's matching the shipped SwiftShader tuning table (its device name is empty) and allowing
@@ -13,7 +13,6 @@ differently, Chromium's matching the shipped SwiftShader tuning table (its devic
 from __future__ import annotations
 
 import functools
-import hashlib
 
 from app import contract, planner, tuner
 from app.bench import make_inputs
@@ -23,7 +22,7 @@ from app.contract import ROOT
 from app.errors import ConvTransposeError
 from app.kernel import validate
 from app.plan import bindings_params
-from app.render import NONFINITE_CHECK, render
+from app.render import NONFINITE_CHECK, render, source_digest
 from app.split import plan_pieces
 from app.variants import VARIANTS
 from tools.wgsl.matrix import _check_workgroup
@@ -66,9 +65,10 @@ TUNING_CASES = [
 ]
 
 
-def digest(source: str) -> str:
-    """What app/gpu.py keys a pipeline by (with its template), and app/bridge.py recorded_compiles returns."""
-    return hashlib.sha256(source.encode()).hexdigest()
+def uncompiled(sources: set[str], compiled: set[str]) -> set[str]:
+    """The digests of `sources` missing from `compiled`, the digests a run's app/bridge.py recorded_compiles
+    returned: what a crediting test was credited with but did not compile."""
+    return {source_digest(s) for s in sources} - compiled
 
 
 def _sources(geom, caps: DeviceCaps, variant=None, params=None, tables=None) -> set[str]:

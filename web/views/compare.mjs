@@ -67,7 +67,6 @@ async function onnxruntime(ep, benchCase, data) {
   return { ...session, name: `ort-${ep}` };
 }
 
-
 /** One bench case: {case, ours: {...}, ort: {webgpu: {...} | {error}, jsep: ...}}, times in ms (medians). */
 export async function compareCase(benchCase, { runs = 10, warmup = 2, eps = ["webgpu", "jsep"] } = {}) {
   const data = await caseInputs(benchCase);

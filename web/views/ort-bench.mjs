@@ -215,7 +215,6 @@ async function settled(records) {
   return records.splice(0).reduce((a, b) => a + b, 0) / 1e6;
 }
 
-
 /** Times onnxruntime-web on one bench case (see the module header). Never throws for ORT's refusals. */
 export async function benchOrt(benchCase, { runs = 5, warmup = 1, ep = "webgpu", inputs = null } = {}) {
   let ort, session, xBuffer, timer;
