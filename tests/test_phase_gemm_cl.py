@@ -1,7 +1,8 @@
-"""phase_gemm's cl path (float32 GEMMs on A from x repacked channels-last, in docs/ceiling.md's f32 structure):
-when the planner's defaults take it and with which tiles, what it refuses and why, the repack pass and the
-buffers it binds; and its results against test.json's expected outputs and the float64 reference on
-SwiftShader (headless Chromium, and Dawn in Node), where it runs only when forced."""
+"""phase_gemm's vector structure (docs/ceiling.md's f32 GEMM): cl (float32 GEMMs on A from x repacked
+channels-last) and rv (on A gathered from x): when the planner's defaults take them and with which tiles, what
+they refuse and why, the repack pass and the buffers it binds; and their results against test.json's expected
+outputs and the float64 reference on SwiftShader (headless Chromium, and Dawn in Node), where they run only when
+forced."""
 import json
 import math
 
@@ -49,7 +50,7 @@ def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, a
     assert launch.variant == "phase_gemm" and t["cl"] == 1
     assert (t["tm"], t["tn"], t["kz"]) == want and (t["rm"], t["rn"], t["tk"], t["ks"]) == (8, 8, 16, 1)
     repack, gemm, *rest = launch.dispatches
-    assert repack.template == phase_gemm.X_CHANNELS_LAST and gemm.template == phase_gemm.CHANNELS_LAST
+    assert repack.template == phase_gemm.X_CHANNELS_LAST and gemm.template == phase_gemm.VEC4
     assert [d.template for d in rest] == ([phase_gemm.SPLIT_SUM] if t["kz"] > 1 else [])
     # xc[n][pixel][group][4 in-channels]: one vec4 of f32 per 4 in-channels, each group's rounded up to 4
     vectors = geom.group * -(-geom.in_per_group // 4)
@@ -92,7 +93,7 @@ def test_split_reductions_keep_the_gathering_kernel_they_were_measured_on():
     assert t["kz"] > 1 and "cl" not in t
     launch = plan(geom, h200_caps(), "phase_gemm", {"cl": 1})
     repack, gemm, total = launch.dispatches
-    assert gemm.template == phase_gemm.CHANNELS_LAST and total.template == phase_gemm.SPLIT_SUM
+    assert gemm.template == phase_gemm.VEC4 and total.template == phase_gemm.SPLIT_SUM
     assert gemm.bindings == ("xc", "wp", "parts") and ["parts", "read_write", "array<vec4<f32>>"] in gemm.params["bindings"]
     assert launch.scratch == {"parts": t["kz"] * geom.y_size * 4, "xc": 1024 * 64 * 16}
 
@@ -110,7 +111,7 @@ def test_forced_cl_runs_on_software_adapters_with_their_small_tiles():
     geom = infer((2, 20, 5, 7), (20, 12, 3, 3), None, {"strides": [2, 2], "pads": [1] * 4, "group": 2})
     launch = plan(geom, SOFTWARE, "phase_gemm", {"cl": 1})
     assert launch.tiles == dict(zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE)) | {"cl": 1}
-    assert [d.template for d in launch.dispatches] == [phase_gemm.X_CHANNELS_LAST, phase_gemm.CHANNELS_LAST]
+    assert [d.template for d in launch.dispatches] == [phase_gemm.X_CHANNELS_LAST, phase_gemm.VEC4]
     assert launch.scratch == {"xc": 2 * 35 * 2 * 3 * 16}  # 10 channels a group: 3 vectors, 2 zeros
     # forcing it off on a GPU gives the gathering kernel with the same tiles
     t = plan(geom, h200_caps(), "phase_gemm").tiles
@@ -154,9 +155,9 @@ def test_the_f16_repack_of_phase_gemm_sgmat_renders_the_f16_form():
     assert "words[l] = pack2x16float(vec2<f32>(f32(lo), f32(hi)));" in source
 
 
-# Every test.json case on phase_gemm with cl forced, in the page (SwiftShader): as the forced-variant test
-# does, but with the params, since SwiftShader's defaults leave cl off.
-RUN_CL = """
+# Every test.json case on phase_gemm with cl (or rv) forced, in the page (SwiftShader): as the forced-variant
+# test does, but with the params, since SwiftShader's defaults leave them off.
+RUN_VEC4 = """
 import json
 from app import bridge
 from app.cases import compare
@@ -170,14 +171,14 @@ for case in bridge._cases:
         continue
     geom, arrays = validate(**case["inputs"], **case["attributes"])
     try:
-        pieces = kernel.pieces(geom, "phase_gemm", {"cl": 1})
+        pieces = kernel.pieces(geom, "phase_gemm", {MODE: 1})
     except ConvTransposeError as exc:
         out.append([case["name"], "SKIP", str(exc)])
         continue
-    if not all(p.tiles.get("cl") for _, p in pieces):
-        out.append([case["name"], "SKIP", "cl refused"])
+    if not all(p.tiles.get(MODE) for _, p in pieces):
+        out.append([case["name"], "SKIP", "refused"])
         continue
-    got = await kernel.call(geom, arrays, case["attributes"], "phase_gemm", pieces=pieces, params={"cl": 1})
+    got = await kernel.call(geom, arrays, case["attributes"], "phase_gemm", pieces=pieces, params={MODE: 1})
     want = np.asarray(case["expected"]["data"], dtype=np.float64).reshape(case["expected"]["shape"])
     ok, err = compare(got["y"], want, **case["tolerance"])
     out.append([case["name"], "PASS" if ok else "FAIL", err])
@@ -186,17 +187,18 @@ json.dumps(out)
 
 
 @pytest.mark.browser
-def test_every_test_json_case_passes_with_cl_forced_in_chromium(page):
+@pytest.mark.parametrize("mode", ["cl", "rv"])
+def test_every_test_json_case_passes_with_the_vector_structure_forced_in_chromium(page, mode):
     from tests.test_browser_variants import TEST_JSON
     from app.host.case_runner import page_python
     page_python(page)("load_cases", TEST_JSON.read_text())
-    results = json.loads(run_python(page, RUN_CL))
+    results = json.loads(run_python(page, f"MODE = {mode!r}\n" + RUN_VEC4))
     failed = [r for r in results if r[1] == "FAIL"]
     assert not failed, failed[:3]
     passed = [r for r in results if r[1] == "PASS"]
-    assert len(passed) >= 100, f"cl ran {len(passed)} cases"
-    # what it skips: float16 (cl is float32 only) and the variant's own refusals, never a crash
-    assert all(r[2] == "cl refused" or "does not cover" in r[2] or "needs the device feature" in r[2]
+    assert len(passed) >= 100, f"{mode} ran {len(passed)} cases"
+    # what it skips: float16 (float32 only) and the variant's own refusals, never a crash
+    assert all(r[2] == "refused" or "does not cover" in r[2] or "needs the device feature" in r[2]
                for r in results if r[1] == "SKIP"), [r for r in results if r[1] == "SKIP"][:3]
 
 
@@ -208,11 +210,9 @@ CL_CASES = [
     ("rank2_dilated", [1, 40, 5, 5], [40, 8, 3, 3], False, {"pads": [1, 1, 1, 1], "dilations": [2, 1]}),
     ("rank3", [1, 9, 3, 4, 3], [9, 10, 3, 2, 3], True, {"strides": [2, 1, 3], "pads": [1, 0, 0, 0, 1, 2]}),
 ]
-CL_GRID = {"cl": [1], "kz": [1, 3], "tm": [32, 64], "rm": [4, 8]}
-
-
-def test_forced_cl_matches_the_reference_in_node(node_host):
-    table = checked_tuning(node_host, CL_CASES, CL_GRID, 7)
+@pytest.mark.parametrize("mode", ["cl", "rv"])
+def test_forced_vector_structure_matches_the_reference_in_node(node_host, mode):
+    table = checked_tuning(node_host, CL_CASES, {mode: [1], "kz": [1, 3], "tm": [32, 64], "rm": [4, 8]}, 7)
     for m in table["measured"]:
         params = [json.loads(k) for k in m["medians"]]
-        assert sum(p.get("cl", 0) for p in params) >= 4, (m["case"], params)  # cl candidates ran, checked
+        assert sum(p.get(mode, 0) for p in params) >= 4, (m["case"], params)  # its candidates ran, checked

@@ -30,8 +30,9 @@ from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
 TEMPLATE = "conv-transpose-phase-gemm.wgsl.jinja"
-# cl: the GEMM on A from x repacked channels-last (xc, a scratch buffer that a pass before it fills).
-CHANNELS_LAST = "conv-transpose-phase-gemm-cl.wgsl.jinja"
+# The GEMM in the vector structure of the fastest f32 GEMM (rv, or cl: on A from x repacked channels-last, xc, a
+# scratch buffer that a pass before it fills).
+VEC4 = "conv-transpose-phase-gemm-vec4.wgsl.jinja"
 X_CHANNELS_LAST = "conv-transpose-x-channels-last.wgsl.jinja"
 X_PACK_WORKGROUP = 256
 XC_VIEW = {"float32": "array<vec4<f32>>", "float16": "array<vec4<u32>>"}  # 4 f32 or 8 f16 in-channels a vector
@@ -41,9 +42,10 @@ SHARED = ("_phase-gemm.wgsl.jinja", "_phase-axis.wgsl.jinja")  # included by bot
 PACK_WORKGROUP = 256
 SUM_WORKGROUP = 256
 PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
-# The cl switch (0 or 1) is a param only where it is on: plans that leave it off, every software adapter's
-# among them, stay as they were before it existed (tools/plan_digest.py compares them).
+# The cl and rv switches (0 or 1) are params only where they are on: plans that leave them off, every software
+# adapter's among them, stay as they were before they existed (tools/plan_digest.py compares them).
 CL = "cl"
+RV = "rv"  # the vector structure on A gathered from x (cl runs it on xc)
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
 # Tile shapes (tm, tn, rm, rn, tk, ks, kz), from a sweep of every combination of tm, tn in {64, 128}, rm in {4, 8},
@@ -245,8 +247,15 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return f"{threads} invocations per workgroup exceed the device's limit"
     if t.get(CL, 0) not in (0, 1):
         return "cl (A from x repacked channels-last) must be 0 or 1"
+    if t.get(RV, 0) not in (0, 1):
+        return "rv (the vector structure on A gathered from x) must be 0 or 1"
     if t.get(CL):
-        why = _channels_last_refusal(t, geom, caps)
+        why = ("rv is the vector structure on A gathered from x; cl runs it on xc: set one" if t.get(RV)
+               else _channels_last_refusal(t, geom, caps))
+    elif t.get(RV) and geom.dtype != "float32":
+        why = "rv stages A and B as vec4s of f32: float32 only"
+    elif t.get(RV) and (t["ks"] != 1 or t["rm"] % 4):
+        why = "rv needs ks 1 (no split inside the workgroup) and rm a multiple of 4 (runs of 4 rows)"
     elif threads % t["tm"] and t["tm"] % threads:
         why = "the invocation count must divide or be a multiple of tm"
     elif threads > t["tm"] and (t["tk"] * t["ks"]) % (threads // t["tm"]):
@@ -300,12 +309,12 @@ TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 
 def configure(geom, caps, t: dict) -> Plan | Refusal:
-    if not t.get(CL):
+    if not t.get(CL) and not t.get(RV):
         return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
     yv = vector_y(geom)
-    params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "kz")} | {"yv": int(yv)}
-    return gemm_plan(CHANNELS_LAST, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t,
-                     channels_last=True, out_vec4=yv)
+    params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "kz")} | {"xc": t.get(CL, 0), "yv": int(yv)}
+    return gemm_plan(VEC4, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t,
+                     channels_last=bool(t.get(CL)), out_vec4=yv)
 
 
 def vector_y(geom) -> bool:
@@ -382,7 +391,7 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
 
 
 PORTABLE = Variant(
-    name=NAME, templates=(PACK, TEMPLATE, CHANNELS_LAST, X_CHANNELS_LAST, SPLIT_SUM, *SHARED),
+    name=NAME, templates=(PACK, TEMPLATE, VEC4, X_CHANNELS_LAST, SPLIT_SUM, *SHARED),
     summary="rank 1-3, dense or grouped, any stride: one implicit GEMM per (group, stride phase) in one "
             "dispatch (rows = batch x the phase's output sub-grid, cols = out-channels, reduction = "
             "in-channels x the phase's taps; stride 1 and 1x1 kernels included), weights packed once, "
