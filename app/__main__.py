@@ -1,7 +1,8 @@
-"""Command line: `python -m app cases PATH [--variant NAME] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app model FILE.onnx [--host] [--against ort] [--dtype] [--chain]`, `python -m app device [--host]`, `python -m app serve [--bind] [--port]`, `python -m app setup`, `python -m app export DIR`."""
+"""Command line: `python -m app cases PATH [--variant NAME [--params JSON]] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app model FILE.onnx [--host] [--against ort] [--dtype] [--chain]`, `python -m app device [--host]`, `python -m app serve [--bind] [--port]`, `python -m app setup`, `python -m app export DIR`."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 
@@ -17,6 +18,8 @@ def main(argv: list[str] | None = None) -> int:
     cases.add_argument("--browser", choices=["chromium", "firefox"], default="chromium",
                        help="with --host browser: Chromium (default, Playwright) or Firefox (firefox-esr 153+, "
                             "puppeteer-core over WebDriver BiDi)")
+    cases.add_argument("--params", type=json.loads, help="with --variant: its tile params as JSON (for example "
+                       "'{\"rv\": 1}'); cases where the variant does not take them all are reported skipped")
     serve = sub.add_parser("serve", help="serve the app (same as serve.py)")
     serve.add_argument("--bind", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000)
@@ -84,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.host == "node" and args.browser != "chromium":
             parser.error("--browser applies to --host browser only")
-        return run_cases(args.path, args.variant, args.host, args.browser)
+        if args.params and not args.variant:
+            parser.error("--params applies to a forced --variant")
+        return run_cases(args.path, args.variant, args.host, args.browser, args.params)
     if args.command == "bench":
         from .host.bench_runner import main as run_bench
 

@@ -308,9 +308,10 @@ async def recorded_compiles() -> list[str]:
 
 
 @entry
-async def run_case_at(index: int, variant=None) -> dict:
-    """Case `index` of the case file last given to load_cases, on the shared kernel."""
-    return await run_case(await _kernel(), _cases[index], variant or None)
+async def run_case_at(index: int, variant=None, params=None) -> dict:
+    """Case `index` of the case file last given to load_cases, on the shared kernel (`params`: the forced
+    variant's tile params)."""
+    return await run_case(await _kernel(), _cases[index], variant or None, _plain(params) or None)
 
 
 @entry

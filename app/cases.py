@@ -87,8 +87,9 @@ def compare(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> tupl
     return ok, max_err
 
 
-async def run_case(kernel, case: dict, variant: str | None = None) -> dict:
-    """Runs one parsed case; returns {name, status: PASS|FAIL|SKIP, variant, max_abs_err, detail, ms}."""
+async def run_case(kernel, case: dict, variant: str | None = None, params: dict | None = None) -> dict:
+    """Runs one parsed case; returns {name, status: PASS|FAIL|SKIP, variant, max_abs_err, detail, ms}. `params`
+    (with a forced `variant`): its tile params, the case skipped where the variant does not take them all."""
     result = {"name": case["name"], "status": "FAIL", "variant": "-", "max_abs_err": None, "detail": "", "ms": 0.0}
     start = time.perf_counter()
     try:
@@ -101,13 +102,15 @@ async def run_case(kernel, case: dict, variant: str | None = None) -> dict:
     if case["expected_error"]:
         return result | {"detail": "expected a validation error, the request was accepted"}
     try:
-        pieces = kernel.pieces(geom, variant)
+        pieces = kernel.pieces(geom, variant, params)
     except Unfittable:
         pieces = None  # the call below refuses it again: a valid case refused is a failure
     except ConvTransposeError as exc:  # the forced variant does not cover it, or the device lacks its dtype
         return result | {"status": "SKIP", "detail": str(exc)}
+    if params and not all(p.tiles.get(k) == v for _, p in pieces or () for k, v in params.items()):
+        return result | {"status": "SKIP", "detail": f"the variant does not take {params} here"}
     try:
-        out = await kernel.call(geom, arrays, case["attributes"], variant, pieces=pieces)
+        out = await kernel.call(geom, arrays, case["attributes"], variant, pieces=pieces, params=params)
     except Exception as exc:  # a crash or GPU error is a failure, reported, never raised past the runner
         return result | {"detail": f"{type(exc).__name__}: {exc}", "ms": _ms(start)}
     result |= {"variant": out["meta"]["variant"], "ms": _ms(start)}

@@ -14,8 +14,8 @@ class FakeCases:
     def load(self, text):
         return ["a", "b"]
 
-    def run(self, index, variant):
-        self.runs.append((index, variant))
+    def run(self, index, variant, params=None):
+        self.runs.append((index, variant) if params is None else (index, variant, params))
         status = "FAIL" if (index, variant) in self.fail else "PASS"
         return {"name": "ab"[index], "status": status, "variant": variant or "chosen", "max_abs_err": 0.0}
 
@@ -52,3 +52,9 @@ def test_all_means_every_variant(fake):
     cases, path = fake()
     assert case_runner.main(path, "all") == 0
     assert [v for i, v in cases.runs if i == 0] == list(VARIANTS)
+
+
+def test_params_go_with_the_forced_variant_to_every_case(fake):
+    cases, path = fake()
+    assert case_runner.main(path, "phase_gemm", params={"rv": 1}) == 0
+    assert cases.runs == [(0, "phase_gemm", {"rv": 1}), (1, "phase_gemm", {"rv": 1})]

@@ -25,21 +25,37 @@ STRIDE1 = [
     ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (128, 128, 2), 1),
     ((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), {"pads": [1] * 6}, (128, 64, 1), 1),
 ]
-# ... and the strided or 1x1 ones, which the gathering kernel keeps (base.channels_last_pays)
+# ... and the strided or 1x1 ones, which read NCHW x (base.channels_last_pays): in the vector structure (rv) where
+# the reduction is 512+ deep or y leaves as vectors (phase_gemm.rows_as_vectors_pay), else the gathering kernel
 STRIDED = [
-    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}),
-    ((16, 256, 16, 16), (256, 128, 4, 4), {"strides": [2, 2], "pads": [1] * 4}),
-    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}),
-    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}),
-    ((1, 512, 128, 128), (512, 256, 1, 1), {}),
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, 1),  # 1024 deep
+    ((16, 256, 16, 16), (256, 128, 4, 4), {"strides": [2, 2], "pads": [1] * 4}, 1),  # 256 x 4 taps
+    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, 1),  # 512 x 2 taps
+    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, 0),  # 128 deep
+    ((1, 256, 16, 16, 16), (256, 128, 2, 2, 2), {"strides": [2, 2, 2]}, 0),  # 256 deep
+    ((1, 512, 128, 128), (512, 256, 1, 1), {}, 1),  # y as vectors
+    ((1, 64, 64, 64), (64, 64, 1, 1), {}, 1),  # 64 deep, y as vectors
 ]
 
 
-@pytest.mark.parametrize("x, w, attrs", STRIDED)
-def test_strided_and_1x1_float32_layers_keep_the_gathering_kernel(x, w, attrs):
+@pytest.mark.parametrize("x, w, attrs, rv", STRIDED)
+def test_strided_and_1x1_float32_layers_read_nchw_x_in_the_structure_that_pays(x, w, attrs, rv):
     launch = plan(infer(x, w, [w[1]], attrs), h200_caps())
     assert launch.variant == "phase_gemm" and "cl" not in launch.tiles
+    assert launch.tiles.get("rv", 0) == rv
+    want = phase_gemm.VEC4 if rv else phase_gemm.TEMPLATE
+    assert launch.dispatches[-1].template == want and launch.dispatches[-1].params.get("xc", 0) == 0
+
+
+def test_tiles_a_table_measured_on_the_gathering_kernel_keep_it():
+    # The H200 table's 1D entry splits the reduction in 2 slices (ks 2, which rv refuses): it says rv 0
+    h200 = h200_caps(vendor="nvidia", device="nvidia-h200")
+    geom = infer((1, 512, 400), (512, 256, 16), [256], {"strides": [8], "pads": [4, 4]})
+    assert plan(geom, h200_caps()).tiles["rv"] == 1  # the rule, with no table
+    launch = plan(geom, h200)
+    assert launch.tiles["ks"] == 2 and launch.tiles["rv"] == 0
     assert [d.template for d in launch.dispatches] == [phase_gemm.TEMPLATE]
+    assert "rv needs ks 1" in phase_gemm.tiles_refusal(launch.tiles | {"rv": 1}, geom, h200)
 
 
 @pytest.mark.parametrize("x, w, attrs, want, yv", STRIDE1)
@@ -216,3 +232,15 @@ def test_forced_vector_structure_matches_the_reference_in_node(node_host, mode):
     for m in table["measured"]:
         params = [json.loads(k) for k in m["medians"]]
         assert sum(p.get(mode, 0) for p in params) >= 4, (m["case"], params)  # its candidates ran, checked
+
+
+def test_a_case_runs_with_forced_params_or_is_skipped_where_the_variant_refuses_them(node_host):
+    # `python -m app cases test.json --variant phase_gemm --params '{"rv": 1}'` (the H200 proof of rv) runs each
+    # case through this bridge call
+    from tests.test_browser_variants import TEST_JSON
+    names = node_host.py("load_cases", TEST_JSON.read_text())
+    index = names.index("implicit_c1_2d_wide")
+    ran = node_host.py("run_case_at", index, "phase_gemm", {"rv": 1, "tm": 64})
+    assert ran["status"] == "PASS" and ran["variant"] == "phase_gemm", ran
+    skipped = node_host.py("run_case_at", index, "phase_gemm", {"rv": 1, "ks": 2})
+    assert skipped["status"] == "SKIP" and "does not take" in skipped["detail"], skipped

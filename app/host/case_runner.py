@@ -25,8 +25,8 @@ class Cases:
     def load(self, text: str) -> list[str]:
         return self.call("load_cases", text)
 
-    def run(self, index: int, variant: str | None):
-        return self.call("run_case_at", index, variant)
+    def run(self, index: int, variant: str | None, params: dict | None = None):
+        return self.call("run_case_at", index, variant, params)
 
 
 def PageCases(page):  # noqa: N802 (reads as the class it makes)
@@ -38,10 +38,10 @@ def NodeCases(host):  # noqa: N802
     return Cases(host.py)
 
 
-def run_cases(cases, text: str, variant: str | None = None):
+def run_cases(cases, text: str, variant: str | None = None, params: dict | None = None):
     """Yields one result dict per case of the case-file text."""
     for i in range(len(cases.load(text))):
-        yield cases.run(i, variant)
+        yield cases.run(i, variant, params)
 
 
 def run_on_page(page, text: str, variant: str | None = None):
@@ -86,9 +86,10 @@ def _summary(counts: dict) -> str:
     return summary + (f", {counts['SKIP']} skipped" if counts["SKIP"] else "")
 
 
-def main(path: str, variant: str | None = None, host: str = "browser", browser: str = "chromium") -> int:
+def main(path: str, variant: str | None = None, host: str = "browser", browser: str = "chromium",
+         params: dict | None = None) -> int:
     """variant: None (the planner's choice), a name, a comma-separated list or "all" (each forced in turn).
-    browser: chromium or firefox (host "browser" only)."""
+    browser: chromium or firefox (host "browser" only). params: tile params forced with the variant."""
     from ..cases import CaseFileError, parse_case_file
 
     if variant == "all":
@@ -107,7 +108,7 @@ def main(path: str, variant: str | None = None, host: str = "browser", browser: 
     with open_host(host, browser) as cases:
         for name in forced:
             counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
-            for result in run_cases(cases, text, name):
+            for result in run_cases(cases, text, name, params):
                 counts[result["status"]] += 1
                 print(format_line(result), flush=True)
             if len(forced) > 1:

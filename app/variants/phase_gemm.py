@@ -45,7 +45,7 @@ PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
 # The cl and rv switches (0 or 1) are params only where they are on: plans that leave them off, every software
 # adapter's among them, stay as they were before they existed (tools/plan_digest.py compares them).
 CL = "cl"
-RV = "rv"  # the vector structure on A gathered from x (cl runs it on xc)
+RV = "rv"  # the vector structure on A gathered from x (cl, when on, runs it on xc instead, whatever rv says)
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
 # Tile shapes (tm, tn, rm, rn, tk, ks, kz), from a sweep of every combination of tm, tn in {64, 128}, rm in {4, 8},
@@ -103,6 +103,16 @@ SPLIT_K_MIN_ROWS = 4 * _GPU_DEEP[0]
 # rather than shrunk to 64 rows.
 _CL_BLOCK = (8, 8, 16)  # rm, rn, tk
 FILL_INVOCATIONS = 32768
+# rv (the vector structure on A gathered from x) on the gathering tiles, float32, where the multiply's vector
+# reads pay for the write-out's runs of 4 rows (a warp's stores 4 rows apart): where y leaves as vectors
+# (vector_y: one phase, rows are y's pixels), or where each workgroup reduces at least RV_MIN_DEPTH products per
+# output. H200, session 10, the gathering tiles with rv on against off (docs/h200/session10/sweep-phase_gemm-
+# float32-rv-*.json), GPU ms: `large` proj_512_1x1 0.208 -> 0.187, hifigan_512 0.367 -> 0.345, grouped_g2_wide
+# 0.375 -> 0.356, unet_1024 0.188 -> 0.180, batch16 0.189 -> 0.178 (reductions of 512-1024); `full` stride1_3x3
+# 0.099 -> 0.089 and stride1_3x3x3 0.090 -> 0.073 split 4 ways (432-576 a workgroup, vector y). Shorter
+# reductions with y stored a row at a time lost: unet3d_256 (256) 0.111 -> 0.126, unet_128 (128) 0.296 ->
+# 0.321, dcgan_batch8 split to 256 a workgroup 0.060 -> 0.063.
+RV_MIN_DEPTH = 512
 
 
 def _ceil(a: int, b: int) -> int:
@@ -141,7 +151,15 @@ def default_tiles(geom, caps) -> dict:
     if (t["ks"] == 1 and t["kz"] == 1 and channels_last_pays(geom) and tiles_refusal(t, geom, caps) is None
             and (cl := _channels_last_defaults(geom, caps)) is not None):
         return cl
+    if rows_as_vectors_pay(geom, t) and tiles_refusal(t | {RV: 1}, geom, caps) is None:
+        return t | {RV: 1}
     return t
+
+
+def rows_as_vectors_pay(geom, t: dict) -> bool:
+    """Whether rv beats the gathering kernel on t's tiles (the rule above)."""
+    depth = geom.in_per_group * max_phase_taps(geom) // t["kz"]
+    return geom.dtype == "float32" and t["ks"] == 1 and (vector_y(geom) or depth >= RV_MIN_DEPTH)
 
 
 def _channels_last_defaults(geom, caps) -> dict | None:
@@ -249,9 +267,8 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "cl (A from x repacked channels-last) must be 0 or 1"
     if t.get(RV, 0) not in (0, 1):
         return "rv (the vector structure on A gathered from x) must be 0 or 1"
-    if t.get(CL):
-        why = ("rv is the vector structure on A gathered from x; cl runs it on xc: set one" if t.get(RV)
-               else _channels_last_refusal(t, geom, caps))
+    if t.get(CL):  # cl runs the vector structure on xc whatever rv says (rv is on by default where A is gathered)
+        why = _channels_last_refusal(t, geom, caps)
     elif t.get(RV) and geom.dtype != "float32":
         why = "rv stages A and B as vec4s of f32: float32 only"
     elif t.get(RV) and (t["ks"] != 1 or t["rm"] % 4):
