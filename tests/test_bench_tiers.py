@@ -1,6 +1,5 @@
 """bench.json's tiers: the holdout tier's shapes appear in no other tier, nothing tunes on it, and its bench
 check (sampled against the float64 reference) stays cheap at its largest case."""
-import asyncio
 import json
 import subprocess
 import sys

@@ -11,7 +11,7 @@ import pytest
 from app.planner import plan
 from app.render import render
 from app.shapes import infer
-from app.variants import phase_gemm, phase_gemm_sgmat
+from app.variants import phase_gemm
 from tests.browser_session import run_python
 from tests.test_gpu_caps import H200, h200_caps
 from tests.test_phase_gemm import checked_tuning
@@ -244,3 +244,11 @@ def test_a_case_runs_with_forced_params_or_is_skipped_where_the_variant_refuses_
     assert ran["status"] == "PASS" and ran["variant"] == "phase_gemm", ran
     skipped = node_host.py("run_case_at", index, "phase_gemm", {"rv": 1, "ks": 2})
     assert skipped["status"] == "SKIP" and "does not take" in skipped["detail"], skipped
+
+
+def test_rv_takes_64_row_tiles_where_the_gathering_kernel_takes_128_x_128():
+    geom = infer((1, 512, 2000), (512, 256, 16), [256], {"strides": [8], "pads": [4, 4]})
+    gathering = phase_gemm._gathering_defaults(geom, h200_caps())
+    assert (gathering["tm"], gathering["tn"], gathering["tk"]) == (128, 128, 8)
+    t = plan(geom, h200_caps()).tiles
+    assert (t["tm"], t["tn"], t["tk"], t["rv"]) == (64, 128, 8, 1)

@@ -1,6 +1,5 @@
 """The local server serves the app's files with the right types and headers, and nothing outside them."""
 import io
-import os
 import urllib.error
 import urllib.request
 import zipfile
