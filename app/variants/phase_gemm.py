@@ -10,7 +10,8 @@ in every rank.
 float32 at stride 1 on GPUs (cl): x is first repacked channels-last (templates/conv-transpose-x-channels-last.wgsl.jinja,
 `channels_last_pass`, which phase_gemm_sgmat's cl shares), so that a GEMM row's in-channels are consecutive vec4s,
 and the GEMM runs in the structure of the fastest f32 GEMM measured through WGSL
-(templates/conv-transpose-phase-gemm-cl.wgsl.jinja; docs/ceiling.md F-128x128-8x8-k8).
+(templates/conv-transpose-phase-gemm-vec4.wgsl.jinja; docs/ceiling.md F-128x128-8x8-k8). Elsewhere on GPUs float32
+runs that structure on A gathered from NCHW x (rv) where the reduction is long or y leaves as vectors.
 
 The tile shape is the GPU's business: big tiles (128 x 128, 8 x 8 per invocation) where the GEMM has
 rows and columns to fill a GPU several times, smaller ones where it does not, and a long reduction split
