@@ -171,34 +171,14 @@ def test_the_f16_repack_of_phase_gemm_sgmat_renders_the_f16_form():
     assert "words[l] = pack2x16float(vec2<f32>(f32(lo), f32(hi)));" in source
 
 
-# Every test.json case on phase_gemm with cl (or rv) forced, in the page (SwiftShader): as the forced-variant
-# test does, but with the params, since SwiftShader's defaults leave them off.
+# Every test.json case on phase_gemm with cl (or rv) forced, in the page (SwiftShader), through the case runner's
+# call with tile params (`python -m app cases --variant phase_gemm --params`), since SwiftShader's defaults leave
+# them off.
 RUN_VEC4 = """
 import json
 from app import bridge
-from app.cases import compare
-from app.errors import ConvTransposeError
-from app.kernel import validate
-import numpy as np
-kernel = await bridge._kernel()
-out = []
-for case in bridge._cases:
-    if case["expected_error"]:
-        continue
-    geom, arrays = validate(**case["inputs"], **case["attributes"])
-    try:
-        pieces = kernel.pieces(geom, "phase_gemm", {MODE: 1})
-    except ConvTransposeError as exc:
-        out.append([case["name"], "SKIP", str(exc)])
-        continue
-    if not all(p.tiles.get(MODE) for _, p in pieces):
-        out.append([case["name"], "SKIP", "refused"])
-        continue
-    got = await kernel.call(geom, arrays, case["attributes"], "phase_gemm", pieces=pieces, params={MODE: 1})
-    want = np.asarray(case["expected"]["data"], dtype=np.float64).reshape(case["expected"]["shape"])
-    ok, err = compare(got["y"], want, **case["tolerance"])
-    out.append([case["name"], "PASS" if ok else "FAIL", err])
-json.dumps(out)
+json.dumps([await bridge.run_case_at(i, "phase_gemm", {{{mode!r}: 1}})
+            for i, case in enumerate(bridge._cases) if not case["expected_error"]])
 """
 
 
@@ -208,14 +188,15 @@ def test_every_test_json_case_passes_with_the_vector_structure_forced_in_chromiu
     from tests.test_browser_variants import TEST_JSON
     from app.host.case_runner import page_python
     page_python(page)("load_cases", TEST_JSON.read_text())
-    results = json.loads(run_python(page, f"MODE = {mode!r}\n" + RUN_VEC4))
-    failed = [r for r in results if r[1] == "FAIL"]
+    results = json.loads(run_python(page, RUN_VEC4.format(mode=mode)))
+    failed = [r for r in results if r["status"] == "FAIL"]
     assert not failed, failed[:3]
-    passed = [r for r in results if r[1] == "PASS"]
+    passed = [r for r in results if r["status"] == "PASS"]
     assert len(passed) >= 100, f"{mode} ran {len(passed)} cases"
     # what it skips: float16 (float32 only) and the variant's own refusals, never a crash
-    assert all(r[2] == "refused" or "does not cover" in r[2] or "needs the device feature" in r[2]
-               for r in results if r[1] == "SKIP"), [r for r in results if r[1] == "SKIP"][:3]
+    skipped = [r for r in results if r["status"] == "SKIP"]
+    assert all("does not take" in r["detail"] or "does not cover" in r["detail"]
+               or "needs the device feature" in r["detail"] for r in skipped), skipped[:3]
 
 
 # Dawn in Node on SwiftShader: the tuner checks every candidate against the float64 reference before timing
