@@ -178,10 +178,12 @@ def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
 
 def workgroup_bytes(t: dict, config: dict) -> int:
     tm, tn, tks = _tile(t, config)
-    if t.get("vs"):  # one step of A and B in 16-byte vectors, rows padded by one; then one column block of
-        # every subgroup's f32 results, columns padded by one vector
-        a = tm * (tks // 8 + 1) if t.get("cl") else tks * (tm // 8 + 1)
-        return 16 * max(a + tks * (tn // 8 + 1), t["sg_n"] * config["N"] * (tm // 4 + 1))
+    if t.get("vs"):  # parts of 16-byte vectors: one step of each subgroup row's A and each subgroup column's
+        # B, rows padded by one vector; then one column block of each subgroup's f32 results, columns padded
+        pm, pn = t["cm"] * config["M"], t["cn"] * config["N"]
+        a = pm * (tks // 8 + 1) if t.get("cl") else tks * (pm // 8 + 1)
+        part = max(a, tks * (pn // 8 + 1), config["N"] * (pm // 4 + 1))
+        return 16 * part * max(t["sg_m"] + t["sg_n"], t["sg_m"] * t["sg_n"])
     comp = component_bytes(config)
     pad = ROW_PAD_BYTES // comp
     staged = tm + pad + (0 if t["bd"] else tn + pad)  # bd: B is read from wp, not staged

@@ -11,6 +11,11 @@
 //   CEILING_FROM=file CEILING_TOP=n   only the n fastest configurations per size and kind of an earlier JSON
 //   CEILING_ELEM=f16         f16 kernels whose matrices load through f16 arrays only
 //   PROBE_NULL=1             Dawn's null backend: every shader compiles and validates, times are garbage
+// cofs ("switch" or "nest"): every matrix load's offset a constant, so that Tint's robustness does not wrap
+// each load in a bounds check (it skips the check only where array length, offset and stride are all
+// constants). "switch": the multiplies written once per subgroup under a switch on the subgroup id;
+// "nest": workgroup memory split into one inner array per subgroup row (A) or column (B), passed as
+// &as_[sgm] (an index clamp, not a predicate) with constant offsets inside it.
 import { readFileSync, writeFileSync } from "node:fs";
 import { create, globals } from "webgpu";
 
@@ -42,14 +47,16 @@ SIZES.check = CHECK;  // timed only on request (a local run on SwiftShader)
 // strides count 16-byte vectors, staging is a 16-byte store) or "f16" (scalars: staging stores 8 halves).
 // group: workgroups are numbered in groups of `group` tile rows (L2 reuse of B), 0 = row by row.
 function sgmatShader(c) {
-  const { wm, wn, cm, cn, bk, stageA, stageB, elem, cvec, single, unroll2 } = c;
+  const { wm, wn, cm, cn, bk, stageA, stageB, elem, cvec, single, unroll2, cofs } = c;
+  if (cofs && !(single && stageA && stageB && elem === "vec4u")) throw new Error("cofs needs one staged vec4u buffer");
+  const nest = cofs === "nest";
   const buffers = single ? 1 : 2;
   const bm = wm * cm * 16, bn = wn * cn * 16, kb = bk / 16, threads = wm * wn * SUBGROUP;
   const v = elem === "vec4u";  // matrix loads through vec4<u32>
   const E = v ? "vec4<u32>" : "f16", per = v ? 8 : 1;  // halves per element
   // Workgroup strides in elements: A as [row][k], B as [k][col], each row 16 bytes longer than the tile.
-  const sa = (bk + 8) / per, sb = (bn + 8) / per;
-  const aSize = bm * sa, bSize = bk * sb;
+  const sa = (bk + 8) / per, sb = nest ? (cn * 16 + 8) / per : (bn + 8) / per;
+  const aSize = bm * sa, bSize = bk * sb * (nest ? wn : 1);
   const L = [];
   L.push("enable f16;", "enable subgroups;", "enable chromium_experimental_subgroup_matrix;",
     "diagnostic(off, chromium.subgroup_matrix_uniformity);",
@@ -60,8 +67,11 @@ function sgmatShader(c) {
   L.push(`@group(0) @binding(1) var<storage, read> a: array<${aType}>;`,
     `@group(0) @binding(2) var<storage, read> b: array<${bType}>;`,
     `@group(0) @binding(3) var<storage, read_write> c: array<${cvec ? "vec4<f32>" : "f32"}>;`);
-  if (stageA) L.push(`var<workgroup> as_: array<${E}, ${buffers * aSize}>;`);
-  if (stageB) L.push(`var<workgroup> bs_: array<${E}, ${buffers * bSize}>;`);
+  if (nest) L.push(`var<workgroup> as_: array<array<${E}, ${aSize / wm}>, ${wm}>;`, `var<workgroup> bs_: array<array<${E}, ${bSize / wn}>, ${wn}>;`);
+  else {
+    if (stageA) L.push(`var<workgroup> as_: array<${E}, ${buffers * aSize}>;`);
+    if (stageB) L.push(`var<workgroup> bs_: array<${E}, ${buffers * bSize}>;`);
+  }
   L.push(`@compute @workgroup_size(${threads})`,
     "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,",
     "        @builtin(subgroup_id) sg: u32) {");
@@ -79,12 +89,16 @@ function sgmatShader(c) {
   for (let i = 0; i < aPer; i++) {
     const e = `lid + ${i * threads}u`;
     L.push(`  let ar${i} = (${e}) / ${bk / 8}u;`, `  let ak${i} = (${e}) % ${bk / 8}u;`,
-      `  let ag${i} = (m0 + ar${i}) * k8 + ak${i};`, `  let aw${i} = ar${i} * ${(bk + 8) / 8}u + ak${i};`);
+      `  let ag${i} = (m0 + ar${i}) * k8 + ak${i};`, nest
+        ? `  let aw${i} = vec2<u32>(ar${i} / ${cm * 16}u, (ar${i} % ${cm * 16}u) * ${sa}u + ak${i});`
+        : `  let aw${i} = ar${i} * ${(bk + 8) / 8}u + ak${i};`);
   }
   for (let i = 0; i < bPer; i++) {
     const e = `lid + ${i * threads}u`;
     L.push(`  let br${i} = (${e}) / ${bn / 8}u;`, `  let bc${i} = (${e}) % ${bn / 8}u;`,
-      `  let bg${i} = br${i} * n8 + n0 / 8u + bc${i};`, `  let bw${i} = br${i} * ${(bn + 8) / 8}u + bc${i};`);
+      `  let bg${i} = br${i} * n8 + n0 / 8u + bc${i};`, nest
+        ? `  let bw${i} = vec2<u32>(bc${i} / ${cn * 2}u, br${i} * ${sb}u + bc${i} % ${cn * 2}u);`
+        : `  let bw${i} = br${i} * ${(bn + 8) / 8}u + bc${i};`);
   }
   // A 16-byte vector into workgroup memory at element offset `at` (in 16-byte units when elem is vec4u).
   const put = (arr, at, val) => v ? [`${arr}[${at}] = ${val};`]
@@ -95,6 +109,11 @@ function sgmatShader(c) {
     for (let i = 0; i < bPer; i++) L.push(`${ind}rb${i} = b[bg${i} + (${q}) * ${bk}u * n8];`);
   };
   const storeRegs = (buf, ind) => {
+    if (nest) {
+      for (let i = 0; i < aPer; i++) L.push(`${ind}as_[aw${i}.x][aw${i}.y] = ra${i};`);
+      for (let i = 0; i < bPer; i++) L.push(`${ind}bs_[bw${i}.x][bw${i}.y] = rb${i};`);
+      return;
+    }
     // Offsets in 16-byte units: a buffer is aSize (bSize) elements of E.
     for (let i = 0; i < aPer; i++) put("as_", `(${buf}) * ${aSize * per / 8}u + aw${i}`, `ra${i}`).forEach((s) => L.push(ind + s));
     for (let i = 0; i < bPer; i++) put("bs_", `(${buf}) * ${bSize * per / 8}u + bw${i}`, `rb${i}`).forEach((s) => L.push(ind + s));
@@ -136,6 +155,30 @@ function sgmatShader(c) {
       if (!stageB) for (let j = 0; j < cn; j++) L.push(`${ind}  nb${kk}_${j} = ${bDirect("q + 1u", kk, j)};`);
     }
     L.push(`${ind}}`);
+    if (cofs) {
+      // Every offset a literal: under the switch, abuf and bbuf are the case's constants; nested, 0.
+      const multiplies = (aArr, abuf, bArr, bbuf, ind2) => {
+        for (let kk = 0; kk < kb; kk++) {
+          for (let i = 0; i < cm; i++)
+            L.push(`${ind2}let a${kk}_${i} = subgroupMatrixLoad<${LT}, row_major>(${aArr}, ${abuf + i * 16 * sa + kk * 2}u, ${sa}u);`);
+          for (let j = 0; j < cn; j++)
+            L.push(`${ind2}let b${kk}_${j} = subgroupMatrixLoad<${RT}, row_major>(${bArr}, ${bbuf + kk * 16 * sb + j * 2}u, ${sb}u);`);
+          for (let i = 0; i < cm; i++) for (let j = 0; j < cn; j++)
+            L.push(`${ind2}acc${i}_${j} = subgroupMatrixMultiplyAccumulate(a${kk}_${i}, b${kk}_${j}, acc${i}_${j});`);
+        }
+      };
+      if (nest) multiplies("&as_[sgm]", 0, "&bs_[sgn]", 0, ind);
+      else {
+        L.push(`${ind}switch sg {`);
+        for (let s = 0; s < wm * wn; s++) {
+          L.push(`${ind}  case ${s}u: {`);
+          multiplies("&as_", (s % wm) * cm * 16 * sa, "&bs_", Math.floor(s / wm) * cn * 2, ind + "    ");
+          L.push(`${ind}  }`);
+        }
+        L.push(`${ind}  default: {}`, `${ind}}`);
+      }
+      return;
+    }
     if (stageA) L.push(`${ind}let abuf = ${cur} * ${aSize}u + sgm * ${cm * 16 * sa}u;`);
     if (stageB) L.push(`${ind}let bbuf = ${cur} * ${bSize}u + sgn * ${cn * 16 / per}u;`);
     for (let kk = 0; kk < kb; kk++) {
@@ -276,6 +319,11 @@ f16("S-2x2sg-2x4acc-k32-single", { wm: 2, wn: 2, cm: 2, cn: 4, bk: 32, single: t
 f16("S-2x2sg-4x4acc-k32-single-f16elem", { wm: 2, wn: 2, cm: 4, cn: 4, bk: 32, single: true, elem: "f16" });
 f16("S-2x2sg-4x4acc-k32-f16elem", { wm: 2, wn: 2, cm: 4, cn: 4, bk: 32, elem: "f16" });
 f16("S-2x2sg-2x2acc-k32-f16elem", { wm: 2, wn: 2, cm: 2, cn: 2, bk: 32, elem: "f16" });
+// The fastest two with every matrix load's offset a constant (no bounds-check predicate on the loads).
+f16("S-2x2sg-4x4acc-k32-single-switch", { wm: 2, wn: 2, cm: 4, cn: 4, bk: 32, single: true, cofs: "switch" });
+f16("S-2x4sg-4x4acc-k32-single-switch", { wm: 2, wn: 4, cm: 4, cn: 4, bk: 32, single: true, cofs: "switch" });
+f16("S-2x2sg-4x4acc-k32-single-nest", { wm: 2, wn: 2, cm: 4, cn: 4, bk: 32, single: true, cofs: "nest" });
+f16("S-2x4sg-4x4acc-k32-single-nest", { wm: 2, wn: 4, cm: 4, cn: 4, bk: 32, single: true, cofs: "nest" });
 f16("S-2x2sg-4x4acc-k32-rowwise", { wm: 2, wn: 2, cm: 4, cn: 4, bk: 32, group: 0 });
 f16("S-2x2sg-4x4acc-k32-cvec", { wm: 2, wn: 2, cm: 4, cn: 4, bk: 32, cvec: true });
 // A staged, B straight from storage (phase_gemm_sgmat's bd).
