@@ -106,3 +106,12 @@ def test_forced_tiles_reach_the_shader():
     forced = {"kt": 2, "kb": 2, "cm": 2, "tw": 32, "th": 1}
     params = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat", forced).dispatches[-1].params
     assert (params["kt"], params["kb"], params["box"], params["halo"]) == (2, 2, [2, 1, 32], [4, 3, 34])
+
+
+def test_the_h200_table_gives_64_channel_3d_stride1_to_the_channels_last_gemm():
+    # Measured in one device call (docs/h200/session11/): phase_gemm_sgmat with cl 0.091 ms, the halo 0.113.
+    geom, caps = _geom(*STRIDE1_3D), devices()["h200"]  # the H200's adapter info: its table applies
+    chosen = plan(geom, caps)
+    assert chosen.variant == "phase_gemm_sgmat" and chosen.tiles["cl"] == 1, chosen.tiles
+    assert "measured faster than stride1_halo_sgmat" in chosen.reason
+    assert plan(geom, caps, tables=[]).variant == "ncdhw3d_implicit_sgmat"  # the rules alone: the halo's seed name
