@@ -22,19 +22,26 @@ from .plan import Plan, Refusal
 from .shapes import ConvGeometry
 from .variants import VARIANTS
 from .variants.base import Variant, unmet
+from .variants.phase_gemm import FILL
 
 _HALO_WHEN = {"adapter": "hardware", "group": ["dense"], "stride": 1, "min_taps": 2, "min_output": 1048576,
-              "min_in_per_group": 8, "min_out_per_group": 8}
-_HALO_WHY = ("a GPU with subgroup matrices of the storage type, stride 1, a large output: x staged once per chunk "
-             "of in-channels as a halo that every tap's matrices read")
+              "max_tall_gemm_tiles": FILL, "min_in_per_group": 8, "min_out_per_group": 8}
+_HALO_WHY = ("a GPU with subgroup matrices of the storage type, stride 1, a large output on which the stride-phase "
+             "GEMM's tall tiles do not fill the GPU: x staged once per chunk of in-channels as a halo that every "
+             "tap's matrices read")
 _GROUPED_2D_WHY = "2D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"
 
 RULES: list[tuple[str, dict, str]] = [
     ("empty_input_fill", {}, "the input is empty: y is the bias (or zeros), no reads of x or w"),
     # Real GPUs (measured on an H200, docs/h200/). At stride 1 with a real kernel and a large output, x staged
-    # once per chunk as a halo beats the stride-phase GEMM's per-tap gather (float16: stride1_3d 0.113 ms
-    # against 0.162, stride1_256_3x3 0.076 against 0.102). It lost where its tiles are few (256K outputs: 0.076
-    # against 0.057 split) and on 1x1 kernels (one tap: nothing to share, 0.231 ms against 0.079).
+    # once per chunk as a halo beats the stride-phase GEMM where that GEMM has to take its small tiles (2 x 2
+    # matrices a subgroup) to fill the GPU: 1M outputs in 2D and 3D, 3x3 and 5x5 (float16, one device call,
+    # docs/h200/session11/s1.txt: 0.075 ms against 0.081, 0.150 against 0.187, 0.172 against 0.220). Where
+    # the GEMM's tall tiles (4 matrices a subgroup, 128 x 64 and up) make FILL workgroups, the GEMM won on every
+    # shape measured, 1.25-2.4x (2D 256-1024 channels at 64-256 px, 1D k7, 3D 64 and 128 channels: 0.089
+    # against 0.111 ms, 2.01 against 3.87), its matrix loads at literal offsets where the halo's are
+    # bounds-checked. The halo lost where its own tiles are few (256K outputs: 0.076 against 0.057 split) and on
+    # 1x1 kernels (one tap: nothing to share, 0.231 ms against 0.079).
     # The seed's names of a rule's variant (app/variants/seed.py) come just before it with the same `when`:
     # where the seed's variant covers the request, the plan is the successor's under the seed's name.
     ("ncdhw3d_implicit_sgmat", _HALO_WHEN, _HALO_WHY),

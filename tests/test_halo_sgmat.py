@@ -13,6 +13,7 @@ from app.planner import plan
 from app.render import render
 from app.shapes import infer
 from app.variants import VARIANTS, halo_sgmat
+from app.variants.base import tall_gemm_tiles
 
 from .test_gpu_caps import h200_caps
 
@@ -21,20 +22,28 @@ HALO_NAMES = {"stride1_halo_sgmat", "ncdhw3d_implicit_sgmat", "ncdhw3d_implicit_
 F16 = {"x": "float16", "w": "float16"}
 STRIDE1_3D = ([1, 64, 32, 32, 32], [64, 64, 3, 3, 3], {"pads": [1] * 6})  # bench.json `large` stride1_3d
 STRIDE1_2D = ([1, 256, 64, 64], [256, 256, 3, 3], {"pads": [1] * 4})  # `large` stride1_256_3x3
+STRIDE1_3D_WIDE = ([1, 256, 16, 16, 16], [256, 256, 3, 3, 3], {"pads": [1] * 6})  # 1M outputs, 128 tall GEMM tiles
 
 
 def _geom(x, w, attrs, dtypes=F16):
     return infer(x, w, None, attrs, dtypes)
 
 
-@pytest.mark.parametrize("shape, name", [(STRIDE1_3D, "ncdhw3d_implicit_sgmat"),  # the seed's name at rank 3
-                                         (STRIDE1_2D, "stride1_halo_sgmat")])
+# Where the stride-phase GEMM's tall tiles (128 x 64) make fewer than 256 workgroups, at 1M+ outputs.
+@pytest.mark.parametrize("shape, name", [(STRIDE1_3D_WIDE, "ncdhw3d_implicit_sgmat"),  # the seed's name at rank 3
+                                         (STRIDE1_2D, "stride1_halo_sgmat"),
+                                         (([1, 256, 64, 64], [256, 256, 5, 5], {"pads": [2] * 4}), "stride1_halo_sgmat")])
 def test_the_planner_takes_it_for_large_stride1_float16_outputs_on_the_h200(shape, name):
-    assert plan(_geom(*shape), h200_caps()).variant == name
+    assert tall_gemm_tiles(_geom(*shape)) == 128
+    for caps in (h200_caps(), devices()["h200"]):  # the rules alone, and with the H200's table
+        assert plan(_geom(*shape), caps).variant == name
 
 
 @pytest.mark.parametrize("x, w, attrs, dtypes, why", [
-    (*STRIDE1_3D, {"x": "float32", "w": "float32"}, "no f32 matrices on the H200"),
+    (*STRIDE1_3D_WIDE, {"x": "float32", "w": "float32"}, "no f32 matrices on the H200"),
+    (*STRIDE1_3D, F16, "the GEMM's tall tiles make 256 workgroups: 0.089 ms against 0.111"),
+    ([1, 512, 64, 64], [512, 512, 3, 3], {"pads": [1] * 4}, F16, "256 tall tiles: 0.198 ms against 0.248"),
+    ([1, 512, 8192], [512, 512, 7], {"pads": [3] * 2}, F16, "1D, 512 tall tiles: 0.187 ms against 0.447"),
     ([1, 512, 128, 128], [512, 256, 1, 1], {}, F16, "1x1: one tap, nothing to share"),
     ([1, 256, 32, 32], [256, 256, 3, 3], {"pads": [1] * 4}, F16, "256K outputs: the split GEMM won"),
     ([1, 64, 32, 32], [64, 32, 4, 4], {"strides": [2, 2], "pads": [1] * 4}, F16, "stride 2"),
@@ -107,11 +116,3 @@ def test_forced_tiles_reach_the_shader():
     params = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat", forced).dispatches[-1].params
     assert (params["kt"], params["kb"], params["box"], params["halo"]) == (2, 2, [2, 1, 32], [4, 3, 34])
 
-
-def test_the_h200_table_gives_64_channel_3d_stride1_to_the_channels_last_gemm():
-    # Measured in one device call (docs/h200/session11/): phase_gemm_sgmat with cl 0.091 ms, the halo 0.113.
-    geom, caps = _geom(*STRIDE1_3D), devices()["h200"]  # the H200's adapter info: its table applies
-    chosen = plan(geom, caps)
-    assert chosen.variant == "phase_gemm_sgmat" and chosen.tiles["cl"] == 1, chosen.tiles
-    assert "measured faster than stride1_halo_sgmat" in chosen.reason
-    assert plan(geom, caps, tables=[]).variant == "ncdhw3d_implicit_sgmat"  # the rules alone: the halo's seed name

@@ -40,8 +40,8 @@ SEED_VARIANTS = {
     "nchw2d_grouped_stride_phase_blocked_bias": ("nchw2d_grouped_stride_phase", {"rank": [2], "bias": True}),
 }
 F16 = {"x": "float16", "w": "float16", "b": "float16"}
-# 3D stride-1 with 256 channels: the halo kernel's (bench.json `large` stride1_3d, 64 channels, runs phase_gemm_sgmat
-# by the H200 table's choice for its class)
+# 3D stride-1 at 1M outputs with 256 channels: the halo kernel's (bench.json `large` stride1_3d, whose stride-phase GEMM
+# fills the GPU with tall tiles, runs phase_gemm_sgmat)
 STRIDE1_3D = ((1, 256, 16, 16, 16), (256, 256, 3, 3, 3), {"pads": [1] * 6})
 GROUPED_G32 = ((1, 512, 64, 64), (512, 16, 3, 3), {"group": 32, "strides": [2, 2], "pads": [1] * 4})  # no table choice
 DEPTHWISE = ((1, 64, 32, 32), (64, 1, 4, 4), {"group": 64, "strides": [2, 2], "pads": [1] * 4})

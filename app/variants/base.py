@@ -47,6 +47,8 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "min_in_per_group": ("each group has at least {} input channels", lambda g, v: g.in_per_group >= v),
     "min_out_per_group": ("each group has at least {} output channels", lambda g, v: g.out_per_group >= v),
     "min_output": ("the output has at least {} elements", lambda g, v: g.y_size >= v),
+    "max_tall_gemm_tiles": ("the stride-phase GEMMs' 128 x 64 tiles make fewer than {} workgroups",
+                            lambda g, v: tall_gemm_tiles(g) < v),
     "bias": ("the request has a bias: {}", lambda g, v: g.has_bias == v),
     "input": ("the input is {} (empty: some dim of x is 0)", lambda g, v: (g.x_size == 0) == (v == "empty")),
     # Kernels that multiply padding zeros are exact only on finite data (app/finite.py).
@@ -175,6 +177,12 @@ def axis_phase(s: int, d: int) -> AxisPhase:
     g = math.gcd(s, d)
     step, di = s // g, d // g
     return AxisPhase(g, step, di, pow(di, -1, step) if step > 1 else 0)
+
+
+def tall_gemm_tiles(geom: ConvGeometry) -> int:
+    """Workgroups of the stride-phase GEMMs on tiles of 128 rows x 64 columns: phase_gemm_sgmat's narrowest tile
+    of 4 result matrices per subgroup (2 x 2 subgroups of 16 x 16 matrices), its fastest structure."""
+    return geom.group * math.prod(geom.strides) * -(-phase_rows(geom) // 128) * -(-geom.out_per_group // 64)
 
 
 def phase_rows(geom: ConvGeometry) -> int:
