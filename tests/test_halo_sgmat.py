@@ -115,4 +115,3 @@ def test_forced_tiles_reach_the_shader():
     forced = {"kt": 2, "kb": 2, "cm": 2, "tw": 32, "th": 1}
     params = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat", forced).dispatches[-1].params
     assert (params["kt"], params["kb"], params["box"], params["halo"]) == (2, 2, [2, 1, 32], [4, 3, 34])
-
