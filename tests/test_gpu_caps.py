@@ -5,6 +5,7 @@ The configurations are the ones Dawn reported on the NVIDIA H200 (docs/h200/devi
 f16 components with f32 results."""
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from app.caps import DeviceCaps, matrix_configs
 from app.errors import ConvTransposeError
 from app.planner import plan
+from app.render import render
 from app.shapes import infer
 from app.variants import phase_gemm, phase_gemm_sgmat
 
@@ -147,10 +149,14 @@ def test_float16_on_f16_matrices_stages_vectors_in_one_buffer(x, w, attrs, want)
     assert types["wp"] == "array<vec4<u32>>"
     assert types["xc" if t["cl"] else "x"] == ("array<vec4<u32>>" if t["va"] or t["cl"] else "array<T>")
     assert types["y"] == ("array<vec4<T>>" if gemm.params["yv"] else "array<T>")
-    # one staging buffer of A and B (16-byte rows padded by one vector), reused by one column block of results
-    tm, tn, tks = phase_gemm_sgmat._tile(t, {"M": 16, "N": 16, "K": 16})
-    a_vectors = tm * (tks // 8 + 1) if t["cl"] else tks * (tm // 8 + 1)
-    assert launch.workgroup_bytes == 16 * max(a_vectors + tks * (tn // 8 + 1), 2 * 16 * (tm // 4 + 1))
+    # one staging buffer in parts: a part of A per subgroup row and of B per subgroup column (16-byte rows padded
+    # by one vector), then a part per subgroup for one column block of its results; the shader declares as much
+    pm, pn, tks = 16 * t["cm"], 16 * t["cn"], 16 * t["kb"]
+    part = max(tks * (pm // 8 + 1), tks * (pn // 8 + 1), 16 * (pm // 4 + 1))
+    parts = max(t["sg_m"] + t["sg_n"], t["sg_m"] * t["sg_n"])
+    assert launch.workgroup_bytes == 16 * part * parts
+    declared = re.search(r"var<workgroup> ws: array<array<vec4<u32>, (\d+)>, (\d+)>;", render(gemm.template, gemm.params))
+    assert (int(declared[1]), int(declared[2])) == (part, parts)
 
 
 @pytest.mark.parametrize("x, w, attrs, groups", [
