@@ -179,15 +179,21 @@ def axis_phase(s: int, d: int) -> AxisPhase:
     return AxisPhase(g, step, di, pow(di, -1, step) if step > 1 else 0)
 
 
-def tall_gemm_tiles(geom: ConvGeometry) -> int:
-    """Workgroups of the stride-phase GEMMs on tiles of 128 rows x 64 columns: phase_gemm_sgmat's narrowest tile
-    of 4 result matrices per subgroup (2 x 2 subgroups of 16 x 16 matrices), its fastest structure."""
-    return geom.group * math.prod(geom.strides) * -(-phase_rows(geom) // 128) * -(-geom.out_per_group // 64)
-
-
 def phase_rows(geom: ConvGeometry) -> int:
     """Outputs of the largest stride phase: batch x ceil(out / s) along every axis (a phase GEMM's rows)."""
     return geom.batch * math.prod(-(-o // s) for o, s in zip(geom.out_spatial, geom.strides))
+
+
+def workgroup_count(geom: ConvGeometry, t: dict) -> int:
+    """Workgroups of the stride-phase GEMMs on tiles of t["tm"] rows x t["tn"] columns."""
+    return (geom.group * math.prod(geom.strides) * -(-phase_rows(geom) // t["tm"])
+            * -(-geom.out_per_group // t["tn"]))
+
+
+def tall_gemm_tiles(geom: ConvGeometry) -> int:
+    """Workgroups of the stride-phase GEMMs on tiles of 128 rows x 64 columns: phase_gemm_sgmat's narrowest tile
+    of 4 result matrices per subgroup (2 x 2 subgroups of 16 x 16 matrices), its fastest structure."""
+    return workgroup_count(geom, {"tm": 128, "tn": 64})
 
 
 def channels_last_pays(geom: ConvGeometry) -> bool:

@@ -26,7 +26,8 @@ import math
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant,
-                   axis_uniforms, channels_last_pays, max_phase_taps, phase_rows, workgroup_memory_refusal)
+                   axis_uniforms, channels_last_pays, max_phase_taps, phase_rows, workgroup_count,
+                   workgroup_memory_refusal)
 from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
@@ -122,11 +123,6 @@ _RV_WIDE_ROWS = 64
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
-
-
-def workgroup_count(geom, t: dict) -> int:
-    return (geom.group * math.prod(geom.strides) * _ceil(phase_rows(geom), t["tm"])
-            * _ceil(geom.out_per_group, t["tn"]))
 
 
 def split_k(geom, caps, tm: int, tn: int, step: int) -> int:
