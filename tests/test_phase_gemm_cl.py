@@ -233,3 +233,25 @@ def test_rv_takes_64_row_tiles_where_the_gathering_kernel_takes_128_x_128():
     assert (gathering["tm"], gathering["tn"], gathering["tk"]) == (128, 128, 8)
     t = plan(geom, h200_caps()).tiles
     assert (t["tm"], t["tn"], t["tk"], t["rv"]) == (64, 128, 8, 1)
+
+
+@pytest.mark.parametrize("x, w, attrs, kz", [
+    # 80 workgroups of 128 invocations, 2048 products an output: split 4 ways (2 ways make 20K invocations)
+    ((1, 1024, 320), (1024, 512, 8), {"strides": [4], "pads": [2, 2]}, 4),
+    # as shallow as `full` unet_up_k2s2 (512 products; 0.079 ms split in two against 0.073 unsplit on the
+    # H200, session 12): a split would leave each workgroup under RV_MIN_DEPTH, so none
+    ((1, 512, 32, 32), (512, 256, 2, 2), {"strides": [2, 2]}, 1),
+    # 32K invocations fill the GPU already (`large` unet_1024_k2s2: 0.180 ms unsplit, 0.230 in two)
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, 1),
+])
+def test_rv_splits_a_deep_reduction_across_workgroups_until_they_fill_the_gpu(x, w, attrs, kz):
+    geom = infer(x, w, None, attrs)
+    t = plan(geom, h200_caps()).tiles
+    assert (t["rv"], t["kz"]) == (1, kz)
+    invocations = phase_gemm.workgroup_count(geom, t) * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
+    depth = geom.in_per_group * phase_gemm.max_phase_taps(geom)
+    if kz > 1:
+        assert invocations * kz >= phase_gemm.FILL_INVOCATIONS > invocations * kz // 2
+        assert depth // kz >= phase_gemm.RV_MIN_DEPTH
+    else:
+        assert invocations >= phase_gemm.FILL_INVOCATIONS or depth // 2 < phase_gemm.RV_MIN_DEPTH

@@ -119,6 +119,12 @@ RV_MIN_DEPTH = 512
 # invocations (same sweeps, 128 -> 64 rows at step 8): hifigan_512 0.345 -> 0.337 ms, grouped_g2_wide 0.356 ->
 # 0.341, proj_512_1x1 0.187 -> 0.188.
 _RV_WIDE_ROWS = 64
+# rv's tiles under FILL_INVOCATIONS split across workgroups as cl's do, but only as far as each split still
+# reduces RV_MIN_DEPTH products an output (rv's own condition above). H200, session 12 (docs/h200/session12/
+# sweep-phase_gemm-float32-kz-*.json), kz forced over rv's tiles: `full` unet_up_k2s2 (16K invocations, 512
+# products) 0.073 ms unsplit against 0.079 in two; `large` unet_1024_k2s2 and batch16 (32K invocations)
+# 0.180 and 0.178 unsplit against 0.230 and 0.210; `full` stride1_3x3 (16K invocations, 2304 products)
+# 0.258 unsplit against 0.088 in four.
 
 
 def _ceil(a: int, b: int) -> int:
@@ -154,6 +160,8 @@ def default_tiles(geom, caps) -> dict:
         return cl
     if rows_as_vectors_pay(geom, t):
         rv = t | {RV: 1} | ({"tm": _RV_WIDE_ROWS} if (t["tm"], t["tn"]) == _GPU_WIDE[:2] else {})
+        if rv["kz"] == 1 and (split := _split_to_fill(geom, caps, rv, RV_MIN_DEPTH)) is not None:
+            rv = split
         if tiles_refusal(rv, geom, caps) is None:
             return rv
     return t
@@ -171,21 +179,24 @@ def _channels_last_defaults(geom, caps) -> dict | None:
     tn = 64 if geom.out_per_group <= 64 else 128
     tm = 128 if workgroup_count(geom, {"tm": 128, "tn": tn}) >= FILL else 64
     t = {"tm": tm, "tn": tn, "rm": rm, "rn": rn, "tk": tk, "ks": 1, "kz": 1, CL: 1}
-    if tm == 64 and (split := _channels_last_split(geom, caps, t | {"tm": 128})) is not None:
+    if tm == 64 and (split := _split_to_fill(geom, caps, t | {"tm": 128})) is not None:
         t = split
     return t if tiles_refusal(t, geom, caps) is None else None
 
 
-def _channels_last_split(geom, caps, t: dict) -> dict | None:
-    """t (128-row cl tiles) split across the smallest kz that makes FILL_INVOCATIONS, where the GEMM has the
-    rows and reduction that split_k asks for; None where it has not or no kz fits."""
+def _split_to_fill(geom, caps, t: dict, min_depth: int = 0) -> dict | None:
+    """t (cl's 128-row tiles, or rv's) split across the smallest kz that makes FILL_INVOCATIONS, where the GEMM
+    has the rows and reduction that split_k asks for and each split keeps min_depth products an output; None
+    where it has not or no kz fits."""
     if geom.in_per_group * max_phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
         return None
     invocations = workgroup_count(geom, t) * _threads(t)
     if invocations >= FILL_INVOCATIONS:  # measured only where they fall short: 64 rows, as before
         return None
     kz = next((kz for kz in _kz_fits(geom, caps, t) if invocations * kz >= FILL_INVOCATIONS), None)
-    return None if kz is None else t | {"kz": kz}
+    if kz is None or geom.in_per_group * max_phase_taps(geom) // kz < min_depth:
+        return None
+    return t | {"kz": kz}
 
 
 def _gathering_defaults(geom, caps) -> dict:
