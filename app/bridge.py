@@ -296,14 +296,16 @@ async def report_device() -> dict:
 
 @entry
 async def record_compiles() -> None:
-    """From now on the shared kernel compiles every pipeline it uses (its caches dropped) and records it."""
+    """From now on the shared kernel records every pipeline it uses (its launches dropped, so each call fetches
+    its pipelines), each compiled on this device: by that call, or by an earlier one on the same page or host."""
     (await (await _kernel()).gpu.current()).record_compiles()
 
 
 @entry
 async def recorded_compiles() -> list[str]:
-    """The sha256 of each shader the shared kernel compiled since record_compiles (tests/test_node_host.py and
-    the page's tests check what they are credited with compiling: tools/wgsl/credited.py)."""
+    """The sha256 of each shader the shared kernel used since record_compiles, every one compiled on this device
+    (tests/test_node_host.py and the page's tests check what they are credited with compiling:
+    tools/wgsl/credited.py)."""
     return (await (await _kernel()).gpu.current()).recorded()
 
 

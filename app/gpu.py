@@ -158,11 +158,12 @@ class Gpu:
         return self.executor.cached(signature)
 
     def record_compiles(self) -> None:
-        """Drops every cached launch and pipeline and records the shaders compiled from then on (`recorded`)."""
+        """Drops every cached launch and records the shader of every pipeline used from then on (`recorded`):
+        each compiled on this device, by that call or an earlier one (the executor's `record`)."""
         self.executor.record()
 
     def recorded(self) -> list[str]:
-        """The sha256 of each shader compiled since record_compiles, which stops recording."""
+        """The sha256 of each shader used since record_compiles, which stops recording."""
         return sorted({key.split("|")[1] for key in self.executor.recorded().to_py()})
 
     async def launch(self, plan: Plan, geom: ConvGeometry, signature: str | None = None):

@@ -23,18 +23,23 @@ os.environ.setdefault(NODE_FLAGS_ENV, "--liftoff-only")
 # - each file runs whole in one worker (its module fixtures, a Firefox page or a wheel's virtual environment,
 #   are made once), and the files below that write into the checkout or copy it share one worker, one after
 #   the other: test_server.py links out of web/ and build/pyodide/ for a moment, test_wheel.py and
-#   test_pack.py copy the tree;
+#   test_pack.py copy the tree; and test_browser_variants.py and test_browser_cases.py share one worker's
+#   page, whose pipelines the first compiles for both (test.json's planner choices are among the forced
+#   variants': 147 SwiftShader pipelines, 38 s of CPU, not compiled twice);
 # - the slowest files go out first (xdist would order them by test count), so that neither worker is left
 #   with a long file at the end (docs/testing.md has the figures).
 # What a test writes elsewhere is its own already: tmp_path is per worker, each Node host boots from an
 # assets folder of its own (app/host/node.py), every server listens on a free port.
 SAME_WORKER = {"tests/test_server.py": "the checkout", "tests/test_wheel.py": "the checkout",
-               "tests/test_pack.py": "the checkout"}
+               "tests/test_pack.py": "the checkout", "tests/test_browser_variants.py": "the page's pipelines",
+               "tests/test_browser_cases.py": "the page's pipelines"}
 SLOWEST_FIRST = [
     "tests/test_wgsl_compilers.py", "tests/test_tuning_candidates.py", "tests/test_browser_variants.py",
-    "tests/test_firefox.py", "tests/test_node_host.py", "tests/test_model.py", "tests/test_browser_reliability.py",
-    "tests/test_browser_cases.py", "tests/test_ort_bench.py", "tests/test_wheel.py", "tests/test_server.py", "tests/test_pack.py",
-    "tests/test_npm_package.py", "tests/test_export.py", "tests/test_fuzz.py",
+    "tests/test_firefox.py", "tests/test_node_host.py", "tests/test_phase_gemm_cl.py", "tests/test_model.py",
+    "tests/test_browser_reliability.py", "tests/test_browser_cases.py", "tests/test_ort_bench.py", "tests/test_wheel.py",
+    "tests/test_server.py", "tests/test_pack.py", "tests/test_npm_package.py", "tests/test_export.py", "tests/test_fuzz.py",
+    "tests/test_phase_gemm.py", "tests/test_web_bench.py", "tests/test_browser_api.py", "tests/test_readme.py",
+    "tests/test_grouped_stores.py", "tests/test_autotune.py", "tests/test_web_no_webgpu.py", "tests/test_web_run.py",
 ]
 
 

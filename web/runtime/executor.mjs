@@ -21,6 +21,9 @@ import { WeightCache } from "./weight-cache.mjs";
 
 export const LAUNCH_CACHE_SIZE = 32;  // launches kept (per executor), least recently used destroyed first
 export const PIPELINE_CACHE_SIZE = 64;  // compiled pipelines kept, by template + structural parameters
+// Pipelines kept once a test has recorded (record): every one a page's test files compile, so that a later
+// file's recording finds what an earlier one compiled there (a few hundred SwiftShader pipelines).
+const RECORDING_CACHE_SIZE = 1024;
 const SPARE_OUTPUTS = 2;  // disposed output buffers kept per size
 const MAX_QUERIES = 4096;  // WebGPU caps a timestamp query set at 4096 queries
 const MAX_SPINS = 20000;  // repetitions of one busy-keeping submission (tiny kernels: ~0.2 s of work at most)
@@ -60,7 +63,7 @@ export class Executor {
     this.weightBytesWritten = 0;  // ... of them, w's and b's
     this.caches = new Map();  // owner (a JS kernel's serial; null: calls that name no cache) -> WeightCache
     this.pipelineKeys = new WeakMap();  // pipeline -> its cache key (part of a launch's prepare key)
-    this.compiledKeys = null;  // while recording (record): the cache key of every pipeline compiled
+    this.compiledKeys = null;  // while recording (record): the cache key of every pipeline a call used
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
     this.deferred = null;  // the error of a call nobody waited for (y kept on the GPU), thrown by the next call
@@ -137,7 +140,7 @@ export class Executor {
   /** The compiled pipeline for a cache key (template + structural parameters), compiling `source` once. */
   async pipeline(key, source, label) {
     const hit = this.pipelines.get(key);
-    if (hit) { this.pipelines.delete(key); this.pipelines.set(key, hit); return hit; }
+    if (hit) { this.pipelines.delete(key); this.pipelines.set(key, hit); this.compiledKeys?.add(key); return hit; }
     // In an error scope: a shader that does not compile is this call's error, not the device's uncaptured one.
     // (popped before any await, so that concurrent calls' scopes do not interleave with it)
     this.device.pushErrorScope("validation");
@@ -209,19 +212,26 @@ export class Executor {
 
   /** Drops every launch, pipeline and cached weight (their GPU memory goes back to the device). */
   clear() {
+    this.dropLaunches();
+    this.pipelines.clear();
+  }
+
+  dropLaunches() {
     for (const pool of this.spareOutputs.values()) for (const buf of pool) this.release(buf);
     this.spareOutputs.clear();
     for (const launch of this.launches.values()) launch.destroy();
     this.launches.clear();
     this.recent = this.recentSignature = null;
-    this.pipelines.clear();
     for (const cache of this.caches.values()) cache.clear();
   }
 
-  /** Drops every cached launch and pipeline, so that each pipeline a later call uses is compiled then, and
-   * records their keys until `recorded`: the tests read which shaders their run compiled on the device. */
+  /** Records, until `recorded`, the key of every pipeline a later call uses: the tests read which shaders
+   * their run had compiled on this device, by one of its calls or by an earlier test's in the same page.
+   * Launches are dropped, so that every call fetches its pipelines here; compiled pipelines stay, and from
+   * now on the cache keeps RECORDING_CACHE_SIZE of them. */
   record() {
-    this.clear();
+    this.dropLaunches();
+    this.pipelineCacheSize = Math.max(this.pipelineCacheSize, RECORDING_CACHE_SIZE);
     this.compiledKeys = new Set();
   }
 
