@@ -25,7 +25,7 @@ os.environ.setdefault(NODE_FLAGS_ENV, "--liftoff-only")
 #   the other: test_server.py links out of web/ and build/pyodide/ for a moment, test_wheel.py and
 #   test_pack.py copy the tree; and test_browser_variants.py and test_browser_cases.py share one worker's
 #   page, whose pipelines the first compiles for both (test.json's planner choices are among the forced
-#   variants': 147 SwiftShader pipelines, 38 s of CPU, not compiled twice);
+#   variants': 147 SwiftShader pipelines not compiled twice, 214 -> 161 s for the two files);
 # - the slowest files go out first (xdist would order them by test count), so that neither worker is left
 #   with a long file at the end (docs/testing.md has the figures).
 # What a test writes elsewhere is its own already: tmp_path is per worker, each Node host boots from an

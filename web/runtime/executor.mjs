@@ -216,6 +216,7 @@ export class Executor {
     this.pipelines.clear();
   }
 
+  /** Drops every launch, spare output and cached weight; compiled pipelines stay. */
   dropLaunches() {
     for (const pool of this.spareOutputs.values()) for (const buf of pool) this.release(buf);
     this.spareOutputs.clear();
