@@ -171,6 +171,18 @@ def test_the_f16_repack_of_phase_gemm_sgmat_renders_the_f16_form():
     assert "words[l] = pack2x16float(vec2<f32>(f32(lo), f32(hi)));" in source
 
 
+@pytest.mark.parametrize("x, w, kz, cl", [
+    ((1, 256, 32, 32), (256, 256, 3, 3), 4, 0),  # `full` stride1_3x3: split 4 ways, A gathered
+    ((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), 1, 1),  # `large` stride1_3d_64: unsplit, A repacked channels-last
+])
+def test_float16_stride1_gemms_repack_x_only_where_unsplit(x, w, kz, cl):
+    geom = infer(x, w, [w[1]], {"pads": [1] * 2 * (len(x) - 2)}, F16)
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
+    assert (launch.tiles["kz"], launch.tiles["cl"], launch.tiles["vs"]) == (kz, cl, 1)
+    templates = [d.template for d in launch.dispatches]
+    assert (phase_gemm.X_CHANNELS_LAST in templates) == bool(cl)
+
+
 # Every test.json case on phase_gemm with cl (or rv) forced, in the page (SwiftShader), through the case runner's
 # call with tile params (`python -m app cases --variant phase_gemm --params`), since SwiftShader's defaults leave
 # them off.

@@ -211,6 +211,14 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
     if t is not None and workgroups < FILL:
         tm, tn, tks = _tile(t, config)
         t["kz"] = split_k(geom, caps, tm, tn, tks)
+        # Split across workgroups, A gathered from x beat cl's repacked copy (its pass costs what it saves on a
+        # short multiply): H200 float16, session 12, `full` stride1_3x3 and stride1_3x3x3 (kz 4) 0.040 and 0.039
+        # ms gathered against 0.044 and 0.044 with cl; unsplit, `large` stride1_3d_64 and stride1_256 ran 6%
+        # faster with cl (docs/h200/session12/sweep-phase_gemm_sgmat-float16-cl-s1-*.json).
+        gathered = t | {"cl": 0}
+        if (t["kz"] > 1 and t["cl"] and _vector_staged_refusal(gathered, geom, caps, config) is None
+                and tiles_refusal(gathered, geom, caps) is None):
+            t = gathered
     return t
 
 
