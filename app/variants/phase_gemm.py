@@ -188,15 +188,14 @@ def _split_to_fill(geom, caps, t: dict, min_depth: int = 0) -> dict | None:
     """t (cl's 128-row tiles, or rv's) split across the smallest kz that makes FILL_INVOCATIONS, where the GEMM
     has the rows and reduction that split_k asks for and each split keeps min_depth products an output; None
     where it has not or no kz fits."""
-    if geom.in_per_group * max_phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
+    depth = geom.in_per_group * max_phase_taps(geom)
+    if depth < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
         return None
     invocations = workgroup_count(geom, t) * _threads(t)
     if invocations >= FILL_INVOCATIONS:  # measured only where they fall short: 64 rows, as before
         return None
     kz = next((kz for kz in _kz_fits(geom, caps, t) if invocations * kz >= FILL_INVOCATIONS), None)
-    if kz is None or geom.in_per_group * max_phase_taps(geom) // kz < min_depth:
-        return None
-    return t | {"kz": kz}
+    return None if kz is None or depth // kz < min_depth else t | {"kz": kz}
 
 
 def _gathering_defaults(geom, caps) -> dict:

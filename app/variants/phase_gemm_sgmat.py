@@ -192,11 +192,14 @@ def workgroup_bytes(t: dict, config: dict) -> int:
 
 def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
     """vs's shape for this request (the rule above), or None where vs cannot run it."""
+    def runs(t: dict) -> bool:
+        return _vector_staged_refusal(t, geom, caps, config) is None and tiles_refusal(t, geom, caps) is None
+
     def shape(cm: int, cn: int) -> tuple[dict | None, int]:
         t = dict(zip(PARAMS, (*VS_SUBGROUPS, cm, cn, VS_K_BLOCKS, 1, 0, 1, 1, 0)))
         t["va"] = int(_vector_a_refusal(t, geom, caps, config) is None)
         t["cl"] = int(not t["va"] and channels_last_pays(geom))
-        if _vector_staged_refusal(t, geom, caps, config) or tiles_refusal(t, geom, caps):
+        if not runs(t):
             return None, 0
         tm, tn, _ = _tile(t, config)
         return t, workgroup_count(geom, {"tm": tm, "tn": tn})
@@ -215,9 +218,7 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
         # short multiply): H200 float16, session 12, `full` stride1_3x3 and stride1_3x3x3 (kz 4) 0.040 and 0.039
         # ms gathered against 0.044 and 0.044 with cl; unsplit, `large` stride1_3d_64 and stride1_256 ran 6%
         # faster with cl (docs/h200/session12/sweep-phase_gemm_sgmat-float16-cl-s1-*.json).
-        gathered = t | {"cl": 0}
-        if (t["kz"] > 1 and t["cl"] and _vector_staged_refusal(gathered, geom, caps, config) is None
-                and tiles_refusal(gathered, geom, caps) is None):
+        if t["kz"] > 1 and t["cl"] and runs(gathered := t | {"cl": 0}):
             t = gathered
     return t
 

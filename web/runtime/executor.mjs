@@ -63,7 +63,7 @@ export class Executor {
     this.weightBytesWritten = 0;  // ... of them, w's and b's
     this.caches = new Map();  // owner (a JS kernel's serial; null: calls that name no cache) -> WeightCache
     this.pipelineKeys = new WeakMap();  // pipeline -> its cache key (part of a launch's prepare key)
-    this.compiledKeys = null;  // while recording (record): the cache key of every pipeline a call used
+    this.recordedKeys = null;  // while recording (record): the cache key of every pipeline a call used
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
     this.deferred = null;  // the error of a call nobody waited for (y kept on the GPU), thrown by the next call
@@ -140,7 +140,7 @@ export class Executor {
   /** The compiled pipeline for a cache key (template + structural parameters), compiling `source` once. */
   async pipeline(key, source, label) {
     const hit = this.pipelines.get(key);
-    if (hit) { this.pipelines.delete(key); this.pipelines.set(key, hit); this.compiledKeys?.add(key); return hit; }
+    if (hit) { this.pipelines.delete(key); this.pipelines.set(key, hit); this.recordedKeys?.add(key); return hit; }
     // In an error scope: a shader that does not compile is this call's error, not the device's uncaptured one.
     // (popped before any await, so that concurrent calls' scopes do not interleave with it)
     this.device.pushErrorScope("validation");
@@ -162,7 +162,7 @@ export class Executor {
     }
     this.pipelines.set(key, pipeline);
     this.pipelineKeys.set(pipeline, key);
-    this.compiledKeys?.add(key);
+    this.recordedKeys?.add(key);
     // GPUComputePipeline has no destroy(): dropping the last reference frees it (launches keep theirs).
     while (this.pipelines.size > this.pipelineCacheSize) this.pipelines.delete(this.pipelines.keys().next().value);
     return pipeline;
@@ -233,13 +233,13 @@ export class Executor {
   record() {
     this.dropLaunches();
     this.pipelineCacheSize = Math.max(this.pipelineCacheSize, RECORDING_CACHE_SIZE);
-    this.compiledKeys = new Set();
+    this.recordedKeys = new Set();
   }
 
   /** The keys recorded since `record`, which stops recording. */
   recorded() {
-    const keys = [...(this.compiledKeys ?? [])];
-    this.compiledKeys = null;
+    const keys = [...(this.recordedKeys ?? [])];
+    this.recordedKeys = null;
     return keys;
   }
 
