@@ -104,11 +104,17 @@ def test_float16_matrices_do_not_split_a_gemm_that_fills_the_gpu():
     assert phase_gemm_sgmat.default_tiles(geom, h200_caps())["kz"] == 1
 
 
-def test_software_adapters_get_small_blocks():
+def test_software_adapters_get_small_blocks_loaded_straight_into_workgroup_memory():
     caps = h200_caps(architecture="swiftshader", is_fallback=True)
     assert tiles((1, 64, 9, 9), (64, 32, 4, 4), {"strides": [2, 2]}, caps) == dict(
-        zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE))
+        zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE)) | {"direct": 1}
     assert all(tiles(x, w, attrs, caps)["kz"] == 1 for x, w, attrs in SMALL_DEEP)
+
+
+@pytest.mark.parametrize("x, w, attrs", [((1, 64, 9, 9), (64, 32, 4, 4), {"strides": [2, 2]}), *SMALL_DEEP])
+def test_gpus_stage_loads_through_registers(x, w, attrs):
+    launch = plan(infer(x, w, None, attrs), h200_caps(), "phase_gemm")
+    assert "direct" not in launch.tiles and all("direct" not in d.params for d in launch.dispatches)
 
 
 @pytest.mark.parametrize("change, words", [
@@ -118,6 +124,7 @@ def test_software_adapters_get_small_blocks():
     ({"tm": 128, "tn": 128, "tk": 64}, "workgroup memory"),
     ({"kz": 0}, "positive integers"),
     ({"kz": 2.0}, "positive integers"),
+    ({"direct": 2}, "direct (loads straight into workgroup memory) must be 0 or 1"),
 ])
 def test_tile_refusals_name_the_broken_invariant(change, words):
     geom = infer((1, 64, 9, 9), (64, 32, 4, 4), None, {"strides": [2, 2]})
@@ -176,6 +183,15 @@ def checked_tuning(node_host, cases: list, grid: dict, seed: int) -> dict:
     table = node_host.py("tune", json.dumps(doc), "t", None, 1)["table"]
     assert table["rejected"] == []
     return table
+
+
+def test_loads_through_registers_and_straight_into_workgroup_memory_both_match_on_swiftshader(node_host):
+    """GPUs run the loads staged through registers (direct 0), software adapters the direct ones: both are
+    checked here against the float64 reference, split inside and across workgroups as well."""
+    grid = {"direct": [0, 1], "ks": [1, 2], "kz": [1, 2]}
+    table = checked_tuning(node_host, SPLIT_K_CASES, grid, 7)
+    measured = {m["case"]: {json.loads(k).get("direct", 0) for k in m["medians"]} for m in table["measured"]}
+    assert measured == {name: {0, 1} for name, *_ in SPLIT_K_CASES}
 
 
 def test_forced_split_k_matches_the_reference_on_swiftshader(node_host):

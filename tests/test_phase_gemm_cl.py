@@ -120,13 +120,15 @@ def test_software_adapters_and_float16_keep_the_gathering_kernel(x, w, attrs, wa
     assert "cl" not in plan(infer(x, w, None, attrs), SOFTWARE, "phase_gemm").tiles
     assert "cl" not in plan(infer(x, w, None, attrs, F16), h200_caps(), "phase_gemm").tiles
     assert plan(infer(x, w, None, attrs), SOFTWARE, "phase_gemm").tiles == dict(
-        zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE))
+        zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE)) | {"direct": 1}
 
 
 def test_forced_cl_runs_on_software_adapters_with_their_small_tiles():
     geom = infer((2, 20, 5, 7), (20, 12, 3, 3), None, {"strides": [2, 2], "pads": [1] * 4, "group": 2})
     launch = plan(geom, SOFTWARE, "phase_gemm", {"cl": 1})
-    assert launch.tiles == dict(zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE)) | {"cl": 1}
+    # direct (the gathering kernel's loads, on in software defaults) stays in the tiles; cl's template ignores it
+    assert launch.tiles == dict(zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE)) | {"direct": 1, "cl": 1}
+    assert "direct" not in launch.dispatches[1].params
     assert [d.template for d in launch.dispatches] == [phase_gemm.X_CHANNELS_LAST, phase_gemm.VEC4]
     assert launch.scratch == {"xc": 2 * 35 * 2 * 3 * 16}  # 10 channels a group: 3 vectors, 2 zeros
     # forcing it off on a GPU gives the gathering kernel with the same tiles

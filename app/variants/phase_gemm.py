@@ -44,10 +44,19 @@ SHARED = ("_phase-gemm.wgsl.jinja", "_phase-axis.wgsl.jinja")  # included by bot
 PACK_WORKGROUP = 256
 SUM_WORKGROUP = 256
 PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
-# The cl and rv switches (0 or 1) are params only where they are on: plans that leave them off, every software
-# adapter's among them, stay as they were before they existed (tools/plan_digest.py compares them).
+# The cl, rv and direct switches (0 or 1) are params only where they are on: plans that leave them off stay as they
+# were before they existed (tools/plan_digest.py compares them).
 CL = "cl"
 RV = "rv"  # the vector structure on A gathered from x (cl, when on, runs it on xc instead, whatever rv says)
+# Software adapters load each reduction step straight into workgroup memory, in WGSL loops (direct, a switch like
+# cl and rv, on in their defaults and so in every tuning candidate there):
+# a CPU has no load latency for the registers' double buffering to hide, and SwiftShader compiles the unrolled
+# loads of the tuning grid's GPU-shaped tiles slowly (rank 3, 64 x 64 tiles of 8 x 8 blocks, step 16: 19.5 s of CPU
+# unrolled, 2.7 s direct; tuning test's 145 sources 178 -> 94 s; docs/testing.md). GPUs keep the unrolled loads:
+# H200, session 13, the loads as a loop over a register array (sweep param `al`) against unrolled, over the 14
+# bench cases the gathering kernel takes (docs/h200/session13/sweep-phase_gemm-*-al-*.json): 0.96-1.0x the time on
+# 13, 1.26x on `large` unet3d_256_k2s2 (0.139 against 0.111 ms).
+DIRECT = "direct"  # the gathering kernel's: cl and rv run the vector template whatever it says
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
 # Tile shapes (tm, tn, rm, rn, tk, ks, kz), from a sweep of every combination of tm, tn in {64, 128}, rm in {4, 8},
@@ -151,7 +160,7 @@ def _kz_fits(geom, caps, t: dict) -> list[int]:
 
 def default_tiles(geom, caps) -> dict:
     if caps.is_software:  # kz 1: SwiftShader has no idle multiprocessors to fill, only a second pass to pay
-        return dict(zip(PARAMS, _CPU_SHAPE))
+        return dict(zip(PARAMS, _CPU_SHAPE)) | {DIRECT: 1}
     t = _gathering_defaults(geom, caps)
     # cl replaces the gathering kernel's tiles only where those run: where they do not fit the device (default
     # limits' 16 KiB of workgroup memory), another variant was measured to take the request, not cl.
@@ -280,6 +289,8 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "cl (A from x repacked channels-last) must be 0 or 1"
     if t.get(RV, 0) not in (0, 1):
         return "rv (the vector structure on A gathered from x) must be 0 or 1"
+    if t.get(DIRECT, 0) not in (0, 1):
+        return "direct (loads straight into workgroup memory) must be 0 or 1"
     if t.get(CL):  # cl runs the vector structure on xc whatever rv says (rv is on by default where A is gathered)
         why = _channels_last_refusal(t, geom, caps)
     elif t.get(RV) and geom.dtype != "float32":
