@@ -186,9 +186,9 @@ def checked_tuning(node_host, cases: list, grid: dict, seed: int) -> dict:
 
 
 def test_loads_through_registers_and_straight_into_workgroup_memory_both_match_on_swiftshader(node_host):
-    """GPUs run the loads staged through registers (direct 0), software adapters the direct ones: both are
-    checked here against the float64 reference, split inside and across workgroups as well."""
-    grid = {"direct": [0, 1], "ks": [1, 2], "kz": [1, 2]}
+    """GPUs run the loads staged through registers (direct 0), software adapters the direct ones (whose splits
+    the test below checks): both are checked here against the float64 reference."""
+    grid = {"direct": [0, 1]}
     table = checked_tuning(node_host, SPLIT_K_CASES, grid, 7)
     measured = {m["case"]: {json.loads(k).get("direct", 0) for k in m["medians"]} for m in table["measured"]}
     assert measured == {name: {0, 1} for name, *_ in SPLIT_K_CASES}
