@@ -48,14 +48,14 @@ PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
 # were before they existed (tools/plan_digest.py compares them).
 CL = "cl"
 RV = "rv"  # the vector structure on A gathered from x (cl, when on, runs it on xc instead, whatever rv says)
-# Software adapters load each reduction step straight into workgroup memory, in WGSL loops (direct, a switch like
-# cl and rv, on in their defaults and so in every tuning candidate there):
-# a CPU has no load latency for the registers' double buffering to hide, and SwiftShader compiles the unrolled
-# loads of the tuning grid's GPU-shaped tiles slowly (rank 3, 64 x 64 tiles of 8 x 8 blocks, step 16: 19.5 s of CPU
-# unrolled, 2.7 s direct; tuning test's 145 sources 178 -> 94 s; docs/testing.md). GPUs keep the unrolled loads:
-# H200, session 13, the loads as a loop over a register array (sweep param `al`) against unrolled, over the 14
-# bench cases the gathering kernel takes (docs/h200/session13/sweep-phase_gemm-*-al-*.json): 0.96-1.0x the time on
-# 13, 1.26x on `large` unet3d_256_k2s2 (0.139 against 0.111 ms).
+# direct: software adapters load each reduction step straight into workgroup memory, in WGSL loops (on in their
+# defaults, so in every tuning candidate there). A CPU has no load latency for the registers' double buffering to
+# hide, and SwiftShader compiles the unrolled loads of the tuning grid's GPU-shaped tiles slowly (rank 3, 64 x 64
+# tiles of 8 x 8 blocks, step 16: 19.5 s of CPU unrolled, 2.7 s direct; the tuning test's 145 sources 178 -> 94 s;
+# docs/testing.md). GPUs keep the unrolled loads: H200, session 13, the loads as a loop over a register array
+# (sweep param `al`) against unrolled, over the 14 bench cases the gathering kernel takes
+# (docs/h200/session13/sweep-phase_gemm-*-al-*.json): 0.96-1.0x the time on 13, 1.26x on `large` unet3d_256_k2s2
+# (0.139 against 0.111 ms).
 DIRECT = "direct"  # the gathering kernel's: cl and rv run the vector template whatever it says
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
