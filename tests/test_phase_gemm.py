@@ -119,7 +119,7 @@ def test_gpus_stage_loads_through_registers(x, w, attrs):
 
 @pytest.mark.parametrize("change, words", [
     ({"tn": 48, "rn": 6}, "rn must be a multiple of 4"),
-    ({"tm": 100}, "register blocks must divide the tile"),
+    ({"tm": 100, "rm": 8}, "register blocks must divide the tile"),
     ({"tm": 128, "tn": 128, "rm": 1, "rn": 4}, "exceed the device's limit"),
     ({"tm": 128, "tn": 128, "tk": 64}, "workgroup memory"),
     ({"kz": 0}, "positive integers"),

@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from app import tuning_tables
 from app.planner import plan
 from app.render import render
 from app.shapes import infer
@@ -48,11 +49,15 @@ def test_strided_and_1x1_float32_layers_read_nchw_x_in_the_structure_that_pays(x
 
 
 def test_tiles_a_table_measured_on_the_gathering_kernel_keep_it():
-    # The H200 table's 1D entry splits the reduction in 2 slices (ks 2, which rv refuses): it says rv 0
+    # A table entry that splits the reduction in 2 slices (ks 2, which rv refuses) says rv 0: the H200 table had one
+    # for this class until session 14, when the rules beat it (app/variants/phase_gemm.py)
     h200 = h200_caps(vendor="nvidia", device="nvidia-h200")
     geom = infer((1, 512, 400), (512, 256, 16), [256], {"strides": [8], "pads": [4, 4]})
     assert plan(geom, h200_caps()).tiles["rv"] == 1  # the rule, with no table
-    launch = plan(geom, h200)
+    entry = {"params": {"ks": 2, "rm": 4, "rn": 8, "tk": 8, "tm": 64, "tn": 64, "kz": 1, "rv": 0}}
+    table = {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(h200),
+             "variants": {"phase_gemm": {tuning_tables.shape_class(geom): entry}}}
+    launch = plan(geom, h200, tables=[table])
     assert launch.tiles["ks"] == 2 and launch.tiles["rv"] == 0
     assert [d.template for d in launch.dispatches] == [phase_gemm.TEMPLATE]
     assert "rv needs ks 1" in phase_gemm.tiles_refusal(launch.tiles | {"rv": 1}, geom, h200)
@@ -249,19 +254,23 @@ def test_rv_takes_64_row_tiles_where_the_gathering_kernel_takes_128_x_128():
     assert (t["tm"], t["tn"], t["tk"], t["rv"]) == (64, 128, 8, 1)
 
 
-@pytest.mark.parametrize("x, w, attrs, kz", [
-    # 80 workgroups of 128 invocations, 2048 products an output: split 4 ways (2 ways make 20K invocations)
-    ((1, 1024, 320), (1024, 512, 8), {"strides": [4], "pads": [2, 2]}, 4),
-    # as shallow as `full` unet_up_k2s2 (512 products; 0.079 ms split in two against 0.073 unsplit on the
-    # H200, session 12): a split would leave each workgroup under RV_MIN_DEPTH, so none
-    ((1, 512, 32, 32), (512, 256, 2, 2), {"strides": [2, 2]}, 1),
+@pytest.mark.parametrize("x, w, attrs, rm, kz", [
+    # 80 workgroups of 128 invocations on 8 x 8 blocks, 2048 products an output: 4 x 8 blocks make 20K
+    # invocations, split in two 40K
+    ((1, 1024, 320), (1024, 512, 8), {"strides": [4], "pads": [2, 2]}, 4, 2),
+    # `full` hifigan_k16s8p4, 8K invocations and 1024 products: 4 x 8 blocks and two splits (0.082 ms on the H200,
+    # session 14, against 0.118 as 8 x 8 unsplit)
+    ((1, 512, 256), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, 4, 2),
+    # `full` unet_up_k2s2, 16K invocations on 8 x 8 blocks: 4 x 8 blocks fill the GPU, and a split would leave
+    # each workgroup under RV_MIN_DEPTH (512 products; 0.079 ms split in two against 0.073 unsplit, session 12)
+    ((1, 512, 32, 32), (512, 256, 2, 2), {"strides": [2, 2]}, 4, 1),
     # 32K invocations fill the GPU already (`large` unet_1024_k2s2: 0.180 ms unsplit, 0.230 in two)
-    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, 1),
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, 8, 1),
 ])
-def test_rv_splits_a_deep_reduction_across_workgroups_until_they_fill_the_gpu(x, w, attrs, kz):
+def test_rv_fills_the_gpu_with_smaller_blocks_then_splits_a_deep_reduction_across_workgroups(x, w, attrs, rm, kz):
     geom = infer(x, w, None, attrs)
     t = plan(geom, h200_caps()).tiles
-    assert (t["rv"], t["kz"]) == (1, kz)
+    assert (t["rv"], t["rm"], t["kz"]) == (1, rm, kz)
     invocations = phase_gemm.workgroup_count(geom, t) * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
     depth = geom.in_per_group * phase_gemm.max_phase_taps(geom)
     if kz > 1:
@@ -269,3 +278,24 @@ def test_rv_splits_a_deep_reduction_across_workgroups_until_they_fill_the_gpu(x,
         assert depth // kz >= phase_gemm.RV_MIN_DEPTH
     else:
         assert invocations >= phase_gemm.FILL_INVOCATIONS or depth // 2 < phase_gemm.RV_MIN_DEPTH
+
+
+@pytest.mark.parametrize("x, w, attrs, tiles", [
+    # `large` vocoder_64: 32 out-channels, 128 products an output (0.074 ms on the H200, session 14, against 0.126
+    # on 128 x 64 tiles of 8 x 8 blocks at step 16)
+    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (64, 32, 4, 8)),
+    # `full` hifigan_k4s2p1_long: 64 out-channels, 256 products (0.039 ms against 0.046)
+    ((1, 128, 8192), (128, 64, 4), {"strides": [2], "pads": [1, 1]}, (64, 64, 4, 16)),
+    # 21 out-channels (an FCN head): 32 columns
+    ((1, 21, 16, 16), (21, 21, 64, 64), {"strides": [32, 32]}, (64, 32, 4, 8)),
+])
+def test_narrow_unsplit_gemms_take_tiles_as_wide_as_their_out_channels(x, w, attrs, tiles):
+    t = plan(infer(x, w, None, attrs), h200_caps()).tiles
+    assert (t["tm"], t["tn"], t["rm"], t["rn"], t["tk"], t["ks"], t["kz"]) == (*tiles[:3], 8, tiles[3], 1, 1)
+
+
+def test_narrow_gemms_decide_their_splits_on_the_tiles_the_splits_were_measured_on():
+    # `full` stride1_3x3x3 (64 out-channels, 1728 products): 32 workgroups of 128 x 64 tiles, under SPLIT_BELOW,
+    # so split across workgroups on 64 x 64 tiles as before the narrow tiles existed
+    t = plan(infer((1, 64, 16, 16, 16), (64, 64, 3, 3, 3), None, {"pads": [1] * 6}), h200_caps(), tables=[]).tiles
+    assert (t["tm"], t["tn"], t["rm"], t["kz"]) == (64, 64, 8, 4)

@@ -75,6 +75,17 @@ PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: 
 # run few, small invocations best (SwiftShader compiles each unrolled multiply, and runs a workgroup's
 # invocations as fibers on a few cores).
 _GPU_NARROW = (128, 64, 8, 8, 16, 1, 1)
+# Narrow GEMMs (out_per_group <= 64) that the rules below leave unsplit run tiles of their own (the splits keep
+# deciding on the tiles above, which they were measured on). H200, session 14, every tm in {64, 128}, tn in {32,
+# 64}, rm in {4, 8}, tk in {8, 16} (docs/h200/session14/sweep-phase_gemm-float32-tn-*.json): columns as wide as the
+# out-channels rounded up to 32 or 64 (32 idle columns of 64 cost `large` vocoder_64 1.45x), 4 x 8 blocks (twice
+# the invocations of 8 x 8 on the same tile: 1.1-1.5x faster on both cases), 64 rows (within 4% of 128), and a
+# step of 8 in-channels where each output sums at most SHORT_REDUCTION products, else 16: vocoder_64 (32
+# out-channels, 128 products) 0.126 -> 0.074 ms on 64 x 32 tiles at step 8 (0.087 at step 16); `full`
+# hifigan_k4s2p1_long (64 out-channels, 256 products) 0.046 -> 0.039 on 64 x 64 at step 16 (0.047 at step 8).
+_GPU_NARROW_UNSPLIT = (64, 64, 4, 8, 16, 1, 1)
+_GPU_NARROWEST = 32  # tn where out_per_group fits in it
+SHORT_REDUCTION = 128
 _GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
 _GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
 _GPU_SPLIT = (16, 32, 4, 4, 8, 8, 1)
@@ -128,9 +139,14 @@ RV_MIN_DEPTH = 512
 # invocations (same sweeps, 128 -> 64 rows at step 8): hifigan_512 0.345 -> 0.337 ms, grouped_g2_wide 0.356 ->
 # 0.341, proj_512_1x1 0.187 -> 0.188.
 _RV_WIDE_ROWS = 64
-# rv's tiles under FILL_INVOCATIONS split across workgroups as cl's do, but only as far as each split still
-# reduces RV_MIN_DEPTH products an output (rv's own condition above). H200, session 12 (docs/h200/session12/
-# sweep-phase_gemm-float32-kz-*.json), kz forced over rv's tiles: `full` unet_up_k2s2 (16K invocations, 512
+_RV_FEW_RM = 4
+# rv's tiles under FILL_INVOCATIONS first take 4 x 8 blocks (_RV_FEW_RM: twice the invocations on the same tiles),
+# then split across workgroups as cl's do, but only as far as each split still reduces RV_MIN_DEPTH products an
+# output (rv's own condition above). H200, session 14 (docs/h200/session14/sweep-phase_gemm-float32-rv-full.json):
+# `full` hifigan_k16s8p4 (8 phases of 256 rows, 1024 products; 8K invocations on rv's tiles) 0.118 ms as they were,
+# 0.082 with 4 x 8 blocks split in two (0.085 with 8 x 8 blocks split in two, 0.086 with 4 x 8 unsplit); the H200
+# table's entry for its class (the gathering kernel in two slices, measured before rv existed) ran 0.088 in the
+# same call and is gone. H200, session 12 (docs/h200/session12/sweep-phase_gemm-float32-kz-*.json), kz forced over rv's tiles: `full` unet_up_k2s2 (16K invocations, 512
 # products) 0.073 ms unsplit against 0.079 in two; `large` unet_1024_k2s2 and batch16 (32K invocations)
 # 0.180 and 0.178 unsplit against 0.230 and 0.210; `full` stride1_3x3 (16K invocations, 2304 products)
 # 0.258 unsplit against 0.088 in four.
@@ -169,6 +185,8 @@ def default_tiles(geom, caps) -> dict:
         return cl
     if rows_as_vectors_pay(geom, t):
         rv = t | {RV: 1} | ({"tm": _RV_WIDE_ROWS} if (t["tm"], t["tn"]) == _GPU_WIDE[:2] else {})
+        if rv["kz"] == 1 and workgroup_count(geom, rv) * _threads(rv) < FILL_INVOCATIONS:
+            rv["rm"] = _RV_FEW_RM
         if rv["kz"] == 1 and (split := _split_to_fill(geom, caps, rv, RV_MIN_DEPTH)) is not None:
             rv = split
         if tiles_refusal(rv, geom, caps) is None:
@@ -208,7 +226,8 @@ def _split_to_fill(geom, caps, t: dict, min_depth: int = 0) -> dict | None:
 
 
 def _gathering_defaults(geom, caps) -> dict:
-    if geom.out_per_group <= 64:
+    narrow = geom.out_per_group <= _GPU_NARROW[1]
+    if narrow:
         t = dict(zip(PARAMS, _GPU_NARROW))
     else:
         t = dict(zip(PARAMS, _GPU_WIDE))
@@ -227,6 +246,18 @@ def _gathering_defaults(geom, caps) -> dict:
         across = split | {"ks": _GPU_SPLIT_SLICES_WITH_KZ}
         across["kz"] = _split_k_of_slices(geom, caps, across)
         return across if across["kz"] > 1 and tiles_refusal(across, geom, caps) is None else split
+    # Where the tiles above do not fit the device (default limits' 16 KiB of workgroup memory), other variants were
+    # measured to take the request: the narrow tiles, which would fit, change nothing there.
+    return _narrow_unsplit(geom) if narrow and tiles_refusal(t, geom, caps) is None else t
+
+
+def _narrow_unsplit(geom) -> dict:
+    """The unsplit tiles of a narrow GEMM (the rule above)."""
+    t = dict(zip(PARAMS, _GPU_NARROW_UNSPLIT))
+    if geom.out_per_group <= _GPU_NARROWEST:
+        t["tn"] = _GPU_NARROWEST
+    if geom.in_per_group * max_phase_taps(geom) <= SHORT_REDUCTION:
+        t["tk"] = 8
     return t
 
 
