@@ -76,16 +76,15 @@ PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: 
 # invocations as fibers on a few cores).
 _GPU_NARROW = (128, 64, 8, 8, 16, 1, 1)
 # Narrow GEMMs (out_per_group <= 64) that the rules below leave unsplit run tiles of their own (the splits keep
-# deciding on the tiles above, which they were measured on). H200, session 14, every tm in {64, 128}, tn in {32,
-# 64}, rm in {4, 8}, tk in {8, 16} (docs/h200/session14/sweep-phase_gemm-float32-tn-*.json): columns as wide as the
-# out-channels rounded up to 32 or 64 (32 idle columns of 64 cost `large` vocoder_64 1.45x), 4 x 8 blocks (twice
-# the invocations of 8 x 8 on the same tile: 1.1-1.5x faster on both cases), 64 rows (within 4% of 128), and a
-# step of 8 in-channels where each output sums at most SHORT_REDUCTION products, else 16: vocoder_64 (32
-# out-channels, 128 products) 0.126 -> 0.074 ms on 64 x 32 tiles at step 8 (0.087 at step 16); `full`
-# hifigan_k4s2p1_long (64 out-channels, 256 products) 0.046 -> 0.039 on 64 x 64 at step 16 (0.047 at step 8).
-_GPU_NARROW_UNSPLIT = (64, 64, 4, 8, 16, 1, 1)
-_GPU_NARROWEST = 32  # tn where out_per_group fits in it
-SHORT_REDUCTION = 128
+# deciding on the tiles above, which they were measured on): 4 x 8 blocks (twice the invocations of 8 x 8 on the same
+# tile) and columns as wide as the out-channels rounded up to 32 or 64, at step 16, or 8 on 32 columns (each of 128
+# invocations then loads 8 A values a step, not 16). H200, session 14, every tm in {64, 128}, tn in {32, 64}, rm in
+# {4, 8}, tk in {8, 16} (docs/h200/session14/sweep-phase_gemm-float32-tn-*.json, -narrow-*.json), against 128 x 64
+# tiles of 8 x 8 blocks at step 16: `large` vocoder_64 (32 out-channels) 0.126 -> 0.074 ms (the best, 0.074, was
+# 64 rows); unet_128_k2s2_256px 0.296 -> 0.269 (the best); `full` unet3d_up_k2s2 0.045 -> 0.040 (the best) and
+# hifigan_k4s2p1_long 0.046 -> 0.041 (the best, 0.039, was 64 rows).
+_GPU_NARROW_UNSPLIT = (128, 64, 4, 8, 16, 1, 1)
+_GPU_NARROWEST = (32, 8)  # tn where out_per_group fits in it, and its step
 _GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
 _GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
 _GPU_SPLIT = (16, 32, 4, 4, 8, 8, 1)
@@ -254,10 +253,8 @@ def _gathering_defaults(geom, caps) -> dict:
 def _narrow_unsplit(geom) -> dict:
     """The unsplit tiles of a narrow GEMM (the rule above)."""
     t = dict(zip(PARAMS, _GPU_NARROW_UNSPLIT))
-    if geom.out_per_group <= _GPU_NARROWEST:
-        t["tn"] = _GPU_NARROWEST
-    if geom.in_per_group * max_phase_taps(geom) <= SHORT_REDUCTION:
-        t["tk"] = 8
+    if geom.out_per_group <= _GPU_NARROWEST[0]:
+        t["tn"], t["tk"] = _GPU_NARROWEST
     return t
 
 
