@@ -145,10 +145,10 @@ _RV_FEW_RM = 4
 # `full` hifigan_k16s8p4 (8 phases of 256 rows, 1024 products; 8K invocations on rv's tiles) 0.118 ms as they were,
 # 0.082 with 4 x 8 blocks split in two (0.085 with 8 x 8 blocks split in two, 0.086 with 4 x 8 unsplit); the H200
 # table's entry for its class (the gathering kernel in two slices, measured before rv existed) ran 0.088 in the
-# same call and is gone. H200, session 12 (docs/h200/session12/sweep-phase_gemm-float32-kz-*.json), kz forced over rv's tiles: `full` unet_up_k2s2 (16K invocations, 512
-# products) 0.073 ms unsplit against 0.079 in two; `large` unet_1024_k2s2 and batch16 (32K invocations)
-# 0.180 and 0.178 unsplit against 0.230 and 0.210; `full` stride1_3x3 (16K invocations, 2304 products)
-# 0.258 unsplit against 0.088 in four.
+# same call and is gone. H200, session 12 (docs/h200/session12/sweep-phase_gemm-float32-kz-*.json), kz forced over
+# rv's tiles: `full` unet_up_k2s2 (16K invocations, 512 products) 0.073 ms unsplit against 0.079 in two; `large`
+# unet_1024_k2s2 and batch16 (32K invocations) 0.180 and 0.178 unsplit against 0.230 and 0.210; `full` stride1_3x3
+# (16K invocations, 2304 products) 0.258 unsplit against 0.088 in four.
 
 
 def _ceil(a: int, b: int) -> int:
