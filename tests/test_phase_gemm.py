@@ -1,6 +1,7 @@
 """The stride-phase GEMMs' launch geometry in CPython: tile defaults as the H200 sweep set them, the split
-reduction (inside the workgroup and across workgroups), refusals that name the broken invariant, and the
-sweep helper that forces the variant; split-K's results against the float64 reference on SwiftShader."""
+reduction (inside the workgroup and across workgroups), refusals that name the broken invariant, the sweep
+helper that forces the variant, and where loads keep the step state; split-K's results against the float64
+reference on SwiftShader."""
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from app.planner import plan
+from app.render import render
 from app.shapes import infer
 from app.variants import phase_gemm, phase_gemm_sgmat
 from tests.test_gpu_caps import H200, h200_caps
@@ -202,3 +204,27 @@ def test_forced_split_k_matches_the_reference_on_swiftshader(node_host):
     measured = {m["case"]: {(json.loads(k)["ks"], json.loads(k)["kz"]) for k in m["medians"]}
                 for m in table["measured"]}
     assert measured == {name: wanted for name, *_ in SPLIT_K_CASES}
+
+
+F16 = {"x": "float16", "w": "float16"}
+
+
+@pytest.mark.parametrize("x, w, attrs, dtypes, decoded", [
+    # phase_gemm_sgmat's widest tiles (4 x 4 result matrices a subgroup) on A gathered in 2D: `large`
+    # grouped_g2_wide ran 0.150 ms with the step state against 0.085 decoding per load (H200, session 14)
+    ((1, 512, 64, 64), (512, 128, 4, 4), {"group": 2, "strides": [2, 2], "pads": [1] * 4}, F16, True),
+    # the same tiles in 1D (`large` hifigan_512: 0.089 -> 0.080 ms with the state), and on A loaded as vectors
+    # (`large` proj_512: 0.036 -> 0.034)
+    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, F16, False),
+    ((1, 512, 128, 128), (512, 256, 1, 1), {}, F16, False),
+    # phase_gemm, both structures (`large` dcgan_1024 0.052 -> 0.044 ms, unet3d_256 0.110 -> 0.093)
+    ((1, 1024, 4, 4), (1024, 512, 4, 4), {"strides": [2, 2], "pads": [1] * 4}, None, False),
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, None, False),
+])
+def test_loads_keep_the_step_state_but_on_the_widest_matrix_tiles_over_gathered_2d_or_3d_a(x, w, attrs, dtypes,
+                                                                                          decoded):
+    launch = plan(infer(x, w, None, attrs, dtypes), h200_caps())
+    gemm = next(d for d in launch.dispatches if "gemm" in d.template)
+    source = render(gemm.template, gemm.params)
+    assert ("s_c0" not in source and "chunk / p.c_chunks" in source) == decoded
+    assert ("s_c0 += " in source and "chunk / p.c_chunks" not in source) == (not decoded)
