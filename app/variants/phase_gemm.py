@@ -75,15 +75,15 @@ PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: 
 # run few, small invocations best (SwiftShader compiles each unrolled multiply, and runs a workgroup's
 # invocations as fibers on a few cores).
 _GPU_NARROW = (128, 64, 8, 8, 16, 1, 1)
-# Narrow GEMMs (out_per_group <= 64) that the rules below leave unsplit run tiles of their own (the splits keep
-# deciding on the tiles above, which they were measured on): 4 x 8 blocks (twice the invocations of 8 x 8 on the same
-# tile) and columns as wide as the out-channels rounded up to 32 or 64, at step 16, or 8 on 32 columns (each of 128
-# invocations then loads 8 A values a step, not 16). H200, session 14, every tm in {64, 128}, tn in {32, 64}, rm in
-# {4, 8}, tk in {8, 16} (docs/h200/session14/sweep-phase_gemm-float32-tn-*.json, -narrow-*.json), against 128 x 64
-# tiles of 8 x 8 blocks at step 16: `large` vocoder_64 (32 out-channels) 0.126 -> 0.074 ms (the best, 0.074, was
-# 64 rows); unet_128_k2s2_256px 0.296 -> 0.269 (the best); `full` unet3d_up_k2s2 0.045 -> 0.040 (the best) and
+_FEW_RM = 4  # 4 x 8 blocks: twice the invocations of 8 x 8 on the same tile, where invocations are few (below)
+# Narrow GEMMs (out_per_group <= 64) that the rules below leave unsplit run the tiles above with _FEW_RM (the splits
+# keep deciding on 8 x 8 blocks, which they were measured on), and columns as wide as the out-channels rounded up to
+# 32 or 64, at step 16, or 8 on 32 columns (each of 128 invocations then loads 8 A values a step, not 16). H200,
+# session 14, every tm in {64, 128}, tn in {32, 64}, rm in {4, 8}, tk in {8, 16}
+# (docs/h200/session14/sweep-phase_gemm-float32-tn-*.json, -narrow-*.json), against 128 x 64 tiles of 8 x 8 blocks
+# at step 16: `large` vocoder_64 (32 out-channels) 0.126 -> 0.074 ms (the best, 0.074, was 64 rows);
+# unet_128_k2s2_256px 0.296 -> 0.269 (the best); `full` unet3d_up_k2s2 0.045 -> 0.040 (the best) and
 # hifigan_k4s2p1_long 0.046 -> 0.041 (the best, 0.039, was 64 rows).
-_GPU_NARROW_UNSPLIT = (128, 64, 4, 8, 16, 1, 1)
 _GPU_NARROWEST = (32, 8)  # tn where out_per_group fits in it, and its step
 _GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
 _GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
@@ -138,8 +138,7 @@ RV_MIN_DEPTH = 512
 # invocations (same sweeps, 128 -> 64 rows at step 8): hifigan_512 0.345 -> 0.337 ms, grouped_g2_wide 0.356 ->
 # 0.341, proj_512_1x1 0.187 -> 0.188.
 _RV_WIDE_ROWS = 64
-_RV_FEW_RM = 4
-# rv's tiles under FILL_INVOCATIONS first take 4 x 8 blocks (_RV_FEW_RM: twice the invocations on the same tiles),
+# rv's tiles under FILL_INVOCATIONS first take 4 x 8 blocks (_FEW_RM: twice the invocations on the same tiles),
 # then split across workgroups as cl's do, but only as far as each split still reduces RV_MIN_DEPTH products an
 # output (rv's own condition above). H200, session 14 (docs/h200/session14/sweep-phase_gemm-float32-rv-full.json):
 # `full` hifigan_k16s8p4 (8 phases of 256 rows, 1024 products; 8K invocations on rv's tiles) 0.118 ms as they were,
@@ -185,7 +184,7 @@ def default_tiles(geom, caps) -> dict:
     if rows_as_vectors_pay(geom, t):
         rv = t | {RV: 1} | ({"tm": _RV_WIDE_ROWS} if (t["tm"], t["tn"]) == _GPU_WIDE[:2] else {})
         if rv["kz"] == 1 and workgroup_count(geom, rv) * _threads(rv) < FILL_INVOCATIONS:
-            rv["rm"] = _RV_FEW_RM
+            rv["rm"] = _FEW_RM
         if rv["kz"] == 1 and (split := _split_to_fill(geom, caps, rv, RV_MIN_DEPTH)) is not None:
             rv = split
         if tiles_refusal(rv, geom, caps) is None:
@@ -252,7 +251,7 @@ def _gathering_defaults(geom, caps) -> dict:
 
 def _narrow_unsplit(geom) -> dict:
     """The unsplit tiles of a narrow GEMM (the rule above)."""
-    t = dict(zip(PARAMS, _GPU_NARROW_UNSPLIT))
+    t = dict(zip(PARAMS, _GPU_NARROW)) | {"rm": _FEW_RM}
     if geom.out_per_group <= _GPU_NARROWEST[0]:
         t["tn"], t["tk"] = _GPU_NARROWEST
     return t
