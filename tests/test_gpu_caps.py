@@ -132,6 +132,11 @@ VS_SHAPES = [  # (x, w, attrs, (cm, cn, va, yv)) under vs's rule
     ((1, 128, 256, 256), (128, 64, 2, 2), {"strides": [2, 2]}, (2, 2, 1, 0)),  # 128 deep: 64-row tiles
     ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (2, 1, 0, 0)),  # 32 out-channels: 32 columns
     ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (4, 4, 0, 0)),
+    # columns fitted to the out-channels (H200, session 15, docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json):
+    # 96 keep one 128-column tile (`full` dac_dec4: 0.106 ms against 0.137 on two of 64 and 0.151 on three of 32);
+    # 192 take three of 64, not two of 128 that compute 256 (`holdout` hdemucs 0.702 -> 0.659 ms)
+    ((1, 192, 44032), (192, 96, 4), {"strides": [2], "pads": [1, 1]}, (4, 4, 0, 0)),
+    ((1, 384, 128, 336), (384, 192, 8, 1), {"strides": [4, 1]}, (4, 2, 0, 0)),
 ]
 
 

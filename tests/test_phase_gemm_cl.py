@@ -301,3 +301,18 @@ def test_narrow_gemms_decide_their_splits_on_the_tiles_the_splits_were_measured_
     # so split across workgroups on 64 x 64 tiles as before the narrow tiles existed
     t = plan(infer((1, 64, 16, 16, 16), (64, 64, 3, 3, 3), None, {"pads": [1] * 6}), h200_caps(), tables=[]).tiles
     assert (t["tm"], t["tn"], t["rm"], t["kz"]) == (64, 64, 8, 4)
+
+
+@pytest.mark.parametrize("columns, want", [(192, 64), (130, 64), (320, 64), (96, 128), (256, 128), (384, 128)])
+def test_wide_tiles_take_the_columns_that_compute_the_fewest(columns, want):
+    # `full` depthanything_b_k2s2 (192 out-channels): 0.042 ms on 64-column tiles against 0.050 on 128 (H200,
+    # session 15, docs/h200/session15/sweep-phase_gemm-float32-fit.json); `holdout` hdemucs (192) 2.467 -> 1.929 ms
+    geom = infer((1, 256, 64, 64), (256, columns, 2, 2), None, {"strides": [2, 2]})
+    assert plan(geom, h200_caps(), tables=[]).tiles["tn"] == want
+
+
+def test_devices_refusing_the_wide_tiles_keep_the_columns_their_variants_were_measured_against():
+    geom = infer((1, 192, 37, 37), (192, 192, 2, 2), None, {"strides": [2, 2]})
+    small = h200_caps(limits=H200["limits"] | {"maxComputeWorkgroupStorageSize": 16384})
+    assert phase_gemm.default_tiles(geom, small)["tn"] == 128
+    assert phase_gemm.default_tiles(geom, h200_caps())["tn"] == 64

@@ -190,6 +190,17 @@ def workgroup_count(geom: ConvGeometry, t: dict) -> int:
             * -(-geom.out_per_group // t["tn"]))
 
 
+def computed_columns(columns: int, width: int) -> int:
+    """The columns that tiles `width` wide compute over `columns` out-channels, the last tile's padding included."""
+    return -(-columns // width) * width
+
+
+def fitted_width(columns: int, widths: tuple[int, ...]) -> int:
+    """The widest of `widths` whose column tiles compute the fewest columns over `columns` out-channels: 192 of them
+    take three 64-column tiles (192 computed), not two of 128 (256, a quarter of the work thrown away)."""
+    return min(widths, key=lambda w: (computed_columns(columns, w), -w))
+
+
 def tall_gemm_tiles(geom: ConvGeometry) -> int:
     """Workgroups of the stride-phase GEMMs on tiles of 128 rows x 64 columns: phase_gemm_sgmat's narrowest tile
     of 4 result matrices per subgroup (2 x 2 subgroups of 16 x 16 matrices), its fastest structure."""

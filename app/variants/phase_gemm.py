@@ -26,7 +26,7 @@ import math
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant,
-                   axis_uniforms, channels_last_pays, max_phase_taps, phase_rows, workgroup_count,
+                   axis_uniforms, channels_last_pays, fitted_width, max_phase_taps, phase_rows, workgroup_count,
                    workgroup_memory_refusal)
 from .gemm import MAX_INDEX
 
@@ -85,6 +85,11 @@ _FEW_RM = 4  # 4 x 8 blocks: twice the invocations of 8 x 8 on the same tile, wh
 # unet_128_k2s2_256px 0.296 -> 0.269 (the best); `full` unet3d_up_k2s2 0.045 -> 0.040 (the best) and
 # hifigan_k4s2p1_long 0.046 -> 0.041 (the best, 0.039, was 64 rows).
 _GPU_NARROWEST = (32, 8)  # tn where out_per_group fits in it, and its step
+# Past 64 out-channels the wide tiles take 64 columns where 128 would compute more (wide_columns: 192 out-channels
+# make three 64-column tiles, not two of 128 that compute 256): H200, session 15, every tm in {64, 128}, tn in {32,
+# 64, 128} (docs/h200/session15/sweep-phase_gemm-float32-fit.json): `full` depthanything_b_k2s2 (192) 0.050 ms on
+# 64 x 128 tiles, 0.042 on 64 x 64; dac_dec4_k4s2p1 (96: 128 computed either way) 0.391 on 128 x 128, within 2% of
+# the best (0.383 on 32 columns). `holdout` hdemucs (192, never tuned on) then ran 2.467 -> 1.929 ms.
 _GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
 _GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
 _GPU_SPLIT = (16, 32, 4, 4, 8, 8, 1)
@@ -201,7 +206,7 @@ def rows_as_vectors_pay(geom, t: dict) -> bool:
 def _channels_last_defaults(geom, caps) -> dict | None:
     """cl's tiles for this request (the rule above), or None where cl cannot run it."""
     rm, rn, tk = _CL_BLOCK
-    tn = 64 if geom.out_per_group <= 64 else 128
+    tn = wide_columns(geom)
     tm = 128 if workgroup_count(geom, {"tm": 128, "tn": tn}) >= FILL else 64
     t = {"tm": tm, "tn": tn, "rm": rm, "rn": rn, "tk": tk, "ks": 1, "kz": 1, CL: 1}
     if tm == 64 and (split := _split_to_fill(geom, caps, t | {"tm": 128})) is not None:
@@ -228,9 +233,13 @@ def _gathering_defaults(geom, caps) -> dict:
     if narrow:
         t = dict(zip(PARAMS, _GPU_NARROW))
     else:
-        t = dict(zip(PARAMS, _GPU_WIDE))
+        # Devices that refuse the 64 x 128 tiles (default limits' 16 KiB of workgroup memory) keep the 128 columns
+        # the other variants were measured against there.
+        fits = tiles_refusal(dict(zip(PARAMS, _GPU_WIDE_FEW)), geom, caps) is None
+        columns = {"tn": wide_columns(geom) if fits else _GPU_WIDE[1]}
+        t = dict(zip(PARAMS, _GPU_WIDE)) | columns
         if workgroup_count(geom, t) < FILL:
-            t = dict(zip(PARAMS, _GPU_WIDE_FEW))
+            t = dict(zip(PARAMS, _GPU_WIDE_FEW)) | columns
     if workgroup_count(geom, t) < SPLIT_BELOW:
         deep = dict(zip(PARAMS, _GPU_DEEP)) | {"tn": min(_GPU_DEEP[1], 8 * _ceil(geom.out_per_group, 8))}
         deep["kz"] = split_k(geom, caps, deep["tm"], deep["tn"], deep["tk"])
@@ -247,6 +256,11 @@ def _gathering_defaults(geom, caps) -> dict:
     # Where the tiles above do not fit the device (default limits' 16 KiB of workgroup memory), other variants were
     # measured to take the request: the narrow tiles, which would fit, change nothing there.
     return _narrow_unsplit(geom) if narrow and tiles_refusal(t, geom, caps) is None else t
+
+
+def wide_columns(geom) -> int:
+    """The columns of the wide tiles (the rule above): 128, or 64 where those compute fewer columns."""
+    return fitted_width(geom.out_per_group, (_GPU_WIDE[1], _GPU_NARROW[1]))
 
 
 def _narrow_unsplit(geom) -> dict:

@@ -13,7 +13,7 @@ import math
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..plan import Plan, Refusal
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, channels_last_pays,
-                   max_phase_taps, workgroup_count)
+                   computed_columns, max_phase_taps, workgroup_count)
 from .gemm import MAX_INDEX
 from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal, split_k,
                          vector_y, xc_vectors)
@@ -52,9 +52,14 @@ _SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0, 0)
 # the workgroups overlap them (unet_128_k2s2 and vocoder_64, 128 deep: 0.109 and 0.040 ms on 64 rows against
 # 0.126 and 0.047 on 128; unet3d, 256 deep: 0.039 on 128 rows against 0.043). Where the widest tile makes
 # fewer than FILL workgroups, 2 matrices wide, then the small tile with split-K, as above.
+# Columns: one block of 2 matrices up to 32 out-channels, else 4 blocks (128 columns) or 2 (64), whichever computes
+# fewer columns, 4 on a tie. H200, session 15 (docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json): `full`
+# dac_dec4 (96 out-channels) 0.106 ms on 128 columns, 0.137 on 64, 0.151 on 32 (128 rows; 96 computed on 32 did
+# not pay for the narrow tiles); `holdout` hdemucs (192, never tuned on) 0.702 -> 0.659 ms on 64 columns.
 VS_SUBGROUPS = (2, 2)
 VS_K_BLOCKS = 2
 VS_MAX_MATRICES = 4
+VS_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # matrices across a subgroup where out-channels pass one block
 SHORT_REDUCTION = 128
 
 
@@ -205,7 +210,10 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
         return t, workgroup_count(geom, {"tm": tm, "tn": tn})
 
     cm = 2 if geom.in_per_group * max_phase_taps(geom) <= SHORT_REDUCTION else VS_MAX_MATRICES
-    cn = min(VS_MAX_MATRICES, -(-geom.out_per_group // (VS_SUBGROUPS[1] * config["N"])))
+    block = VS_SUBGROUPS[1] * config["N"]  # a tile's columns per result matrix across its subgroups
+    widths = (1,) if geom.out_per_group <= block else VS_COLUMN_MATRICES
+    fitted = sorted(widths, key=lambda c: (computed_columns(geom.out_per_group, block * c), -c))
+    cn = next((c for c in fitted if shape(cm, c)[0] is not None), fitted[0])
     for cn_ in dict.fromkeys((cn, min(cn, 2))):
         t, workgroups = shape(cm, cn_)
         if t is None or workgroups >= FILL:
