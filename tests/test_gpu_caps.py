@@ -126,17 +126,18 @@ def test_narrow_packed_rows_refuse_direct_right_matrices():
 
 
 F16 = {"x": "float16", "w": "float16"}
-VS_SHAPES = [  # (x, w, attrs, (cm, cn, va, yv)) under vs's rule
-    ((1, 512, 128, 128), (512, 256, 1, 1), {}, (4, 4, 1, 1)),  # deep, wide: 128 x 128 tiles, y as vectors
-    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, (4, 2, 1, 0)),  # 128 x 128 makes 128 workgroups
-    ((1, 128, 256, 256), (128, 64, 2, 2), {"strides": [2, 2]}, (2, 2, 1, 0)),  # 128 deep: 64-row tiles
-    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (2, 1, 0, 0)),  # 32 out-channels: 32 columns
-    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (4, 4, 0, 0)),
+VS_SHAPES = [  # (x, w, attrs, (sg_m, sg_n, cm, cn, va, yv)) under vs's rule
+    ((1, 512, 128, 128), (512, 256, 1, 1), {}, (2, 2, 4, 4, 1, 1)),  # deep, wide 1x1: 128 x 128 tiles, y as vectors
+    # 128 x 128 spread over 4 x 4 subgroups: as 2 x 2 subgroups it would make 128 workgroups, 512 spread
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, (4, 4, 2, 2, 1, 0)),
+    ((1, 128, 256, 256), (128, 64, 2, 2), {"strides": [2, 2]}, (2, 2, 2, 2, 1, 0)),  # 128 deep: 64-row tiles
+    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (2, 2, 2, 1, 0, 0)),  # 32 out-channels: 32 columns
+    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (2, 2, 4, 4, 0, 0)),  # 1D: not spread
     # columns fitted to the out-channels (H200, session 15, docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json):
     # 96 keep one 128-column tile (`full` dac_dec4: 0.106 ms against 0.137 on two of 64 and 0.151 on three of 32);
-    # 192 take three of 64, not two of 128 that compute 256 (`holdout` hdemucs 0.702 -> 0.659 ms)
-    ((1, 192, 44032), (192, 96, 4), {"strides": [2], "pads": [1, 1]}, (4, 4, 0, 0)),
-    ((1, 384, 128, 336), (384, 192, 8, 1), {"strides": [4, 1]}, (4, 2, 0, 0)),
+    # 192 take three of 64, not two of 128 that compute 256 (`holdout` hdemucs 0.702 -> 0.659 ms), spread over 4 x 2
+    ((1, 192, 44032), (192, 96, 4), {"strides": [2], "pads": [1, 1]}, (2, 2, 4, 4, 0, 0)),
+    ((1, 384, 128, 336), (384, 192, 8, 1), {"strides": [4, 1]}, (4, 2, 2, 2, 0, 0)),
 ]
 
 
@@ -146,7 +147,7 @@ def test_float16_on_f16_matrices_stages_vectors_in_one_buffer(x, w, attrs, want)
     launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
     gemm, t = launch.dispatches[-1], launch.tiles
     assert t["vs"] == 1 and t["bd"] == 0 and gemm.template == phase_gemm_sgmat.VECTOR_STAGED
-    assert (t["cm"], t["cn"], t["va"], gemm.params["yv"]) == want
+    assert (t["sg_m"], t["sg_n"], t["cm"], t["cn"], t["va"], gemm.params["yv"]) == want
     # A comes as vectors of x where a phase reads x's pixels in order (va); these strided or 1x1 layers gather
     # it from NCHW x, not from a channels-last copy (base.channels_last_pays: stride 1 with 2+ taps only)
     assert t["cl"] == 0
@@ -162,6 +163,17 @@ def test_float16_on_f16_matrices_stages_vectors_in_one_buffer(x, w, attrs, want)
     assert launch.workgroup_bytes == 16 * part * parts
     declared = re.search(r"var<workgroup> ws: array<array<vec4<u32>, (\d+)>, (\d+)>;", render(gemm.template, gemm.params))
     assert (int(declared[1]), int(declared[2])) == (part, parts)
+
+
+def test_vs_spreads_only_as_far_as_the_device_takes_the_invocations():
+    # `large` batch16_k4s2p1: 4 x 4 subgroups of 2 x 2 matrices on 128 x 128 (512 invocations); where a workgroup
+    # holds at most 256, the spread 128 x 64 tile (4 x 2 subgroups), not the unspread shape
+    geom = infer((16, 256, 16, 16), (256, 128, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]}, F16)
+    t = plan(geom, h200_caps(), "phase_gemm_sgmat").tiles
+    assert (t["sg_m"], t["sg_n"], t["cm"], t["cn"]) == (4, 4, 2, 2)
+    small = h200_caps(limits=H200["limits"] | {"maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256})
+    t = plan(geom, small, "phase_gemm_sgmat").tiles
+    assert (t["sg_m"], t["sg_n"], t["cm"], t["cn"], t["vs"]) == (4, 2, 2, 2, 1)
 
 
 @pytest.mark.parametrize("x, w, attrs, groups", [
@@ -226,7 +238,8 @@ def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
     f16 = {"x": "float16", "w": "float16"}
     for x, w, attrs in [((1, 512, 128, 128), (512, 256, 1, 1), {}),
                         ((1, 256, 16, 16, 16), (256, 128, 2, 2, 2), {"strides": [2, 2, 2]})]:
-        launch = plan(infer(x, w, None, attrs, f16), h200_caps(), "phase_gemm_sgmat", {"vs": 0, "cl": 0})
+        unstaged = {"vs": 0, "cl": 0, "sg_m": 2, "sg_n": 2, "cm": 4, "cn": 4}  # 16 subgroups' results overflow
+        launch = plan(infer(x, w, None, attrs, f16), h200_caps(), "phase_gemm_sgmat", unstaged)
         assert launch.tiles["va"] == 1
         assert ["x", "read", "array<vec4<T>>"] in launch.dispatches[0].params["bindings"]
     padded = infer((1, 64, 32, 32), (64, 64, 3, 3), None, {"pads": [1] * 4}, f16)

@@ -56,6 +56,18 @@ _SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0, 0)
 # fewer columns, 4 on a tie. H200, session 15 (docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json): `full`
 # dac_dec4 (96 out-channels) 0.106 ms on 128 columns, 0.137 on 64, 0.151 on 32 (128 rows; 96 computed on 32 did
 # not pay for the narrow tiles); `holdout` hdemucs (192, never tuned on) 0.702 -> 0.659 ms on 64 columns.
+# In 2D and 3D, kernels of 2+ taps, the tile's matrices are spread over more subgroups, each holding at most
+# VS_SPREAD x VS_SPREAD of them (a 128 x 128 tile as 4 x 4 subgroups of 2 x 2 matrices, 512 invocations, not 2 x 2
+# subgroups of 4 x 4): two or four times the invocations share the staging of a step's A and B, for twice the matrix
+# loads from workgroup memory per multiply. Those shapes count as 2 or 4 workgroups towards FILL. H200, session 15,
+# every sg_m, sg_n, cm, cn in {2, 4} (docs/h200/session15/sweep-phase_gemm_sgmat-float16-{subgroups,spread-*}.json),
+# against the shapes before: `large` batch16 0.058 -> 0.044 ms (128 x 64 tiles -> 128 x 128 spread), unet_1024
+# 0.047 -> 0.040 (the same), grouped_g2_wide 0.085 -> 0.083, stride1_3d 0.078 -> 0.072 (128 x 64 spread), unet3d_256
+# 0.038 -> 0.036; `full` unet_up_k2s2 0.028 -> 0.027 and depthanything_b 0.022 -> 0.022 (64 x 64 -> 128 x 128 and
+# 128 x 64 spread). Spread lost on 1x1 kernels (`large` proj_512 0.034 -> 0.042, `full` proj_1x1 0.023 -> 0.025)
+# and on the 1D layer swept (`large` hifigan_512 0.079 -> 0.088, its best 0.072 on 8 subgroups of 4 x 4 matrices):
+# those keep 2 x 2 subgroups.
+VS_SPREAD = 2
 VS_SUBGROUPS = (2, 2)
 VS_K_BLOCKS = 2
 VS_MAX_MATRICES = 4
@@ -200,14 +212,23 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
     def runs(t: dict) -> bool:
         return _vector_staged_refusal(t, geom, caps, config) is None and tiles_refusal(t, geom, caps) is None
 
+    spreads = geom.rank > 1 and math.prod(geom.kernel) > 1
+
     def shape(cm: int, cn: int) -> tuple[dict | None, int]:
-        t = dict(zip(PARAMS, (*VS_SUBGROUPS, cm, cn, VS_K_BLOCKS, 1, 0, 1, 1, 0)))
-        t["va"] = int(_vector_a_refusal(t, geom, caps, config) is None)
-        t["cl"] = int(not t["va"] and channels_last_pays(geom))
-        if not runs(t):
-            return None, 0
-        tm, tn, _ = _tile(t, config)
-        return t, workgroup_count(geom, {"tm": tm, "tn": tn})
+        """The tile of VS_SUBGROUPS subgroups of cm x cn matrices, spread over subgroups of at most VS_SPREAD x
+        VS_SPREAD matrices where the rule above says and they run; and its workgroups, counted in workgroups of
+        VS_SUBGROUPS (the fill rules were measured on those)."""
+        base = (*VS_SUBGROUPS, cm, cn)
+        spread = (VS_SUBGROUPS[0] * cm // min(cm, VS_SPREAD), VS_SUBGROUPS[1] * cn // min(cn, VS_SPREAD),
+                  min(cm, VS_SPREAD), min(cn, VS_SPREAD))
+        for sg_m, sg_n, cm_, cn_ in dict.fromkeys((spread, base) if spreads else (base,)):
+            t = dict(zip(PARAMS, (sg_m, sg_n, cm_, cn_, VS_K_BLOCKS, 1, 0, 1, 1, 0)))
+            t["va"] = int(_vector_a_refusal(t, geom, caps, config) is None)
+            t["cl"] = int(not t["va"] and channels_last_pays(geom))
+            if runs(t):
+                tm, tn, _ = _tile(t, config)
+                return t, workgroup_count(geom, {"tm": tm, "tn": tn}) * sg_m * sg_n // math.prod(VS_SUBGROUPS)
+        return None, 0
 
     cm = 2 if geom.in_per_group * max_phase_taps(geom) <= SHORT_REDUCTION else VS_MAX_MATRICES
     block = VS_SUBGROUPS[1] * config["N"]  # a tile's columns per result matrix across its subgroups
