@@ -134,8 +134,8 @@ VS_SHAPES = [  # (x, w, attrs, (sg_m, sg_n, cm, cn, va, yv)) under vs's rule
     ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (2, 2, 2, 1, 0, 0)),  # 32 out-channels: 32 columns
     ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (2, 2, 4, 4, 0, 0)),  # 1D: not spread
     # columns fitted to the out-channels (H200, session 15, docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json):
-    # 96 keep one 128-column tile (`full` dac_dec4: 0.106 ms against 0.137 on two of 64 and 0.151 on three of 32);
-    # 192 take three of 64, not two of 128 that compute 256 (`holdout` hdemucs 0.702 -> 0.659 ms), spread over 4 x 2
+    # 96 keep one 128-column tile (`full` dac_dec4: 0.106 ms against 0.137 on two of 64, 0.151 on three of 32); 192
+    # take three of 64, not two of 128 that compute 256 (`holdout` hdemucs 0.702 -> 0.659 ms), spread over 4 x 2
     ((1, 192, 44032), (192, 96, 4), {"strides": [2], "pads": [1, 1]}, (2, 2, 4, 4, 0, 0)),
     ((1, 384, 128, 336), (384, 192, 8, 1), {"strides": [4, 1]}, (4, 2, 2, 2, 0, 0)),
 ]
@@ -171,7 +171,8 @@ def test_vs_spreads_only_as_far_as_the_device_takes_the_invocations():
     geom = infer((16, 256, 16, 16), (256, 128, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]}, F16)
     t = plan(geom, h200_caps(), "phase_gemm_sgmat").tiles
     assert (t["sg_m"], t["sg_n"], t["cm"], t["cn"]) == (4, 4, 2, 2)
-    small = h200_caps(limits=H200["limits"] | {"maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256})
+    limits = {"maxComputeInvocationsPerWorkgroup": 256, "maxComputeWorkgroupSizeX": 256}
+    small = h200_caps(limits=H200["limits"] | limits)
     t = plan(geom, small, "phase_gemm_sgmat").tiles
     assert (t["sg_m"], t["sg_n"], t["cm"], t["cn"], t["vs"]) == (4, 2, 2, 2, 1)
 

@@ -63,7 +63,7 @@ _SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0, 0)
 # every sg_m, sg_n, cm, cn in {2, 4} (docs/h200/session15/sweep-phase_gemm_sgmat-float16-{subgroups,spread-*}.json),
 # against the shapes before: `large` batch16 0.058 -> 0.044 ms (128 x 64 tiles -> 128 x 128 spread), unet_1024
 # 0.047 -> 0.040 (the same), grouped_g2_wide 0.085 -> 0.083, stride1_3d 0.078 -> 0.072 (128 x 64 spread), unet3d_256
-# 0.038 -> 0.036; `full` unet_up_k2s2 0.028 -> 0.027 and depthanything_b 0.022 -> 0.022 (64 x 64 -> 128 x 128 and
+# 0.038 -> 0.036; `full` unet_up_k2s2 0.0282 -> 0.0271 and depthanything_b 0.0224 -> 0.0216 (64 x 64 -> 128 x 128 and
 # 128 x 64 spread). Spread lost on 1x1 kernels (`large` proj_512 0.034 -> 0.042, `full` proj_1x1 0.023 -> 0.025)
 # and on the 1D layer swept (`large` hifigan_512 0.079 -> 0.088, its best 0.072 on 8 subgroups of 4 x 4 matrices):
 # those keep 2 x 2 subgroups.
@@ -71,7 +71,7 @@ VS_SPREAD = 2
 VS_SUBGROUPS = (2, 2)
 VS_K_BLOCKS = 2
 VS_MAX_MATRICES = 4
-VS_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # matrices across a subgroup where out-channels pass one block
+VS_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # cn to fit where the out-channels pass one column block
 SHORT_REDUCTION = 128
 
 
