@@ -26,33 +26,32 @@ from .variants.phase_gemm import FILL
 
 _HALO_WHEN = {"adapter": "hardware", "group": ["dense"], "stride": 1, "min_taps": 2, "min_output": 1048576,
               "max_tall_gemm_tiles": FILL, "min_in_per_group": 8, "min_out_per_group": 8}
-_HALO_WHY = ("a GPU with subgroup matrices of the storage type, stride 1, a large output on which the stride-phase "
-             "GEMM's tall tiles do not fill the GPU: x staged once per chunk of in-channels as a halo that every "
-             "tap's matrices read")
+_HALO_WHY = ("a GPU with subgroup matrices of the storage type, stride 1, a large output, where the stride-phase GEMM on "
+             "matrices does not configure: x staged once per chunk of in-channels as a halo that every tap's matrices "
+             "read")
 _GROUPED_2D_WHY = "2D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"
 
 RULES: list[tuple[str, dict, str]] = [
     ("empty_input_fill", {}, "the input is empty: y is the bias (or zeros), no reads of x or w"),
-    # Real GPUs (measured on an H200, docs/h200/). At stride 1 with a real kernel and a large output, x staged
-    # once per chunk as a halo beats the stride-phase GEMM where that GEMM has to take its small tiles (2 x 2
-    # matrices a subgroup) to fill the GPU: 1M outputs in 2D and 3D, 3x3 and 5x5 (float16, one device call,
-    # docs/h200/session11/s1.txt: 0.075 ms against 0.081, 0.150 against 0.187, 0.172 against 0.220). Where
-    # the GEMM's tall tiles (4 matrices a subgroup, 128 x 64 and up) make FILL workgroups, the GEMM won on every
-    # shape measured, 1.25-2.4x (2D 256-1024 channels at 64-256 px, 1D k7, 3D 64 and 128 channels: 0.089
-    # against 0.111 ms, 2.01 against 3.87), its matrix loads at literal offsets where the halo's are
-    # bounds-checked. The halo lost where its own tiles are few (256K outputs: 0.076 against 0.057 split) and on
-    # 1x1 kernels (one tap: nothing to share, 0.231 ms against 0.079).
-    # The seed's names of a rule's variant (app/variants/seed.py) come just before it with the same `when`:
-    # where the seed's variant covers the request, the plan is the successor's under the seed's name.
-    ("ncdhw3d_implicit_sgmat", _HALO_WHEN, _HALO_WHY),
-    ("ncdhw3d_implicit_sgmat_bias", _HALO_WHEN, _HALO_WHY),
-    ("stride1_halo_sgmat", _HALO_WHEN, _HALO_WHY),
     # The stride-phase GEMMs: tensor cores where the device has matrices for the dtype and the output fills
     # the GPU; below that (a DCGAN head: 32K outputs) the scalar GEMM with its split reduction is faster (0.08
     # ms against 0.16).
     ("phase_gemm_sgmat", {"adapter": "hardware", "group": ["dense"], "min_output": 262144,
                           "min_in_per_group": 8, "min_out_per_group": 8},
      "a GPU with subgroup matrices for the dtype, dense, enough outputs: stride-phase GEMMs on tensor cores"),
+    # Real GPUs. The stride-1 halo kernel (x staged once per chunk of in-channels) won three stride-1 float16 shapes
+    # in session 11 against the stride-phase GEMM on its small tiles: 1M outputs whose 128 x 64 tiles make under FILL
+    # workgroups, 2D 3x3 and 5x5 and 3D 3x3x3 (docs/h200/session11/s1.txt: 0.075 ms against 0.081, 0.150 against
+    # 0.187, 0.172 against 0.220); it lost 1.25-2.4x where those tiles filled the GPU, 1.3x at 256K outputs and 3x
+    # on 1x1 kernels. Since session 16 the GEMM spreads and splits those tiles (phase_gemm_sgmat.SPREAD_MIN_WORKGROUPS) and
+    # was faster on all 16 shapes, both forced in one call (docs/h200/session16/call2/x/bench-s1.txt): those three
+    # 0.057 ms against 0.075, 0.119 against 0.151, 0.136 against 0.172. So the halo comes after the dense GEMM rule:
+    # the plan where that GEMM does not configure, and autotuning's candidate (covering) where its `when` holds.
+    # The seed's names of a rule's variant (app/variants/seed.py) come just before it with the same `when`:
+    # where the seed's variant covers the request, the plan is the successor's under the seed's name.
+    ("ncdhw3d_implicit_sgmat", _HALO_WHEN, _HALO_WHY),
+    ("ncdhw3d_implicit_sgmat_bias", _HALO_WHEN, _HALO_WHY),
+    ("stride1_halo_sgmat", _HALO_WHEN, _HALO_WHY),
     ("phase_gemm", {"adapter": "hardware", "group": ["dense"], "min_in_per_group": 8, "min_out_per_group": 8},
      "a GPU, dense with enough channels: one implicit GEMM per stride phase, 8x8 register blocks, weights "
      "packed once, the reduction split where outputs are few"),

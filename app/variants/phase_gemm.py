@@ -139,9 +139,13 @@ FILL_INVOCATIONS = 32768
 # reductions with y stored a row at a time lost: unet3d_256 (256) 0.111 -> 0.126, unet_128 (128) 0.296 ->
 # 0.321, dcgan_batch8 split to 256 a workgroup 0.060 -> 0.063.
 RV_MIN_DEPTH = 512
-# rv's tiles are the gathering kernel's, but 64 rows where that takes 128 x 128: twice the workgroups of half the
-# invocations (same sweeps, 128 -> 64 rows at step 8): hifigan_512 0.345 -> 0.337 ms, grouped_g2_wide 0.356 ->
-# 0.341, proj_512_1x1 0.187 -> 0.188.
+# rv's tiles are the gathering kernel's, but 64 rows where that takes 128 x 128 in 2D and 3D: twice the workgroups
+# of half the invocations (same sweeps, 128 -> 64 rows at step 8): grouped_g2_wide 0.356 -> 0.341 ms, proj_512_1x1
+# 0.187 -> 0.188; then also hifigan_512 (1D) 0.345 -> 0.337. With the step state (session 14) 1D turned: H200,
+# session 16, 64 against 128 rows in one call (docs/h200/session16/call2/x/sweep-phase_gemm-float32-rvrows.json):
+# hifigan_512 0.332 -> 0.325 ms on 128 rows (0.333 -> 0.325 in the call before, sweep-phase_gemm-float32-hifi.json,
+# the best of 48 shapes), grouped_g2_wide 0.323 -> 0.327 and proj_512_1x1 0.181 -> 0.183. One 1D layer of the
+# tuned tiers takes these tiles, and none of the holdout: the 1D half of this rule rests on that one layer.
 _RV_WIDE_ROWS = 64
 # rv's tiles under FILL_INVOCATIONS first take 4 x 8 blocks (_FEW_RM: twice the invocations on the same tiles),
 # then split across workgroups as cl's do, but only as far as each split still reduces RV_MIN_DEPTH products an
@@ -159,15 +163,15 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def split_k(geom, caps, tm: int, tn: int, step: int) -> int:
-    """The kz that tm x tn tiles reducing `step` in-channels per step split a GEMM too small for the GPU into
-    (the rule above; 1 where it is shallow, has few rows, or no kz keeps SPLIT_K_MIN_STEPS steps per split
-    and fits the device)."""
+def split_k(geom, caps, tm: int, tn: int, step: int, target: int = FILL) -> int:
+    """The kz that tm x tn tiles reducing `step` in-channels per step split a GEMM too small for the GPU into:
+    the smallest that makes `target` workgroups (the rule above; 1 where it is shallow, has few rows, or no kz
+    keeps SPLIT_K_MIN_STEPS steps per split and fits the device)."""
     if geom.in_per_group * max_phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
         return 1
     workgroups = workgroup_count(geom, {"tm": tm, "tn": tn})
     fits = _kz_fits(geom, caps, {"tk": step, "ks": 1})
-    return next((kz for kz in fits if workgroups * kz >= FILL), fits[-1] if fits else 1)
+    return next((kz for kz in fits if workgroups * kz >= target), fits[-1] if fits else 1)
 
 
 def _kz_fits(geom, caps, t: dict) -> list[int]:
@@ -187,7 +191,7 @@ def default_tiles(geom, caps) -> dict:
             and (cl := _channels_last_defaults(geom, caps)) is not None):
         return cl
     if rows_as_vectors_pay(geom, t):
-        rv = t | {RV: 1} | ({"tm": _RV_WIDE_ROWS} if (t["tm"], t["tn"]) == _GPU_WIDE[:2] else {})
+        rv = t | {RV: 1} | ({"tm": _RV_WIDE_ROWS} if (t["tm"], t["tn"]) == _GPU_WIDE[:2] and geom.rank > 1 else {})
         if rv["kz"] == 1 and workgroup_count(geom, rv) * _threads(rv) < FILL_INVOCATIONS:
             rv["rm"] = _FEW_RM
         if rv["kz"] == 1 and (split := _split_to_fill(geom, caps, rv, RV_MIN_DEPTH)) is not None:

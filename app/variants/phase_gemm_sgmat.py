@@ -15,7 +15,7 @@ from ..plan import Plan, Refusal
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, channels_last_pays,
                    computed_columns, max_phase_taps, workgroup_count)
 from .gemm import MAX_INDEX
-from .phase_gemm import (FILL, PACK, SHARED, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal, split_k,
+from .phase_gemm import (FILL, PACK, SHARED, SPLIT_K_DEPTH, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal, split_k,
                          vector_y, xc_vectors)
 
 NAME = "phase_gemm_sgmat"
@@ -68,6 +68,15 @@ _SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0, 0)
 # and on the 1D layer swept (`large` hifigan_512 0.079 -> 0.088, its best 0.072 on 8 subgroups of 4 x 4 matrices):
 # those keep 2 x 2 subgroups.
 VS_SPREAD = 2
+# A workgroup runs on one multiprocessor however many subgroups it has: a spread tile whose own workgroups are
+# fewer than SPREAD_MIN_WORKGROUPS (about one per multiprocessor of a large GPU: an H200 has 132) is split across
+# workgroups to make that many, by phase_gemm's split-K rule, where each split still reduces SPLIT_K_DEPTH products
+# an output. H200, session 16, every sg_m, sg_n, cm, cn in {2, 4}, kz in {1, 2, 4} and cl in {0, 1}
+# (docs/h200/session16/sweep-phase_gemm_sgmat-float16-s1kz.json): `large` stride1_256_3x3 (2304 products) on 4 x 4
+# subgroups of 2 x 2 matrices (64 workgroups) 0.079 ms unsplit, 0.060 in two (gathered; 0.062 with cl) and 0.066 in
+# four; the best, 0.059, was 2 x 2 subgroups of 4 x 4 in four (256 workgroups). `full` unet_up_k2s2 (64 workgroups
+# of the same shape, 512 products) ran 0.027 unsplit against 0.033 in two (session16/call2/).
+SPREAD_MIN_WORKGROUPS = FILL // 2
 VS_SUBGROUPS = (2, 2)
 VS_K_BLOCKS = 2
 VS_MAX_MATRICES = 4
@@ -230,6 +239,19 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
                 return t, workgroup_count(geom, {"tm": tm, "tn": tn}) * sg_m * sg_n // math.prod(VS_SUBGROUPS)
         return None, 0
 
+    def split(t: dict, target: int) -> dict:
+        """t split across the kz workgroups of phase_gemm's rule that make `target` of them; A gathered from x
+        where it splits."""
+        tm, tn, tks = _tile(t, config)
+        t = t | {"kz": split_k(geom, caps, tm, tn, tks, target)}
+        # Split across workgroups, A gathered from x beat cl's repacked copy (its pass costs what it saves on a
+        # short multiply): H200 float16, session 12, `full` stride1_3x3 and stride1_3x3x3 (kz 4) 0.040 and 0.039
+        # ms gathered against 0.044 and 0.044 with cl; unsplit, `large` stride1_3d_64 and stride1_256 ran 6%
+        # faster with cl (docs/h200/session12/sweep-phase_gemm_sgmat-float16-cl-s1-*.json).
+        if t["kz"] > 1 and t["cl"] and runs(gathered := t | {"cl": 0}):
+            t = gathered
+        return t
+
     cm = 2 if geom.in_per_group * max_phase_taps(geom) <= SHORT_REDUCTION else VS_MAX_MATRICES
     block = VS_SUBGROUPS[1] * config["N"]  # a tile's columns per result matrix across its subgroups
     widths = (1,) if geom.out_per_group <= block else VS_COLUMN_MATRICES
@@ -237,18 +259,18 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
     cn = next((c for c in fitted if shape(cm, c)[0] is not None), fitted[0])
     for cn_ in dict.fromkeys((cn, min(cn, 2))):
         t, workgroups = shape(cm, cn_)
-        if t is None or workgroups >= FILL:
-            return t
+        if t is None:
+            return None
+        if workgroups >= FILL:
+            tm, tn, _ = _tile(t, config)
+            if workgroup_count(geom, {"tm": tm, "tn": tn}) >= SPREAD_MIN_WORKGROUPS:
+                return t
+            spread = split(t, SPREAD_MIN_WORKGROUPS)
+            deep = geom.in_per_group * max_phase_taps(geom) // spread["kz"] >= SPLIT_K_DEPTH
+            return spread if deep else t
     t, workgroups = shape(2, min(cn, 2))
     if t is not None and workgroups < FILL:
-        tm, tn, tks = _tile(t, config)
-        t["kz"] = split_k(geom, caps, tm, tn, tks)
-        # Split across workgroups, A gathered from x beat cl's repacked copy (its pass costs what it saves on a
-        # short multiply): H200 float16, session 12, `full` stride1_3x3 and stride1_3x3x3 (kz 4) 0.040 and 0.039
-        # ms gathered against 0.044 and 0.044 with cl; unsplit, `large` stride1_3d_64 and stride1_256 ran 6%
-        # faster with cl (docs/h200/session12/sweep-phase_gemm_sgmat-float16-cl-s1-*.json).
-        if t["kz"] > 1 and t["cl"] and runs(gathered := t | {"cl": 0}):
-            t = gathered
+        t = split(t, FILL)
     return t
 
 
