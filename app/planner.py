@@ -26,9 +26,9 @@ from .variants.phase_gemm import FILL
 
 _HALO_WHEN = {"adapter": "hardware", "group": ["dense"], "stride": 1, "min_taps": 2, "min_output": 1048576,
               "max_tall_gemm_tiles": FILL, "min_in_per_group": 8, "min_out_per_group": 8}
-_HALO_WHY = ("a GPU with subgroup matrices of the storage type, stride 1, a large output, where the stride-phase GEMM on "
-             "matrices does not configure: x staged once per chunk of in-channels as a halo that every tap's matrices "
-             "read")
+_HALO_WHY = ("a GPU with subgroup matrices of the storage type, stride 1, a large output, where the stride-phase "
+             "GEMM on matrices does not configure: x staged once per chunk of in-channels as a halo that every tap's "
+             "matrices read")
 _GROUPED_2D_WHY = "2D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"
 
 RULES: list[tuple[str, dict, str]] = [
@@ -43,10 +43,11 @@ RULES: list[tuple[str, dict, str]] = [
     # in session 11 against the stride-phase GEMM on its small tiles: 1M outputs whose 128 x 64 tiles make under FILL
     # workgroups, 2D 3x3 and 5x5 and 3D 3x3x3 (docs/h200/session11/s1.txt: 0.075 ms against 0.081, 0.150 against
     # 0.187, 0.172 against 0.220); it lost 1.25-2.4x where those tiles filled the GPU, 1.3x at 256K outputs and 3x
-    # on 1x1 kernels. Since session 16 the GEMM spreads and splits those tiles (phase_gemm_sgmat.SPREAD_MIN_WORKGROUPS) and
-    # was faster on all 16 shapes, both forced in one call (docs/h200/session16/call2/x/bench-s1.txt): those three
-    # 0.057 ms against 0.075, 0.119 against 0.151, 0.136 against 0.172. So the halo comes after the dense GEMM rule:
-    # the plan where that GEMM does not configure, and autotuning's candidate (covering) where its `when` holds.
+    # on 1x1 kernels. Since session 16 the GEMM spreads and splits those tiles (phase_gemm_sgmat's
+    # SPREAD_MIN_WORKGROUPS) and was faster on all 16 shapes, both forced in one call (docs/h200/session16/call2/x/
+    # bench-s1.txt): those three 0.057 ms against 0.075, 0.119 against 0.151, 0.136 against 0.172. So the halo comes
+    # after the dense GEMM rule: the plan where that GEMM does not configure, and autotuning's candidate (covering)
+    # where its `when` holds.
     # The seed's names of a rule's variant (app/variants/seed.py) come just before it with the same `when`:
     # where the seed's variant covers the request, the plan is the successor's under the seed's name.
     ("ncdhw3d_implicit_sgmat", _HALO_WHEN, _HALO_WHY),

@@ -30,7 +30,7 @@ def _geom(x, w, attrs, dtypes=F16):
 
 
 # The three shapes it won in session 11 (1M+ outputs whose stride-phase GEMM's tall tiles, 128 x 64, make fewer than
-# 256 workgroups) now go to the split GEMM, which ran 1.27-1.32x faster there in session 16 (docs/h200/session16/
+# 256 workgroups) now go to the split GEMM, which ran 1.26-1.32x faster there in session 16 (docs/h200/session16/
 # call2/x/bench-s1.txt); the halo stays the autotuner's candidate for them, under the seed's name at rank 3.
 HALO_WON = [(STRIDE1_3D_WIDE, "ncdhw3d_implicit_sgmat"), (STRIDE1_2D, "stride1_halo_sgmat"),
             (([1, 256, 64, 64], [256, 256, 5, 5], {"pads": [2] * 4}), "stride1_halo_sgmat")]

@@ -15,8 +15,8 @@ from ..plan import Plan, Refusal
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, channels_last_pays,
                    computed_columns, max_phase_taps, workgroup_count)
 from .gemm import MAX_INDEX
-from .phase_gemm import (FILL, PACK, SHARED, SPLIT_K_DEPTH, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal, split_k,
-                         vector_y, xc_vectors)
+from .phase_gemm import (FILL, PACK, SHARED, SPLIT_K_DEPTH, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal,
+                         split_k, vector_y, xc_vectors)
 
 NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
