@@ -163,15 +163,18 @@ def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def split_k(geom, caps, tm: int, tn: int, step: int, target: int = FILL) -> int:
+def split_k(geom, caps, tm: int, tn: int, step: int, target: int = FILL, min_depth: int = 0) -> int:
     """The kz that tm x tn tiles reducing `step` in-channels per step split a GEMM too small for the GPU into:
-    the smallest that makes `target` workgroups (the rule above; 1 where it is shallow, has few rows, or no kz
-    keeps SPLIT_K_MIN_STEPS steps per split and fits the device)."""
-    if geom.in_per_group * max_phase_taps(geom) < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
+    the smallest that makes `target` workgroups (the rule above; 1 where it is shallow, has few rows, no kz
+    keeps SPLIT_K_MIN_STEPS steps per split and fits the device, or a split would reduce fewer than min_depth
+    products an output)."""
+    depth = geom.in_per_group * max_phase_taps(geom)
+    if depth < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
         return 1
     workgroups = workgroup_count(geom, {"tm": tm, "tn": tn})
     fits = _kz_fits(geom, caps, {"tk": step, "ks": 1})
-    return next((kz for kz in fits if workgroups * kz >= target), fits[-1] if fits else 1)
+    kz = next((kz for kz in fits if workgroups * kz >= target), fits[-1] if fits else 1)
+    return kz if depth // kz >= min_depth else 1
 
 
 def _kz_fits(geom, caps, t: dict) -> list[int]:

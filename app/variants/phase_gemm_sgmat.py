@@ -239,11 +239,11 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
                 return t, workgroup_count(geom, {"tm": tm, "tn": tn}) * sg_m * sg_n // math.prod(VS_SUBGROUPS)
         return None, 0
 
-    def split(t: dict, target: int) -> dict:
-        """t split across the kz workgroups of phase_gemm's rule that make `target` of them; A gathered from x
-        where it splits."""
+    def split(t: dict, target: int, min_depth: int = 0) -> dict:
+        """t split across the kz workgroups of phase_gemm's rule that make `target` of them (each split reducing
+        min_depth products an output, else unsplit); A gathered from x where it splits."""
         tm, tn, tks = _tile(t, config)
-        t = t | {"kz": split_k(geom, caps, tm, tn, tks, target)}
+        t = t | {"kz": split_k(geom, caps, tm, tn, tks, target, min_depth)}
         # Split across workgroups, A gathered from x beat cl's repacked copy (its pass costs what it saves on a
         # short multiply): H200 float16, session 12, `full` stride1_3x3 and stride1_3x3x3 (kz 4) 0.040 and 0.039
         # ms gathered against 0.044 and 0.044 with cl; unsplit, `large` stride1_3d_64 and stride1_256 ran 6%
@@ -265,9 +265,7 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
             tm, tn, _ = _tile(t, config)
             if workgroup_count(geom, {"tm": tm, "tn": tn}) >= SPREAD_MIN_WORKGROUPS:
                 return t
-            spread = split(t, SPREAD_MIN_WORKGROUPS)
-            deep = geom.in_per_group * max_phase_taps(geom) // spread["kz"] >= SPLIT_K_DEPTH
-            return spread if deep else t
+            return split(t, SPREAD_MIN_WORKGROUPS, SPLIT_K_DEPTH)
     t, workgroups = shape(2, min(cn, 2))
     if t is not None and workgroups < FILL:
         t = split(t, FILL)
