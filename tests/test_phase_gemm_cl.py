@@ -77,7 +77,10 @@ def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, a
     vectors = geom.group * -(-geom.in_per_group // 4)
     pixels = x[0] * math.prod(x[2:])
     assert launch.scratch["xc"] == pixels * vectors * 16
-    assert dict(repack.uniforms)["items"] == pixels * vectors and repack.params["dtype"] == "float32"
+    # one workgroup per 32 pixels x 8 vectors of xc: a transpose through workgroup memory
+    u, image = dict(repack.uniforms), math.prod(x[2:])
+    assert u["tiles"] == x[0] * -(-image // 32) * -(-vectors // 8) and u["in_size"] == image
+    assert repack.params["dtype"] == "float32"
     assert dict(gemm.uniforms)["xc_row"] == vectors and dict(gemm.uniforms)["xc_vecs"] == vectors // geom.group
     types = {name: kind for name, _, kind in gemm.params["bindings"]}
     assert types["xc"] == "array<vec4<f32>>" and "x" not in types
@@ -175,7 +178,7 @@ def test_the_f16_repack_of_phase_gemm_sgmat_renders_the_f16_form():
     assert ["xc", "read_write", "array<vec4<u32>>"] in repack.params["bindings"]
     source = render(repack.template, repack.params)
     assert source.startswith("enable f16;\nalias T = f16;\n\nstruct Params {")
-    assert "words[l] = pack2x16float(vec2<f32>(f32(lo), f32(hi)));" in source
+    assert "words[3] = pack2x16float(vec2<f32>(tile[s + 198], tile[s + 231]));" in source  # channels 6, 7
 
 
 @pytest.mark.parametrize("x, w, kz, cl", [

@@ -36,7 +36,7 @@ TEMPLATE = "conv-transpose-phase-gemm.wgsl.jinja"
 # scratch buffer that a pass before it fills).
 VEC4 = "conv-transpose-phase-gemm-vec4.wgsl.jinja"
 X_CHANNELS_LAST = "conv-transpose-x-channels-last.wgsl.jinja"
-X_PACK_WORKGROUP = 256
+X_PACK_PIXELS, X_PACK_VECTORS = 32, 8  # the repack's workgroup tile: pixels x 16-byte vectors of xc
 XC_VIEW = {"float32": "array<vec4<f32>>", "float16": "array<vec4<u32>>"}  # 4 f32 or 8 f16 in-channels a vector
 PACK = "conv-transpose-weight-pack.wgsl.jinja"
 SPLIT_SUM = "conv-transpose-split-sum.wgsl.jinja"
@@ -308,13 +308,15 @@ def channels_last_pass(geom, caps) -> tuple:
     """cl's pass that repacks x into xc (xc[n][pixel][group][16-byte vectors of in-channels]) before the GEMM,
     the uniforms the GEMM needs to read xc (xc_vecs: a group's vectors, xc_row: a pixel's), and xc's bytes."""
     xc = [("xc_vecs", _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])), ("xc_row", x_row_vectors(geom))]
-    items = xc_vectors(geom)
-    repack = dispatch(X_CHANNELS_LAST, {"dtype": geom.dtype, "workgroup_size": X_PACK_WORKGROUP}, ("x",), ("xc",),
-                      [("items", items), ("in_size", math.prod(geom.in_spatial)), ("in_channels", geom.in_channels),
-                       ("in_per_group", geom.in_per_group), ("groups", geom.group), *xc],
-                      grid(_ceil(items, X_PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")),
-                      {"xc": XC_VIEW[geom.dtype]})
-    return repack, xc, items * 16
+    in_size = math.prod(geom.in_spatial)
+    u_tiles, pix_tiles = _ceil(x_row_vectors(geom), X_PACK_VECTORS), _ceil(in_size, X_PACK_PIXELS)
+    tiles = geom.batch * pix_tiles * u_tiles
+    repack = dispatch(X_CHANNELS_LAST, {"dtype": geom.dtype, "pix": X_PACK_PIXELS, "vecs": X_PACK_VECTORS},
+                      ("x",), ("xc",),
+                      [("tiles", tiles), ("u_tiles", u_tiles), ("pix_tiles", pix_tiles), ("in_size", in_size),
+                       ("in_channels", geom.in_channels), ("in_per_group", geom.in_per_group), *xc],
+                      grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")), {"xc": XC_VIEW[geom.dtype]})
+    return repack, xc, xc_vectors(geom) * 16
 
 
 def workgroup_bytes(t: dict) -> int:
