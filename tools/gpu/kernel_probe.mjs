@@ -24,6 +24,17 @@ const ABLATIONS = [
     /x\[select\(0, xo(\d+) \+ c \* p\.in_size, ok\)\]/g, /wp\[select\(0, \(w_step \+ k\) \* p\.m4 \+ m4, ok\)\]/g],
     ["$3", "T(f32(c))", "vec4<T>(T(f32(k)))"]],
 ];
+// phase_gemm_sgmat's vector-staged kernel (-sgmat-vs): A gathered per element, from x as vectors (va) or from
+// the channels-last copy (cl); B as vectors of wp; the step's two barriers; y's stores (kept, never taken).
+const VS_A = [/x\[select\(0, xo\d \+ c \* p\.in_size, ok\d\)\]/g, /x\[select\(0, va_x \+ c \* \(p\.in_size \/ 8\), ok\)\]/g,
+  /xc\[select\(0, at, ok\)\]/g];
+const VS_A_OFF = ["T(f32(c))", "vec4<u32>(u32(c))", "vec4<u32>(u32(c0))"];
+const VS_B = /wp\[select\(0, \(w_step \+ k\) \* w_row \+ b_col, ok\)\]/g;
+ABLATIONS.push(["vs: no A loads", VS_A, VS_A_OFF], ["vs: no B loads", VS_B, "vec4<u32>(u32(k))"],
+  ["vs: no A, B loads", [...VS_A, VS_B], [...VS_A_OFF, "vec4<u32>(u32(k))"]],
+  ["vs: no step barriers", [/    workgroupBarrier\(\);  \/\/ every subgroup is done with step q - 1's matrices\n/,
+    /    workgroupBarrier\(\);\n    if \(q \+ 1 < chunks\)/], ["", "    if (q + 1 < chunks)"]],
+  ["vs: no y stores", /if \((e_ok\d*) && col < m_left\) \{/g, "if ($1 && col < m_left && p.tiles < 0) {"]);
 // The grouped stride-phase kernel: its window loads and its tap loads.
 ABLATIONS.push(["no x loads", /(xs|xq)(\d+) = (f32\()?x\[xc \+ xo\d+\]\)?/g, "$1$2 = $1$2"], ["no w loads", /wt\[wc( \+ \d+)?\]/g, "vec4<f32>(f32(wc))"]);
 // Per-step cost and the fixed rest: the reduction loop cut to none and to half of its steps.
