@@ -73,3 +73,18 @@ def test_the_gpu_report_tabulates_every_holdout_case_even_where_a_stage_failed(t
                          capture_output=True, text=True, check=True).stdout
     rows = [line.split(" | ")[0].strip("| ") for line in out.splitlines() if line.startswith("| ") and "---" not in line]
     assert rows[1:] == names and "| ncl1d_col2im | 2.000 |" in out
+
+
+def test_the_readme_table_has_each_dtype_against_cudnn_and_the_means(tmp_path):
+    names = [c["name"] for c in bench.load(json.dumps(DOC), "large")]
+    for suffix, ms in (("", 0.2), ("-f16", 0.05)):
+        (tmp_path / f"bench-large{suffix}.json").write_text(json.dumps(
+            [{"case": names[0], "variant": "phase_gemm", "median_ms": ms, "gflops": 1e3 / ms, "flop": 1e9}]))
+    (tmp_path / "torch-large.json").write_text(json.dumps(
+        [{"case": names[0], "float32": {"median_ms": 0.1}, "float16": {"median_ms": 0.1}}]))
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu" / "report.py"), str(tmp_path), "large", "--readme"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out[2] == (f"| `{names[0]}` | phase_gemm | 0.200 | 0.100 | 5.0 | 0.50 | phase_gemm | 0.050 | 0.100 | 20.0 "
+                      "| 2.00 |")
+    assert out[3].startswith(f"| `{names[1]}` | - | - | - |") and len(out) == 3 + len(names)
+    assert out[-1] == "| geometric mean | | | | | **0.50** | | | | | **2.00** |"

@@ -5,6 +5,8 @@ Every case of the tier gets a row, in bench.json's order; what a stage did not p
 a stage not run) shows as "-".
 
     python3 tools/gpu/report.py OUT_DIR [TIER]    (TIER: the bench.json tier of the run, default full)
+    python3 tools/gpu/report.py OUT_DIR large --readme    (the README's table: the planner's choice in both
+                                                           dtypes against cuDNN, ms, TFLOP/s and ratio)
 """
 from __future__ import annotations
 
@@ -38,8 +40,35 @@ def _best(rows: list[dict]) -> dict:
     return min(timed, key=lambda r: r["median_ms"]) if timed else rows[-1]
 
 
-def main(out: str, tier: str = "full") -> int:
+def readme_table(out_dir: Path, tier: str) -> int:
+    """The README's form of the run: per case, the planner's variant, ms, cuDNN's ms, our TFLOP/s and the ratio in
+    each dtype, then the geometric means."""
+    ours = {dtype: {r["case"]: r for r in _load(out_dir / f"bench-{tier}{suffix}.json")}
+            for dtype, suffix in (("float32", ""), ("float16", "-f16"))}
+    torch_rows = {r["case"]: r for r in _load(out_dir / f"torch-{tier}.json")}
+    print("| case | f32 variant | ms | cuDNN | TFLOP/s | ratio | f16 variant | ms | cuDNN | TFLOP/s | ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    ratios = {"float32": [], "float16": []}
+    for name in [c["name"] for c in bench.load((ROOT / "bench.json").read_text(), tier)]:
+        cells = []
+        for dtype in ("float32", "float16"):
+            row = ours[dtype].get(name, {})
+            ms, theirs = row.get("median_ms"), torch_rows.get(name, {}).get(dtype, {}).get("median_ms")
+            ratio = theirs / ms if ms and theirs else None
+            ratios[dtype] += [ratio] if ratio else []
+            gflops = row.get("gflops")
+            cells += [row.get("variant", "-"), _fmt(ms), _fmt(theirs), _fmt(gflops / 1e3 if gflops else None, 1),
+                      _fmt(ratio, 2)]
+        print(f"| `{name}` | " + " | ".join(cells) + " |")
+    means = [_fmt(geometric_mean(ratios[d]), 2) for d in ("float32", "float16")]
+    print(f"| geometric mean | | | | | **{means[0]}** | | | | | **{means[1]}** |")
+    return 0
+
+
+def main(out: str, tier: str = "full", form: str | None = None) -> int:
     out_dir = Path(out)
+    if form == "--readme":
+        return readme_table(out_dir, tier)
     chosen = {r["case"]: r for r in _load(out_dir / f"bench-{tier}.json")}
     forced: dict[str, list] = {}
     for r in _load(out_dir / f"bench-{tier}-all.json"):
@@ -98,4 +127,4 @@ def main(out: str, tier: str = "full") -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    sys.exit(main(*sys.argv[1:4]))
