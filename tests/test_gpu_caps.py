@@ -210,7 +210,9 @@ def test_cl_repacks_x_channels_last_before_the_gemm(x, w, attrs, groups):
     pixels = x[0] * math.prod(x[2:])
     assert launch.scratch == {"xc": pixels * vectors * 16}
     assert repack.bindings == ("x", "xc") and gemm.bindings[:2] == ("xc", "wp")
-    assert dict(repack.uniforms)["items"] == pixels * vectors
+    # one workgroup per 32 pixels x 8 vectors of an image's xc: a transpose through workgroup memory
+    image = math.prod(x[2:])
+    assert dict(repack.uniforms)["tiles"] == x[0] * -(-image // 32) * -(-vectors // 8)
     assert dict(gemm.uniforms)["xc_row"] == vectors and dict(gemm.uniforms)["xc_vecs"] == vectors // groups
     assert ["xc", "read", "array<vec4<u32>>"] in gemm.params["bindings"]
     # it runs only in the vs template, and not with va's vectors of x
