@@ -88,3 +88,18 @@ def test_the_readme_table_has_each_dtype_against_cudnn_and_the_means(tmp_path):
                       "| 2.00 |")
     assert out[3].startswith(f"| `{names[1]}` | - | - | - |") and len(out) == 3 + len(names)
     assert out[-1] == "| geometric mean | | | | | **0.50** | | | | | **2.00** |"
+
+
+def test_the_ab_summary_takes_each_side_s_median_over_rounds_and_flags_a_failed_check(tmp_path):
+    def run(name, ms, ok=True):
+        (tmp_path / name).write_text(json.dumps([{"case": "k", "median_ms": ms, "check": {"ok": ok}}]))
+    for i, (a, b) in enumerate([(0.10, 0.09), (0.30, 0.08), (0.11, 0.07)], 1):
+        run(f"a{i}-f32.json", a)
+        run(f"b{i}-f32.json", b)
+    run("a1-f16.json", 0.05)
+    run("b1-f16.json", 0.05, ok=False)
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "gpu" / "ab_summary.py"), str(tmp_path)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    # medians over the rounds: a 0.11, b 0.08
+    assert out[2:4] == ["| k | f32 | 0.1100 | 0.0800 | 0.727 | ok |", "| k | f16 | 0.0500 | 0.0500 | 1.000 | FAILED |"]
+    assert "f32: b / a geometric mean 0.727 over 1 cases" in out

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
-#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench autotune torch report ort breakdown chain sweep scaling
+#   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench autotune torch report ort breakdown chain sweep scaling ab
 #                                        (default: device cases variants tune bench torch report)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 # sweep: tunes VARIANT (forced) on every TIER case (or CASES=a,b) in DTYPE over its bench.json grid (or GRID,
 # a JSON object), writing $OUT/sweep-$VARIANT-$DTYPE[-$LABEL].json: every candidate's median per case.
+# ab: this tree against another version of some of its files, side by side in one call: ALT is a folder holding
+# those files at their repository paths (e.g. `git show REV:PATH > ALT/PATH`); ROUNDS (2) rounds alternate this
+# tree's (b) and ALT's (a) planner's choice over TIER's cases (or CASES=a,b), fp32 and fp16; the tree is put back
+# after. Writes $OUT/ab.tgz (every run's bench JSON) and $OUT/ab.md (tools/gpu/ab_summary.py: medians, b / a).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -100,6 +104,24 @@ open(sys.argv[2], 'wb').write(m.chain_model(ml, m.chain(ml)).SerializeToString()
            python3 tools/gpu/as_dtype.py "$dtype" --variant "$VARIANT" ${GRID:+--grid "$GRID"} >/tmp/gpu/sweep.json
            python3 -m app tune --tier "$TIER" --host node --bench /tmp/gpu/sweep.json --runs "${RUNS:-5}" --repeats "$REPEATS" \
              ${CASES:+--cases "$CASES"} --out "$OUT/$name.json" | tee "/tmp/gpu/$name.txt" || status=1 ;;
+    ab) if [ ! -d "${ALT:-}" ]; then echo "ab needs ALT, a folder of the other version's files" >&2; status=2; continue; fi
+        keep=/tmp/gpu/ab-keep; runs=/tmp/gpu/ab; rm -rf "$keep" "$runs"; mkdir -p "$keep" "$runs"
+        (cd "$ALT" && find . -type f) | while read -r f; do mkdir -p "$keep/$(dirname "$f")"; cp "$f" "$keep/$f"; done
+        python3 tools/gpu/as_dtype.py float32 ${CASES:+--cases "$CASES"} >/tmp/gpu/ab-f32.json
+        python3 tools/gpu/as_dtype.py float16 ${CASES:+--cases "$CASES"} >/tmp/gpu/ab-f16.json
+        for i in $(seq "${ROUNDS:-2}"); do
+          for v in b a; do
+            if [ $v = a ]; then cp -r "$ALT"/. .; else cp -r "$keep"/. .; fi
+            for d in f32 f16; do
+              python3 -m app bench --tier "$TIER" --host node --runs 10 --repeats "$REPEATS" --bench "/tmp/gpu/ab-$d.json" \
+                --out "$runs/$v$i-$d.json" >/dev/null || status=1
+            done
+            echo "  $v$i ($(date -u +%T))"
+          done
+        done
+        cp -r "$keep"/. .
+        tar -C "$runs" -czf "$OUT/ab.tgz" .
+        python3 tools/gpu/ab_summary.py "$runs" | tee "$OUT/ab.md" ;;
     *) echo "unknown stage $stage" >&2; status=2 ;;
   esac
 done
