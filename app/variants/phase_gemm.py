@@ -307,9 +307,10 @@ def xc_vectors(geom) -> int:
 def channels_last_pass(geom, caps) -> tuple:
     """cl's pass that repacks x into xc (xc[n][pixel][group][16-byte vectors of in-channels]) before the GEMM,
     the uniforms the GEMM needs to read xc (xc_vecs: a group's vectors, xc_row: a pixel's), and xc's bytes."""
-    xc = [("xc_vecs", _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])), ("xc_row", x_row_vectors(geom))]
+    row = x_row_vectors(geom)
+    xc = [("xc_vecs", _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])), ("xc_row", row)]
     in_size = math.prod(geom.in_spatial)
-    u_tiles, pix_tiles = _ceil(x_row_vectors(geom), X_PACK_VECTORS), _ceil(in_size, X_PACK_PIXELS)
+    u_tiles, pix_tiles = _ceil(row, X_PACK_VECTORS), _ceil(in_size, X_PACK_PIXELS)
     tiles = geom.batch * pix_tiles * u_tiles
     repack = dispatch(X_CHANNELS_LAST, {"dtype": geom.dtype, "pix": X_PACK_PIXELS, "vecs": X_PACK_VECTORS},
                       ("x",), ("xc",),

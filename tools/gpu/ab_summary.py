@@ -7,11 +7,13 @@ check against the float64 reference; then the geometric mean of b / a per dtype.
 from __future__ import annotations
 
 import json
-import math
 import re
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from app.host.bench_report import geometric_mean  # noqa: E402
 
 RUN = re.compile(r"([ab])(\d+)-(f32|f16)\.json")
 
@@ -39,8 +41,7 @@ def summary(folder: str) -> list[str]:
         lines.append(f"| {case} | {dtype} | " + " | ".join(cells) + f" | {'ok' if entry['ok'] else 'FAILED'} |")
     for dtype, values in ratios.items():
         if values:
-            mean = math.exp(statistics.fmean(math.log(v) for v in values))
-            lines.append(f"\n{dtype}: b / a geometric mean {mean:.3f} over {len(values)} cases")
+            lines.append(f"\n{dtype}: b / a geometric mean {geometric_mean(values):.3f} over {len(values)} cases")
     return lines
 
 
