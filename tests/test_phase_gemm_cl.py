@@ -199,22 +199,22 @@ def test_float16_stride1_gemms_repack_x_only_where_unsplit(x, w, kz, cl):
 RUN_VEC4 = """
 import json
 from app import bridge
-json.dumps([await bridge.run_case_at(i, "phase_gemm", {{{mode!r}: 1}})
+json.dumps([await bridge.run_case_at(i, "phase_gemm", {params})
             for i, case in enumerate(bridge._cases) if not case["expected_error"]])
 """
 
 
 @pytest.mark.browser
-@pytest.mark.parametrize("mode", ["cl", "rv"])
-def test_every_test_json_case_passes_with_the_vector_structure_forced_in_chromium(page, mode):
+@pytest.mark.parametrize("params", [{"cl": 1}, {"rv": 1}, {"rv": 1, "ri": 1}])
+def test_every_test_json_case_passes_with_the_vector_structure_forced_in_chromium(page, params):
     from tests.test_browser_variants import TEST_JSON
     from app.host.case_runner import page_python
     page_python(page)("load_cases", TEST_JSON.read_text())
-    results = json.loads(run_python(page, RUN_VEC4.format(mode=mode)))
+    results = json.loads(run_python(page, RUN_VEC4.format(params=params)))
     failed = [r for r in results if r["status"] == "FAIL"]
     assert not failed, failed[:3]
     passed = [r for r in results if r["status"] == "PASS"]
-    assert len(passed) >= 100, f"{mode} ran {len(passed)} cases"
+    assert len(passed) >= 100, f"{params} ran {len(passed)} cases"
     # what it skips: float16 (float32 only) and the variant's own refusals, never a crash
     skipped = [r for r in results if r["status"] == "SKIP"]
     assert all("does not take" in r["detail"] or "does not cover" in r["detail"]
@@ -231,10 +231,11 @@ CL_CASES = [
 ]
 @pytest.mark.parametrize("mode", ["cl", "rv"])
 def test_forced_vector_structure_matches_the_reference_in_node(node_host, mode):
-    table = checked_tuning(node_host, CL_CASES, {mode: [1], "kz": [1, 3], "tm": [32, 64], "rm": [4, 8]}, 7)
+    table = checked_tuning(node_host, CL_CASES, {mode: [1], "ri": [0, 1], "kz": [1, 3], "tm": [32, 64], "rm": [4, 8]}, 7)
     for m in table["measured"]:
         params = [json.loads(k) for k in m["medians"]]
         assert sum(p.get(mode, 0) for p in params) >= 4, (m["case"], params)  # its candidates ran, checked
+        assert sum(p.get(mode, 0) * p.get("ri", 0) for p in params) >= 4, (m["case"], params)  # interleaved too
 
 
 def test_a_case_runs_with_forced_params_or_is_skipped_where_the_variant_refuses_them(node_host):
@@ -247,6 +248,41 @@ def test_a_case_runs_with_forced_params_or_is_skipped_where_the_variant_refuses_
     assert ran["status"] == "PASS" and ran["variant"] == "phase_gemm", ran
     skipped = node_host.py("run_case_at", index, "phase_gemm", {"rv": 1, "ks": 2})
     assert skipped["status"] == "SKIP" and "does not take" in skipped["detail"], skipped
+
+
+# rv's rows interleaved (ri) where that paid on the H200 (app/variants/phase_gemm.py, session 18): 1D GEMMs and GEMMs
+# of one tap a phase; not 2D ones of several taps a phase, nor where y leaves as vectors (runs of 4 rows there).
+RI = [
+    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, 1),  # `large` hifigan_512: 1D, 2 taps
+    ((1, 512, 256), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, 1),  # `full` hifigan_k16s8p4: split in two
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, 1),  # `large` unet_1024_k2s2: one tap
+    ((1, 512, 64, 64), (512, 128, 4, 4), {"group": 2, "strides": [2, 2], "pads": [1] * 4}, 0),  # g2_wide: 4 taps
+    ((1, 256, 64, 64), (256, 128, 3, 3), {"strides": [2, 2], "pads": [1] * 4, "output_padding": [1, 1]}, 0),
+    ((1, 512, 128, 128), (512, 256, 1, 1), {}, 0),  # y as vectors
+]
+
+
+@pytest.mark.parametrize("x, w, attrs, ri", RI)
+def test_rv_interleaves_its_rows_on_1d_and_one_tap_gemms_whose_y_leaves_a_scalar_at_a_time(x, w, attrs, ri):
+    geom = infer(x, w, None, attrs)
+    launch = plan(geom, h200_caps())
+    assert launch.tiles["rv"] == 1 and launch.tiles.get("ri", 0) == ri
+    gemm = next(d for d in launch.dispatches if d.template == phase_gemm.VEC4)
+    assert gemm.params["ri"] == ri
+    # the rows a warp stores: runs of 4 ("(ty + 0) * 4 + 1") or consecutive across invocations ("ty + 8")
+    source = render(gemm.template, gemm.params)
+    interleaved = "let row = row_tile * %d + ty + %d;" % (gemm.params["tm"], gemm.params["tm"] // gemm.params["rm"])
+    assert (interleaved in source) == bool(ri and not gemm.params["yv"])
+
+
+def test_ri_must_be_a_switch_and_does_nothing_outside_the_vector_structure():
+    geom = infer((1, 64, 300), (64, 32, 4), None, {"strides": [2]})
+    t = {"tm": 64, "tn": 32, "rm": 4, "rn": 8, "tk": 8, "ks": 1, "kz": 1}
+    assert "must be 0 or 1" in phase_gemm.tiles_refusal(t | {"rv": 1, "ri": 2}, geom, h200_caps())
+    assert phase_gemm.tiles_refusal(t | {"rv": 1, "ri": 1}, geom, h200_caps()) is None
+    gathering = [phase_gemm.configure(geom, h200_caps(), t | {"ri": ri}).dispatches[-1] for ri in (0, 1)]
+    assert {d.template for d in gathering} == {phase_gemm.TEMPLATE}
+    assert render(gathering[0].template, gathering[0].params) == render(gathering[1].template, gathering[1].params)
 
 
 @pytest.mark.parametrize("x, w, attrs, rows", [

@@ -44,7 +44,7 @@ SHARED = ("_phase-gemm.wgsl.jinja", "_phase-axis.wgsl.jinja")  # included by bot
 PACK_WORKGROUP = 256
 SUM_WORKGROUP = 256
 PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
-# The cl, rv and direct switches (0 or 1) are params only where they are on: plans that leave them off stay as they
+# The cl, rv, ri and direct switches (0 or 1) are params only where they are on: plans that leave them off stay as they
 # were before they existed (tools/plan_digest.py compares them).
 CL = "cl"
 RV = "rv"  # the vector structure on A gathered from x (cl, when on, runs it on xc instead, whatever rv says)
@@ -56,6 +56,19 @@ RV = "rv"  # the vector structure on A gathered from x (cl, when on, runs it on 
 # (sweep param `al`) against unrolled, over the 14 bench cases the gathering kernel takes
 # (docs/h200/session13/sweep-phase_gemm-*-al-*.json): 0.96-1.0x the time on 13, 1.26x on `large` unet3d_256_k2s2
 # (0.139 against 0.111 ms).
+# ri: in the vector template, where y does not leave as vectors, a staged vector of A holds 4 rows tm/rm apart (in
+# blocks of 4*tm/rm) instead of 4 consecutive ones, so that consecutive invocations own consecutive rows and a warp's
+# scalar stores of a column land on consecutive rows of y (with runs of 4, each lane's store was a sector of its own).
+# H200, session 18 (docs/h200/session18/): probed on `large` cyclegan_up (k3 s2, 64 x 128 tiles), the kernel with its
+# reduction cut out ran 0.0295 ms before, 0.0167 with ri; whole, 0.1338 against 0.1364: the reduction ran slower, for
+# a reason not found (the staging stores stay conflict-free). Side by side, ri forced on every rv plan against off,
+# two rounds, GPU ms: faster on the tuned tiers' 1D and one-tap layers (`large` hifigan_512_k16s8p4 0.324 -> 0.302,
+# unet_1024_k2s2 0.163 -> 0.160; `full` hifigan_k16s8p4 0.0815 -> 0.0763, unet_up_k2s2 0.0631 -> 0.0563), slower on
+# the 2D layers of several taps a phase (grouped_g2_wide_k4s2p1 0.322 -> 0.439, cyclegan_up 0.133 -> 0.137; batch16
+# 0.162 -> 0.160). So ri is on for rv's tiles of 1D GEMMs and of GEMMs with one tap a phase (where y does not
+# leave as vectors: those stores are whole vectors already). Elsewhere ri does nothing: a tuning-table entry measured
+# on the gathering kernel (rv 0) keeps it, whatever ri the rule adds.
+RI = "ri"
 DIRECT = "direct"  # the gathering kernel's: cl and rv run the vector template whatever it says
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
@@ -199,6 +212,8 @@ def default_tiles(geom, caps) -> dict:
             rv["rm"] = _FEW_RM
         if rv["kz"] == 1 and (split := _split_to_fill(geom, caps, rv, RV_MIN_DEPTH)) is not None:
             rv = split
+        if (geom.rank == 1 or max_phase_taps(geom) == 1) and not vector_y(geom):
+            rv[RI] = 1
         if tiles_refusal(rv, geom, caps) is None:
             return rv
     return t
@@ -340,6 +355,8 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
         return "cl (A from x repacked channels-last) must be 0 or 1"
     if t.get(RV, 0) not in (0, 1):
         return "rv (the vector structure on A gathered from x) must be 0 or 1"
+    if t.get(RI, 0) not in (0, 1):
+        return "ri (the vector structure's rows interleaved) must be 0 or 1"
     if t.get(DIRECT, 0) not in (0, 1):
         return "direct (loads straight into workgroup memory) must be 0 or 1"
     if t.get(CL):  # cl runs the vector structure on xc whatever rv says (rv is on by default where A is gathered)
@@ -404,7 +421,8 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
     if not t.get(CL) and not t.get(RV):
         return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
     yv = vector_y(geom)
-    params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "kz")} | {"xc": t.get(CL, 0), "yv": int(yv)}
+    params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "kz")} | {"xc": t.get(CL, 0), "yv": int(yv),
+                                                                       "ri": t.get(RI, 0)}
     return gemm_plan(VEC4, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t,
                      channels_last=bool(t.get(CL)), out_vec4=yv)
 

@@ -7,8 +7,8 @@
 # a JSON object), writing $OUT/sweep-$VARIANT-$DTYPE[-$LABEL].json: every candidate's median per case.
 # ab: this tree against another version of some of its files, side by side in one call: ALT is a folder holding
 # those files at their repository paths (e.g. `git show REV:PATH > ALT/PATH`); ROUNDS (2) rounds alternate this
-# tree's (b) and ALT's (a) planner's choice over TIER's cases (or CASES=a,b), fp32 and fp16; the tree is put back
-# after. Writes $OUT/ab.tgz (every run's bench JSON) and $OUT/ab.md (tools/gpu/ab_summary.py: medians, b / a).
+# tree's (b) and ALT's (a) planner's choice over TIER's cases (or CASES=a,b), in DTYPES ("f32 f16"); the tree is put
+# back after. Writes $OUT/ab.tgz (every run's bench JSON) and $OUT/ab.md (tools/gpu/ab_summary.py: medians, b / a).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -112,7 +112,7 @@ open(sys.argv[2], 'wb').write(m.chain_model(ml, m.chain(ml)).SerializeToString()
         for i in $(seq "${ROUNDS:-2}"); do
           for v in b a; do
             if [ $v = a ]; then cp -r "$ALT"/. .; else cp -r "$keep"/. .; fi
-            for d in f32 f16; do
+            for d in ${DTYPES:-f32 f16}; do
               python3 -m app bench --tier "$TIER" --host node --runs 10 --repeats "$REPEATS" --bench "/tmp/gpu/ab-$d.json" \
                 --out "$runs/$v$i-$d.json" >/dev/null || status=1
             done
