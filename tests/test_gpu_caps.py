@@ -133,10 +133,10 @@ VS_SHAPES = [  # (x, w, attrs, (sg_m, sg_n, cm, cn, va, yv)) under vs's rule
     ((1, 128, 256, 256), (128, 64, 2, 2), {"strides": [2, 2]}, (2, 2, 2, 2, 1, 0)),  # 128 deep: 64-row tiles
     ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}, (2, 2, 2, 1, 0, 0)),  # 32 out-channels: 32 columns
     ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (2, 2, 4, 4, 0, 0)),  # 1D: not spread
-    # columns fitted to the out-channels (H200, session 15, docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json):
-    # 96 keep one 128-column tile (`full` dac_dec4: 0.106 ms against 0.137 on two of 64, 0.151 on three of 32); 192
+    # columns fitted to the out-channels (H200, sessions 15 and 19, app/variants/phase_gemm_sgmat.py): 96 take one
+    # 96-column tile (`full` dac_dec4: 0.095 ms against 0.107 on 128 columns); spread tiles take 4 or 2 blocks only: 192
     # take three of 64, not two of 128 that compute 256 (`holdout` hdemucs 0.702 -> 0.659 ms), spread over 4 x 2
-    ((1, 192, 44032), (192, 96, 4), {"strides": [2], "pads": [1, 1]}, (2, 2, 4, 4, 0, 0)),
+    ((1, 192, 44032), (192, 96, 4), {"strides": [2], "pads": [1, 1]}, (2, 2, 4, 3, 0, 0)),
     ((1, 384, 128, 336), (384, 192, 8, 1), {"strides": [4, 1]}, (4, 2, 2, 2, 0, 0)),
 ]
 
@@ -276,3 +276,27 @@ def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
     tiles = plan(proj, caps, "phase_gemm_sgmat").tiles
     assert tiles["va"] == 0
     assert phase_gemm_sgmat.tiles_refusal(tiles | {"va": 1}, proj, caps).startswith("va stages x as it is stored")
+
+
+@pytest.mark.parametrize("forced, passes, guarded", [
+    # 96 columns, 2 x 2 subgroups (128 invocations): 12 vectors a k row, 384 a step, three whole passes (the rule's)
+    ({}, 3, False),
+    # 96 columns over 4 x 2 subgroups (256 invocations): 384 vectors, the second pass half guarded (forced)
+    ({"sg_m": 4, "sg_n": 2, "cm": 2, "cn": 3}, 2, True),
+])
+def test_vs_stages_b_rows_of_three_matrix_blocks_through_a_flat_count(forced, passes, guarded):
+    geom = infer((1, 192, 44032), (192, 96, 4), None, {"strides": [2], "pads": [1, 1]}, F16)  # `full` dac_dec4
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat", forced)
+    assert launch.tiles["cn"] == 3 and launch.tiles["vs"] == 1 and launch.tiles["sg_m"] == forced.get("sg_m", 2)
+    source = render(launch.dispatches[-1].template, launch.dispatches[-1].params)
+    assert source.count("let b_e") == passes and f"let b_e{passes}" not in source
+    assert ("if (b_e1 < 384) {" in source) == guarded
+    assert "let b_k0 = b_e0 / 12;" in source and "let b_pt0 = %d + b_o0 / 6;" % launch.tiles["sg_m"] in source
+
+
+def test_vs_b_rows_of_a_power_of_two_of_vectors_are_staged_whole():
+    # 64 columns (8 vectors a row) on 12 subgroups: 384 invocations do not cover whole rows; the flat count was
+    # measured on 3-matrix blocks only, so this shape is refused by name
+    geom = infer((1, 64, 32, 32), (64, 64, 2, 2), None, {"strides": [2, 2]}, F16)
+    t = {"sg_m": 6, "sg_n": 2, "cm": 1, "cn": 2, "kb": 2, "kz": 1, "bd": 0, "va": 0, "vs": 1, "cl": 0}
+    assert "whole k rows of B" in (phase_gemm_sgmat.tiles_refusal(t, geom, h200_caps()) or "")

@@ -52,10 +52,14 @@ _SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0, 0)
 # the workgroups overlap them (unet_128_k2s2 and vocoder_64, 128 deep: 0.109 and 0.040 ms on 64 rows against
 # 0.126 and 0.047 on 128; unet3d, 256 deep: 0.039 on 128 rows against 0.043). Where the widest tile makes
 # fewer than FILL workgroups, 2 matrices wide, then the small tile with split-K, as above.
-# Columns: one block of 2 matrices up to 32 out-channels, else 4 blocks (128 columns) or 2 (64), whichever computes
-# fewer columns, 4 on a tie. H200, session 15 (docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json): `full`
-# dac_dec4 (96 out-channels) 0.106 ms on 128 columns, 0.137 on 64, 0.151 on 32 (128 rows; 96 computed on 32 did
-# not pay for the narrow tiles); `holdout` hdemucs (192, never tuned on) 0.702 -> 0.659 ms on 64 columns.
+# Columns: one block of 2 matrices up to 32 out-channels, else 4 blocks (128 columns), 3 (96) or 2 (64), whichever
+# computes the fewest columns, the wider on a tie; spread tiles (below) take 4 or 2 only. H200, session 15
+# (docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json): `full` dac_dec4 (96 out-channels) 0.106 ms on 128
+# columns, 0.137 on 64, 0.151 on 32 (128 rows; 96 computed on 32 did not pay for the narrow tiles); `holdout` hdemucs
+# (192, never tuned on) 0.702 -> 0.659 ms on 64 columns. Session 19 (docs/h200/session19/call5/): 3 blocks, B's rows of
+# 12 vectors staged through a flat count (the template's b_flat), dac_dec4 0.1071 -> 0.0952 ms side by side, three
+# rounds. A first version also spread 3 blocks (rows over 4 x 2 subgroups of 2 x 3 matrices), a shape no tuned layer
+# measured: hdemucs, the one layer it reached, ran 0.6213 -> 0.7402 ms, so spread tiles keep 4 or 2 blocks.
 # In 2D and 3D, kernels of 2+ taps, the tile's matrices are spread over more subgroups, each holding at most
 # VS_SPREAD x VS_SPREAD of them (a 128 x 128 tile as 4 x 4 subgroups of 2 x 2 matrices, 512 invocations, not 2 x 2
 # subgroups of 4 x 4): two or four times the invocations share the staging of a step's A and B, for twice the matrix
@@ -80,7 +84,8 @@ SPREAD_MIN_WORKGROUPS = FILL // 2
 VS_SUBGROUPS = (2, 2)
 VS_K_BLOCKS = 2
 VS_MAX_MATRICES = 4
-VS_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # cn to fit where the out-channels pass one column block
+VS_COLUMN_MATRICES = (VS_MAX_MATRICES, 3, 2)  # cn to fit where the out-channels pass one column block
+VS_SPREAD_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # the same for spread tiles: 3 was measured unspread only
 SHORT_REDUCTION = 128
 
 
@@ -189,7 +194,10 @@ def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
         a_runs = tm // (8 if t["va"] else 2)  # A's vectors (va) or gathered row pairs across the tile
         if threads % a_runs or tks % (threads // a_runs):
             return "vs needs the workgroup to stage whole k rows of A"
-    if threads % (tn // 8) or tks % (threads // (tn // 8)):
+    # B rows of 3 matrix blocks (12 vectors) are staged through a flat count (the template's b_flat, measured on
+    # those only); rows of a power of two of vectors must be staged whole, as before.
+    b_oct = tn // 8
+    if b_oct & (b_oct - 1) == 0 and (threads % b_oct or tks % max(1, threads // b_oct)):
         return "vs needs the workgroup to stage whole k rows of B"
     if vector_y(geom):
         if threads % (tm // 4):
@@ -254,7 +262,7 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
 
     cm = 2 if geom.in_per_group * max_phase_taps(geom) <= SHORT_REDUCTION else VS_MAX_MATRICES
     block = VS_SUBGROUPS[1] * config["N"]  # a tile's columns per result matrix across its subgroups
-    widths = (1,) if geom.out_per_group <= block else VS_COLUMN_MATRICES
+    widths = (1,) if geom.out_per_group <= block else VS_SPREAD_COLUMN_MATRICES if spreads else VS_COLUMN_MATRICES
     fitted = sorted(widths, key=lambda c: (computed_columns(geom.out_per_group, block * c), -c))
     cn = next((c for c in fitted if shape(cm, c)[0] is not None), fitted[0])
     for cn_ in dict.fromkeys((cn, min(cn, 2))):

@@ -33,6 +33,13 @@ const SIZES = {
 };
 const CHECK = [256, 512, 384];  // M, N, K of the correctness check: non-square, several K steps
 SIZES.check = CHECK;  // timed only on request (a local run on SwiftShader)
+// CEILING_SIZES also takes MxNxK or MxNxK/kz: a size of one's own, f32 split across kz workgroups along K (c holds
+// kz partial M x N results, not summed: the split's second pass is left out; f16 kernels are not split).
+const sizeOf = (name) => {
+  const m = /^(\d+)x(\d+)x(\d+)(?:\/(\d+))?$/.exec(name);
+  return SIZES[name] ?? (m ? [Number(m[1]), Number(m[2]), Number(m[3]), Number(m[4] ?? 1)] : null);
+};
+const CHECK_KZ = 2;  // f32 kernels are checked split in two, their partial results summed
 
 // ---------------------------------------------------------------------------------------------------------
 // f16 on subgroup matrices. A workgroup of wm x wn subgroups computes a bm x bn tile (bm = wm*cm*16,
@@ -246,18 +253,21 @@ function simtShader(c) {
     "@group(0) @binding(3) var<storage, read_write> c: array<vec4<f32>>;",
     `var<workgroup> as_: array<vec4<f32>, ${2 * aSize}>;`, `var<workgroup> bs_: array<vec4<f32>, ${2 * bSize}>;`,
     `@compute @workgroup_size(${threads})`,
-    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32) {"];
+    "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,",
+    "        @builtin(local_invocation_index) lid: u32) {"];
   tileOrigin(L, bm, bn);
-  L.push(`  let tx = lid % ${tx}u;`, `  let ty = lid / ${tx}u;`, "  let k4 = p.k / 4u;", "  let n4 = p.n / 4u;", `  let steps = p.k / ${bk}u;`);
+  // Split-K: the dispatch's y is the split; split z reduces its 1/nwg.y of K into the z-th M x N slice of c.
+  L.push(`  let tx = lid % ${tx}u;`, `  let ty = lid / ${tx}u;`, "  let k4 = p.k / 4u;", "  let n4 = p.n / 4u;",
+    `  let steps = p.k / ${bk}u / nwg.y;`, "  let k0 = wid.y * steps;", "  let c0 = wid.y * p.m * n4;");
   for (let i = 0; i < aPer; i++) {
     const e = `lid + ${i * threads}u`;
     L.push(`  let ar${i} = (${e}) / ${bk / 4}u;`, `  let ak${i} = ((${e}) % ${bk / 4}u) * 4u;`,
-      `  let ag${i} = (m0 + ar${i}) * k4 + ak${i} / 4u;`, `  var ra${i}: vec4<f32>;`);
+      `  let ag${i} = (m0 + ar${i}) * k4 + ak${i} / 4u + k0 * ${bk / 4}u;`, `  var ra${i}: vec4<f32>;`);
   }
   for (let i = 0; i < bPer; i++) {
     const e = `lid + ${i * threads}u`;
     L.push(`  let br${i} = (${e}) / ${bn / 4}u;`, `  let bc${i} = (${e}) % ${bn / 4}u;`,
-      `  let bg${i} = br${i} * n4 + n0 / 4u + bc${i};`, `  let bw${i} = br${i} * ${bn / 4}u + bc${i};`, `  var rb${i}: vec4<f32>;`);
+      `  let bg${i} = (br${i} + k0 * ${bk}u) * n4 + n0 / 4u + bc${i};`, `  let bw${i} = br${i} * ${bn / 4}u + bc${i};`, `  var rb${i}: vec4<f32>;`);
   }
   const load = (q, ind) => {
     for (let i = 0; i < aPer; i++) L.push(`${ind}ra${i} = a[ag${i} + (${q}) * ${bk / 4}u];`);
@@ -285,7 +295,7 @@ function simtShader(c) {
   L.push("    }", "    workgroupBarrier();", "  }");
   // Row i of this invocation: run i/4 of 4 rows, strided by ty; column vector j strided by tx.
   for (let i = 0; i < tm; i++) for (let j = 0; j < tn / 4; j++)
-    L.push(`  c[(m0 + (${i >> 2}u * ${ty}u + ty) * 4u + ${i & 3}u) * n4 + n0 / 4u + ${j}u * ${tx}u + tx] = acc${i}_${j};`);
+    L.push(`  c[c0 + (m0 + (${i >> 2}u * ${ty}u + ty) * 4u + ${i & 3}u) * n4 + n0 / 4u + ${j}u * ${tx}u + tx] = acc${i}_${j};`);
   L.push("}");
   return { code: L.join("\n"), bm, bn, bk, kstep: bk, threads, wgBytes: 2 * 16 * (aSize + bSize) };
 }
@@ -348,6 +358,9 @@ f32("F-128x64-8x4-k16", { bm: 128, bn: 64, tm: 8, tn: 4, bk: 16 });
 f32("F-128x128-8x4-k16", { bm: 128, bn: 128, tm: 8, tn: 4, bk: 16 });
 f32("F-64x64-4x4-k16", { bm: 64, bn: 64, tm: 4, tn: 4, bk: 16 });
 f32("F-128x256-8x8-k16", { bm: 128, bn: 256, tm: 8, tn: 8, bk: 16 });
+// The conv kernels' tiles (phase_gemm's vec4 kernel: 64 x 128 of 8 x 8 or 4 x 8), for small GEMMs split along K.
+f32("F-64x128-8x8-k16", { bm: 64, bn: 128, tm: 8, tn: 8, bk: 16 });
+f32("F-64x64-8x8-k16", { bm: 64, bn: 64, tm: 8, tn: 8, bk: 16 });
 f32("F-128x128-8x8-k8-rowwise", { bm: 128, bn: 128, tm: 8, tn: 8, bk: 8, group: 0 });
 
 // ---------------------------------------------------------------------------------------------------------
@@ -424,15 +437,15 @@ function fill(buffer, elements, half, seed, exact) {
 }
 
 const buffers = {};
-function operands(kind, [m, n, k], exact) {
-  const key = `${kind} ${m} ${n} ${k} ${exact}`;
+function operands(kind, [m, n, k, kz = 1], exact) {
+  const key = `${kind} ${m} ${n} ${k} ${kz} ${exact}`;
   if (buffers.key === key) return buffers;
   for (const name of ["a", "b", "c", "u"]) buffers[name]?.destroy();
   const bytes = kind === "f16" ? 2 : 4;
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
   buffers.a = device.createBuffer({ size: m * k * bytes, usage });
   buffers.b = device.createBuffer({ size: k * n * bytes, usage });
-  buffers.c = device.createBuffer({ size: m * n * 4, usage });
+  buffers.c = device.createBuffer({ size: Math.max(kz, kind === "f32" ? CHECK_KZ : 1) * m * n * 4, usage });
   fill(buffers.a, m * k, kind === "f16", 0, exact);
   fill(buffers.b, k * n, kind === "f16", 1 << 30, exact);
   buffers.key = key;
@@ -451,12 +464,12 @@ const querySet = device.createQuerySet({ type: "timestamp", count: 2 * RUNS });
 const resolved = device.createBuffer({ size: 16 * RUNS, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
 const readTimes = device.createBuffer({ size: 16 * RUNS, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
 /** `warm` untimed dispatches, then `runs` dispatches each in its own timed pass, back to back: their ms. */
-async function timed(pipeline, bind, groups, warm, runs) {
+async function timed(pipeline, bind, groups, warm, runs, splits = 1) {
   const enc = device.createCommandEncoder();
   for (let r = 0; r < warm + runs; r++) {
     const t = r - warm;
     const p = enc.beginComputePass(t >= 0 ? { timestampWrites: { querySet, beginningOfPassWriteIndex: 2 * t, endOfPassWriteIndex: 2 * t + 1 } } : {});
-    p.setPipeline(pipeline); p.setBindGroup(0, bind); p.dispatchWorkgroups(groups); p.end();
+    p.setPipeline(pipeline); p.setBindGroup(0, bind); p.dispatchWorkgroups(groups, splits); p.end();
   }
   enc.resolveQuerySet(querySet, 0, 2 * runs, resolved, 0);
   enc.copyBufferToBuffer(resolved, 0, readTimes, 0, 16 * runs);
@@ -533,8 +546,11 @@ for (const c of configs) {
   const clear = device.createCommandEncoder();  // a kernel that writes nothing must not pass on the last one's C
   clear.clearBuffer(bufs.c);
   device.queue.submit([clear.finish()]);
-  await timed(pipeline, bind, (cm_ / shader.bm) * (cn_ / shader.bn), 0, 1);
-  const got = await readback(bufs.c, cm_ * cn_ * 4);
+  const splits = c.kind === "f32" ? CHECK_KZ : 1;
+  await timed(pipeline, bind, (cm_ / shader.bm) * (cn_ / shader.bn), 0, 1, splits);
+  const parts = await readback(bufs.c, splits * cm_ * cn_ * 4);
+  const got = parts.slice(0, cm_ * cn_);
+  for (let z = 1; z < splits; z++) for (let i = 0; i < got.length; i++) got[i] += parts[z * cm_ * cn_ + i];
   let worst = 0, at = 0;
   for (let i = 0; i < got.length; i++) { const d = Math.abs(got[i] - reference[i]); if (!(d <= worst)) { worst = d; at = i; } }
   const ok = worst <= 1e-3 || process.env.PROBE_NULL;
@@ -544,20 +560,22 @@ for (const c of configs) {
 }
 
 for (const size of sizeNames) {
-  const dims = SIZES[size];
-  const [m, n, k] = dims;
+  const dims = sizeOf(size);
+  if (!dims) { console.log(`${size}: not a size (${Object.keys(SIZES).join(", ")} or MxNxK[/kz])`); continue; }
+  const [m, n, k, kz = 1] = dims;
   for (const kind of ["f16", "f32"]) {
+    if (kind === "f16" && kz > 1) continue;
     for (const { c, shader, pipeline } of ready.filter((r) => r.c.kind === kind)) {
       if (elapsed() > DEADLINE_S) { console.log(`deadline: ${c.name} ${size} not timed`); continue; }
-      if (m % shader.bm || n % shader.bn || k % shader.kstep) { console.log(`${c.name} ${size}: tile does not divide`); continue; }
+      if (m % shader.bm || n % shader.bn || k % (shader.kstep * kz)) { console.log(`${c.name} ${size}: tile does not divide`); continue; }
       const bufs = operands(kind, dims, false);
       const bind = bindFor(bufs, dims, c.group);
       const groups = (m / shader.bm) * (n / shader.bn);
-      const once = Math.max(0.01, Math.min(...(await timed(pipeline, bind, groups, 1, 1))));
-      const ms = (await timed(pipeline, bind, groups, Math.min(2000, Math.ceil(WARM_MS / once)), RUNS)).sort((x, y) => x - y);
+      const once = Math.max(0.01, Math.min(...(await timed(pipeline, bind, groups, 1, 1, kz))));
+      const ms = (await timed(pipeline, bind, groups, Math.min(2000, Math.ceil(WARM_MS / once)), RUNS, kz)).sort((x, y) => x - y);
       const med = ms[RUNS >> 1];
       const tflops = 2 * m * n * k / med / 1e9;
-      results.push({ name: c.name, kind, size, m, n, k, median_ms: med, min_ms: ms[0], max_ms: ms[RUNS - 1], tflops, config: c,
+      results.push({ name: c.name, kind, size, m, n, k, kz, median_ms: med, min_ms: ms[0], max_ms: ms[RUNS - 1], tflops, config: c,
         tile: [shader.bm, shader.bn, shader.bk], invocations: shader.threads });
       save();
       console.log(`${kind} ${size.padEnd(6)} ${c.name.padEnd(30)} median ${med.toFixed(4)} ms (min ${ms[0].toFixed(4)}, max ${ms[RUNS - 1].toFixed(4)})  ${tflops.toFixed(2)} TFLOP/s`);

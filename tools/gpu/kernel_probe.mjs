@@ -37,6 +37,24 @@ ABLATIONS.push(["vs: no A loads", VS_A, VS_A_OFF], ["vs: no B loads", VS_B, "vec
   ["vs: no y stores", /if \((e_ok\d*) && col < m_left\) \{/g, "if ($1 && col < m_left && p.tiles < 0) {"]);
 // The grouped stride-phase kernel: its window loads and its tap loads.
 ABLATIONS.push(["no x loads", /(xs|xq)(\d+) = (f32\()?x\[xc \+ xo\d+\]\)?/g, "$1$2 = $1$2"], ["no w loads", /wt\[wc( \+ \d+)?\]/g, "vec4<f32>(f32(wc))"]);
+// The float32 vector kernel (-vec4): its FMAs, and with them the workgroup-memory reads that only they use.
+ABLATIONS.push(["f32: no multiplies", /fma\(vec4<f32>\(a\d+\[\d\]\), b\d+, (acc\d+_\d+)\)/g, "$1"],
+  ["f32: no y stores", /if \((col\d+_\d+) < m_left\) \{/g, "if ($1 < m_left && p.tiles < 0) {"]);
+// The phase GEMMs' workgroups in another order of phases: PHASE_ORDERS="3,1,0,2;3,2,1,0" (each a permutation of
+// the launch's phases: the workgroups of phase i take phase order[i]'s tiles).
+for (const order of (process.env.PHASE_ORDERS || "").split(";").filter(Boolean)) {
+  const ids = order.split(",").map(Number);
+  ABLATIONS.push([`phases in order ${order}`, /var phase = rest % p\.phases;/,
+    `var phase_order = array<i32, ${ids.length}>(${ids.join(", ")});\n  var phase = phase_order[rest % p.phases];`]);
+}
+// Split-K by one budget of steps for every phase (PROBE_MAX_TAPS: the deepest phase's taps), not each phase's own
+// share: the splits of shallower phases then reduce the same steps as the deepest's, or none.
+if (process.env.PROBE_MAX_TAPS) {
+  ABLATIONS.push(["splits of the deepest phase's share", /let per = \(total \+ p\.splits - 1\) \/ p\.splits;/,
+    `let per = (${Number(process.env.PROBE_MAX_TAPS)} * p.c_chunks + p.splits - 1) / p.splits;`]);
+}
+// Every phase as deep as two taps (a launch whose phases differ in taps, made even: is its time the deepest's?).
+ABLATIONS.push(["every phase 2 taps deep", /let chunks = taps \* p\.c_chunks;/, "let chunks = 2 * p.c_chunks;"]);
 // Per-step cost and the fixed rest: the reduction loop cut to none and to half of its steps.
 ABLATIONS.push(["no reduction steps", /let chunks = taps \* p\.c_chunks;/, "let chunks = 0;"],
   ["half the reduction steps", /let chunks = taps \* p\.c_chunks;/, "let chunks = taps * p.c_chunks / 2;"]);
@@ -99,8 +117,10 @@ async function steps(passes, buffers, rewrite) {
   return out;
 }
 
-// PROBE_ONLY="as rendered,no reduction steps" limits the ablations to those labels.
-const only = process.env.PROBE_ONLY ? new Set(process.env.PROBE_ONLY.split(",")) : null;
+// PROBE_ONLY="as rendered,no reduction steps" limits the ablations to those labels ("|"-separated where one
+// holds a comma: "as rendered|no A, B loads").
+const only = process.env.PROBE_ONLY
+  ? new Set(process.env.PROBE_ONLY.split(process.env.PROBE_ONLY.includes("|") ? "|" : ",")) : null;
 for (const file of process.argv.slice(2)) {
   const probe = JSON.parse(readFileSync(file, "utf8"));
   const buffers = Object.fromEntries(Object.entries(probe.sizes).map(([k, v]) => [k, buffer(v)]));
