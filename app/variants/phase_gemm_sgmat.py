@@ -194,10 +194,10 @@ def _vector_staged_refusal(t: dict, geom, caps, config: dict) -> str | None:
         a_runs = tm // (8 if t["va"] else 2)  # A's vectors (va) or gathered row pairs across the tile
         if threads % a_runs or tks % (threads // a_runs):
             return "vs needs the workgroup to stage whole k rows of A"
-    # B rows of 3 matrix blocks (12 vectors) are staged through a flat count (the template's b_flat, measured on
-    # those only); rows of a power of two of vectors must be staged whole, as before.
+    # B rows of a number of vectors not a power of two (3 matrix blocks: 12 vectors of 96 columns) are staged through
+    # a flat count (the template's b_flat, measured on those only); the others must be staged whole, as before.
     b_oct = tn // 8
-    if b_oct & (b_oct - 1) == 0 and (threads % b_oct or tks % max(1, threads // b_oct)):
+    if b_oct & (b_oct - 1) == 0 and (threads % b_oct or tks % (threads // b_oct)):
         return "vs needs the workgroup to stage whole k rows of B"
     if vector_y(geom):
         if threads % (tm // 4):
