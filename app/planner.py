@@ -29,6 +29,10 @@ _HALO_WHEN = {"adapter": "hardware", "group": ["dense"], "stride": 1, "min_taps"
 _HALO_WHY = ("a GPU with subgroup matrices of the storage type, stride 1, a large output, where the stride-phase "
              "GEMM on matrices does not configure: x staged once per chunk of in-channels as a halo that every tap's "
              "matrices read")
+_COLS_WHEN = {"adapter": "hardware", "min_in_per_group": 256, "min_out_per_group": 8, "min_phase_taps": 2,
+              "min_output": 262144}
+_COLS_WHY = ("a GPU, float32, stride phases of 2+ taps that are unequal or too few rows to fill it: GEMM + col2im, "
+             "every tile of the column GEMM as deep")
 _GROUPED_2D_WHY = "2D grouped/depthwise with stride >= 2: stride-phase taps unrolled, consecutive outputs stored wide"
 
 RULES: list[tuple[str, dict, str]] = [
@@ -53,6 +57,17 @@ RULES: list[tuple[str, dict, str]] = [
     ("ncdhw3d_implicit_sgmat", _HALO_WHEN, _HALO_WHY),
     ("ncdhw3d_implicit_sgmat_bias", _HALO_WHEN, _HALO_WHY),
     ("stride1_halo_sgmat", _HALO_WHEN, _HALO_WHY),
+    # float32 on GPUs (the column GEMM takes no other dtype): GEMM + col2im where the stride-phase GEMMs are uneven
+    # or thin. Each stride phase's GEMM reduces its own taps, and one launch lasts as long as its deepest tiles
+    # (cyclegan_up's k3 s2: phases of 1, 2, 2 and 4 taps; every phase cut to 2 taps ran 0.096 ms against 0.132,
+    # session 19); with few rows a phase cannot fill the GPU unsplit (hifigan_k16s8p4: 8 phases of 256 rows).
+    # The column GEMM's tiles all reduce the in-channels alone, and it has taps / stride-phases times the
+    # phases' outputs to spread. Its costs: a column buffer written and read back, and a second pass, paid off
+    # with 2+ taps a phase (else the columns are y and nothing is gained), 256+ in-channels and 256K+ outputs.
+    # H200, session 20 (docs/h200/session20/): cyclegan_up 0.113 ms against phase_gemm's 0.133,
+    # hifigan_k16s8p4 0.051 against 0.076, stride1_3x3 0.060 against 0.089 (kernel probe, passes alone).
+    ("col2im_gemm_vec4", _COLS_WHEN | {"max_tall_gemm_tiles": FILL}, _COLS_WHY),
+    ("col2im_gemm_vec4", _COLS_WHEN | {"min_phase_imbalance": 1.5}, _COLS_WHY),
     ("phase_gemm", {"adapter": "hardware", "group": ["dense"], "min_in_per_group": 8, "min_out_per_group": 8},
      "a GPU, dense with enough channels: one implicit GEMM per stride phase, 8x8 register blocks, weights "
      "packed once, the reduction split where outputs are few"),

@@ -25,9 +25,18 @@ _env = jinja2.Environment(
 )
 
 
+class _FrozenDict(dict):
+    """A mapping render parameter (a table a template looks values up in), hashable for the render cache."""
+
+    def __hash__(self):
+        return hash(tuple(sorted(self.items())))
+
+
 def _freeze(value):
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return _FrozenDict((k, _freeze(v)) for k, v in value.items())
     return value
 
 

@@ -3,13 +3,14 @@ vec4.wgsl.jinja), its reduction split across workgroups and summed by the fold. 
 splits its rule takes, and every test.json case it covers against the expected outputs in Chromium (SwiftShader),
 with small tiles and splits forced so that partial tiles and uneven splits run."""
 import json
+from pathlib import Path
 
 import pytest
 
 from app.plan import Refusal
 from app.render import render
 from app.shapes import infer
-from app.variants import VARIANTS, gemm
+from app.variants import VARIANTS, cols_gemm, gemm
 from tests.browser_session import run_python
 from tests.test_gpu_caps import h200_caps
 
@@ -27,21 +28,21 @@ def test_a_k3_s2_layer_is_one_gemm_of_every_tap_then_a_fold():
     plan = configured((1, 256, 64, 64), (256, 128, 3, 3), {"strides": [2, 2], "pads": [1] * 4,
                                                           "output_padding": [1, 1]}, bias=True)
     gemm_pass, fold = plan.dispatches
-    assert gemm_pass.template == gemm.COLS_VEC4 and fold.template == gemm.COL2IM_ENTRY[2]
+    assert gemm_pass.template == cols_gemm.COLS_VEC4 and fold.template == gemm.COL2IM_ENTRY[2]
     uniforms = dict(gemm_pass.uniforms)
     assert (uniforms["rows"], uniforms["pixels4"], uniforms["depth"]) == (1152, 1024, 256)
-    # 18 x 32 tiles of 64 x 128 fill the GPU unsplit
-    assert plan.tiles["splits"] == 1 and uniforms["tiles"] == 18 * 32
+    # 18 x 64 tiles of 64 x 64 fill the GPU unsplit
+    assert plan.tiles["splits"] == 1 and uniforms["tiles"] == 18 * 64
     assert plan.scratch == {"cols": 1152 * 4096 * 4}
     assert not fold.params["split"] and fold.params["has_bias"]
     assert ["cols", "read_write", "array<vec4<f32>>"] in gemm_pass.params["bindings"]
 
 
 def test_few_tiles_split_the_reduction_and_the_fold_sums_the_splits():
-    # holdout-shaped pix2pix: 4096 rows x 256 pixels make 128 tiles; 1024 in-channels split in two
+    # 4096 rows x 256 pixels make 256 tiles of 64 x 64 (16K invocations); 1024 in-channels split in two
     plan = configured((1, 1024, 16, 16), (1024, 256, 4, 4), {"strides": [2, 2], "pads": [1] * 4})
     gemm_pass, fold = plan.dispatches
-    assert plan.tiles["splits"] == 2 and dict(gemm_pass.uniforms)["tiles"] == 2 * 128
+    assert plan.tiles["splits"] == 2 and dict(gemm_pass.uniforms)["tiles"] == 2 * 256
     assert fold.params["split"] and dict(fold.uniforms)["splits"] == 2
     assert dict(fold.uniforms)["split_size"] == 4096 * 256
     assert plan.scratch == {"cols": 2 * 4096 * 256 * 4}
@@ -50,8 +51,8 @@ def test_few_tiles_split_the_reduction_and_the_fold_sums_the_splits():
 
 def test_a_split_count_that_would_leave_a_split_empty_is_lowered():
     # 64 in-channels are 4 steps of 16: 8 splits would leave 4 empty, 3 would leave one step for the last
-    assert configured((1, 64, 8, 8), (64, 8, 2, 2), params={"kz": 8}).tiles["splits"] == 4
-    assert configured((1, 64, 8, 8), (64, 8, 2, 2), params={"kz": 3}).tiles["splits"] == 2
+    assert configured((1, 64, 8, 8), (64, 8, 2, 2), params={"kz": 8, "tk": 16}).tiles["splits"] == 4
+    assert configured((1, 64, 8, 8), (64, 8, 2, 2), params={"kz": 3, "tk": 16}).tiles["splits"] == 2
     # shallow reductions stay whole by default
     assert configured((1, 64, 8, 8), (64, 8, 2, 2)).tiles["splits"] == 1
 
@@ -68,18 +69,19 @@ def test_it_refuses_what_its_vectors_cannot_cover(x, w, dtype, words):
 @pytest.mark.parametrize("params, words", [
     ({"rm": 6}, "multiples of 4"),
     ({"tm": 60}, "multiples of 4 dividing"),
-    ({"tk": 4}, "whole number per invocation"),
+    ({"tk": 2}, "whole number per invocation"),
     ({"tm": 256, "tn": 256, "rm": 4, "rn": 4}, "too many invocations"),
     ({"kz": 0}, "positive integers"),
 ])
 def test_tile_shapes_the_template_cannot_take_are_refused(params, words):
     geom = infer((1, 64, 8, 8), (64, 8, 2, 2), None, {}, {"x": "float32", "w": "float32"})
-    t = gemm.COLS_VEC4_SHAPE | {"kz": 1} | params
-    assert words in gemm.cols_vec4_refusal(t, geom, h200_caps())
+    t = cols_gemm.COLS_VEC4_SHAPE | {"kz": 1} | params
+    assert words in cols_gemm.cols_vec4_refusal(t, geom, h200_caps())
 
 
 RUN_FORCED = """
 import json
+from pathlib import Path
 from app import bridge
 json.dumps([await bridge.run_case_at(i, "col2im_gemm_vec4", {params})
             for i, case in enumerate(bridge._cases) if not case["expected_error"]])
@@ -88,9 +90,11 @@ json.dumps([await bridge.run_case_at(i, "col2im_gemm_vec4", {params})
 
 @pytest.mark.browser
 @pytest.mark.parametrize("params, splits", [
-    # 16 x 16 tiles of 4 x 4, 4 in-channels a step: most cases span several tiles, and deep ones 2-5 splits
-    ({"tm": 16, "tn": 16, "rm": 4, "rn": 4, "tk": 4, "kz": 8}, 40),
-    ({"kz": 2, "tk": 8}, 25),
+    # 16 x 16 tiles of 4 x 4, 4 in-channels a step: most cases span several tiles, and deep ones 2-5 splits,
+    # with the fold's attributes as literals and 4 outputs an invocation
+    ({"tm": 16, "tn": 16, "rm": 4, "rn": 4, "tk": 4, "kz": 8, "fr": 4}, 40),
+    # the fold's attributes as uniforms, 2 outputs an invocation
+    ({"kz": 2, "tk": 8, "fc": 0, "fr": 2}, 25),
 ])
 def test_every_case_it_covers_passes_with_small_tiles_and_splits_forced_in_chromium(page, params, splits):
     from tests.test_browser_variants import TEST_JSON
@@ -115,3 +119,40 @@ def test_every_case_it_covers_passes_with_small_tiles_and_splits_forced_in_chrom
                      cases[r["name"]]["attributes"], {k: ins[k]["dtype"] for k in ins})
         split += VARIANT.configured(geom, devices()["swiftshader"], forced=params).tiles["splits"] > 1
     assert split >= splits
+
+
+def _bench_geoms(tiers, dtype="float32"):
+    doc = json.loads((Path(__file__).resolve().parents[1] / "bench.json").read_text())
+    for case in doc["cases"]:
+        if case["tier"] in tiers:
+            b = [case["w"][1] * case["attributes"].get("group", 1)] if case.get("bias") else None
+            yield case["name"], infer(case["x"], case["w"], b, case["attributes"],
+                                      {"x": dtype, "w": dtype} | ({"b": dtype} if b else {}))
+
+
+def test_the_rule_takes_uneven_or_thin_phases_of_two_taps_or_more_on_gpus_in_float32():
+    from app.planner import plan
+    chosen = {name for name, geom in _bench_geoms(("small", "full", "large"))
+              if plan(geom, h200_caps()).variant == "col2im_gemm_vec4"}
+    # k3 s2 (phases of 1-4 taps); stride-1 3x3 and k16 s8 whose phase GEMMs' tiles do not fill the GPU
+    assert chosen == {"cyclegan_up_k3s2p1op1", "stride1_256_3x3", "stride1_3x3", "hifigan_k16s8p4",
+                      "dcgan_batch8_k4s2p1"}
+    # never in float16, and never on a software adapter
+    assert not any(plan(geom, h200_caps()).variant == "col2im_gemm_vec4"
+                   for _, geom in _bench_geoms(("small", "full", "large"), "float16"))
+    software = h200_caps(architecture="swiftshader", is_fallback=True)
+    assert not any(plan(geom, software).variant == "col2im_gemm_vec4"
+                   for _, geom in _bench_geoms(("small", "full", "large")))
+
+
+@pytest.mark.parametrize("kernel, strides, imbalance", [
+    ((3, 3), (2, 2), 16 / 9),  # phases of 1, 2, 2 and 4 taps: mean 9/4
+    ((4, 4), (2, 2), 1.0),
+    ((3,), (1,), 1.0),
+    ((5,), (2,), 1.2),  # phases of 3 and 2 taps
+])
+def test_phase_imbalance_is_the_deepest_phase_over_the_mean(kernel, strides, imbalance):
+    from app.variants.base import phase_imbalance
+    geom = infer((1, 4) + (8,) * len(kernel), (4, 4) + kernel, None, {"strides": list(strides)},
+                 {"x": "float32", "w": "float32"})
+    assert phase_imbalance(geom) == pytest.approx(imbalance)

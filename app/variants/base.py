@@ -49,6 +49,10 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "min_output": ("the output has at least {} elements", lambda g, v: g.y_size >= v),
     "max_tall_gemm_tiles": ("the stride-phase GEMMs' 128 x 64 tiles make fewer than {} workgroups",
                             lambda g, v: tall_gemm_tiles(g) < v),
+    "min_phase_imbalance": ("the deepest stride phase reduces at least {} times the mean phase's taps",
+                            lambda g, v: phase_imbalance(g) >= v),
+    "min_phase_taps": ("the deepest stride phase has at least {} taps", lambda g, v: max_phase_taps(g) >= v),
+    "min_in_size": ("the input has at least {} pixels per channel", lambda g, v: math.prod(g.in_spatial) >= v),
     "bias": ("the request has a bias: {}", lambda g, v: g.has_bias == v),
     "input": ("the input is {} (empty: some dim of x is 0)", lambda g, v: (g.x_size == 0) == (v == "empty")),
     # Kernels that multiply padding zeros are exact only on finite data (app/finite.py).
@@ -223,6 +227,14 @@ def max_phase_taps(geom: ConvGeometry) -> int:
     """Taps of the stride phase with the most: ceil(k / step) along every axis (what one output sums per
     in-channel)."""
     return math.prod(-(-k // axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations))
+
+
+def phase_imbalance(geom: ConvGeometry) -> float:
+    """The deepest stride phase's taps over the mean of the phases that have any (1 where all reduce as many: k a
+    multiple of the stride; cyclegan's k3 s2 in 2D: 4 against 2.25). A launch of all the phase GEMMs at once
+    lasts as long as its deepest tiles."""
+    phases = math.prod(axis_phase(s, d).step for s, d in zip(geom.strides, geom.dilations))
+    return max_phase_taps(geom) * phases / math.prod(geom.kernel)
 
 
 def axis_uniforms(geom: ConvGeometry, closed_form: bool = False) -> list[tuple[str, int]]:

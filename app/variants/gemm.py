@@ -132,7 +132,7 @@ def _col2im_uniforms(geom, taps: int, in_size: int) -> list[tuple[str, int]]:
             + axis_uniforms(geom, closed_form=True))
 
 
-def _sizes(geom, tile_rows: int, tk: int, kz: int = 1) -> dict:
+def col_sizes(geom, tile_rows: int, tk: int, kz: int = 1) -> dict:
     """Element counts and strides of GEMM + col2im's buffers for one request (kz: splits of the reduction,
     each with a column buffer of its own)."""
     taps, in_size = math.prod(geom.kernel), math.prod(geom.in_spatial)
@@ -157,7 +157,7 @@ def buffers_refusal(geom, caps, sizes: dict) -> str | None:
     return None
 
 
-def _weight_pack(rank: int, geom, sizes: dict, max_dim: int):
+def weight_pack_pass(rank: int, geom, sizes: dict, max_dim: int):
     """The cached weight-side pass: W into the GEMM's zero-padded [k][row] panels (w_packed)."""
     uniforms = [("packed_size", sizes["packed"]), ("depth", geom.in_per_group), ("rows", sizes["rows"]),
                 ("depth_padded", sizes["depth_padded"]), ("row_tiles", sizes["row_tiles"]),
@@ -166,14 +166,23 @@ def _weight_pack(rank: int, geom, sizes: dict, max_dim: int):
                     ("w",), ("w_packed",), uniforms, grid(_ceil(sizes["packed"], ELEMENTWISE_WORKGROUP), max_dim))
 
 
-def _fold(rank: int, geom, sizes: dict, max_dim: int, kz: int = 1):
-    """col2im: every output's bias plus the column entries (of every split) that reach it."""
+def fold_pass(rank: int, geom, sizes: dict, max_dim: int, kz: int = 1, baked: bool = False, run: int = 1):
+    """col2im: every output's bias plus the column entries (of every split) that reach it; `baked`: the
+    attributes as literals in the shader (a pipeline per kernel, stride, dilation and pads); `run`: outputs of
+    a row an invocation folds."""
     split = [("splits", kz), ("split_size", sizes["cols"] // kz)] if kz > 1 else []
+    row_runs = _ceil(geom.out_spatial[-1], run)
+    invocations = geom.y_size // geom.out_spatial[-1] * row_runs
+    runs = [("row_runs", row_runs), ("fold_size", invocations)] if run > 1 else []
+    axes = dict(axis_uniforms(geom, closed_form=True))
+    consts = [{name: axes[f"{name}{a}"] for name in ("k", "s", "d", "pad", "step", "gcd", "inv")}
+              for a in range(rank)] if baked else None
     return dispatch(COL2IM_ENTRY[rank], {"rank": rank, "dtype": geom.dtype, "has_bias": geom.has_bias,
-                                         "split": kz > 1, "workgroup_size": ELEMENTWISE_WORKGROUP},
+                                         "split": kz > 1, "consts": consts, "run": run,
+                                         "workgroup_size": ELEMENTWISE_WORKGROUP},
                     ("cols", "b") if geom.has_bias else ("cols",), ("y",),
-                    _col2im_uniforms(geom, sizes["taps"], sizes["in_size"]) + split,
-                    grid(_ceil(geom.y_size, ELEMENTWISE_WORKGROUP), max_dim))
+                    _col2im_uniforms(geom, sizes["taps"], sizes["in_size"]) + split + runs,
+                    grid(_ceil(invocations if run > 1 else geom.y_size, ELEMENTWISE_WORKGROUP), max_dim))
 
 
 def _col2im(rank: int, name: str, shape: dict) -> Variant:
@@ -182,7 +191,7 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
         refusal = workgroup_memory_refusal(need, caps)
         if refusal:
             return Refusal(refusal)
-        sizes = _sizes(geom, _tile_rows(shape), shape["tk"])
+        sizes = col_sizes(geom, _tile_rows(shape), shape["tk"])
         too_big = buffers_refusal(geom, caps, sizes)
         if too_big:
             return Refusal(too_big)
@@ -191,8 +200,8 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
                                               panel_stride=sizes["depth_padded"] * sizes["tile_rows"])
         gemm = dispatch(REG, {"dtype": geom.dtype, "has_bias": False, "weights": "w_packed", "output": "cols"}
                         | shape, ("x", "w_packed"), ("cols",), gemm_uniforms, grid(tiles, max_dim))
-        return Plan((gemm, _fold(rank, geom, sizes, max_dim)), scratch={"cols": sizes["cols"] * COLS_BYTES},
-                    weight_passes=(_weight_pack(rank, geom, sizes, max_dim),),
+        return Plan((gemm, fold_pass(rank, geom, sizes, max_dim)), scratch={"cols": sizes["cols"] * COLS_BYTES},
+                    weight_passes=(weight_pack_pass(rank, geom, sizes, max_dim),),
                     prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
                     tiles=dict(shape), workgroup_bytes=need)
 
@@ -205,100 +214,8 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
         configure=configure, requires=WORKGROUP_MEMORY | BUFFERS)
 
 
-# The vector GEMM into columns (real GPUs, float32): tm x tn tiles of rows x pixels, rm x rn per invocation, tk
-# in-channels a step, the reduction split kz ways. Defaults: the tile of the plain GEMM that ran the conv layers'
-# GEMMs fastest on the H200 (docs/ceiling.md, F-64x128-8x8-k16), split like the stride-phase GEMMs: the smallest
-# kz of COLS_SPLITS that makes phase_gemm's FILL workgroups while each split keeps COLS_MIN_STEPS steps.
-COLS_VEC4 = "conv-transpose-cols-gemm-vec4.wgsl.jinja"
-COLS_VEC4_SHAPE = {"tm": 64, "tn": 128, "rm": 8, "rn": 8, "tk": 16}
-COLS_SPLITS = (1, 2, 4, 8)
-COLS_MIN_STEPS = 8
-COLS_FILL = 256  # as phase_gemm.FILL: about two workgroups per multiprocessor of a large GPU (an H200 has 132)
-
-
-def _cols_workgroups(geom, t: dict) -> int:
-    rows = geom.out_per_group * math.prod(geom.kernel)
-    return geom.batch * geom.group * _ceil(rows, t["tm"]) * _ceil(math.prod(geom.in_spatial), t["tn"])
-
-
-def _cols_splits(geom, t: dict) -> int:
-    """kz for tiles t: the smallest that fills the GPU, keeping COLS_MIN_STEPS steps a split (1 if none)."""
-    steps = _ceil(geom.in_per_group, t["tk"])
-    fits = [kz for kz in COLS_SPLITS if steps // kz >= COLS_MIN_STEPS]
-    workgroups = _cols_workgroups(geom, t)
-    return next((kz for kz in fits if workgroups * kz >= COLS_FILL), fits[-1] if fits else 1)
-
-
-def _cols_defaults(geom, caps) -> dict:
-    t = dict(COLS_VEC4_SHAPE)
-    return t | {"kz": _cols_splits(geom, t)}
-
-
-def cols_vec4_refusal(t: dict, geom, caps) -> str | None:
-    """Why tile shape t of the vector column GEMM cannot run on this device (None when it can)."""
-    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in ("tm", "tn", "rm", "rn", "tk", "kz")):
-        return "tile sizes must be positive integers"
-    if t["rm"] % 4 or t["rn"] % 4 or t["tm"] % t["rm"] or t["tn"] % t["rn"]:
-        return "rm and rn must be multiples of 4 dividing tm and tn"
-    threads = (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
-    if threads > min(caps.limit("maxComputeInvocationsPerWorkgroup"), caps.limit("maxComputeWorkgroupSizeX")):
-        return "too many invocations per workgroup for this device"
-    if (t["tk"] * t["tm"] // 4) % threads or (t["tk"] * t["tn"] // 4) % threads:
-        return "a step's vectors of A and of x must be a whole number per invocation"
-    if _cols_bytes(t) > caps.limit("maxComputeWorkgroupStorageSize"):
-        return "the tiles exceed the device's workgroup memory"
-    return None
-
-
-def _cols_bytes(t: dict) -> int:
-    return 2 * t["tk"] * (t["tm"] + t["tn"]) * 4  # two buffers of a step of A and of x, f32
-
-
-def _cols_vec4() -> Variant:
-    def configure(geom, caps, t: dict) -> Plan | Refusal:
-        in_size = math.prod(geom.in_spatial)
-        if in_size % 4:
-            return Refusal(f"needs input pixels per channel a multiple of 4, for x's rows and the columns' rows "
-                           f"to load and store as vectors (the input has {in_size})")
-        sizes = _sizes(geom, t["tm"], t["tk"])
-        total = sizes["depth_padded"] // t["tk"]
-        per_split = _ceil(total, t["kz"])
-        kz = _ceil(total, per_split)  # no split left empty
-        sizes = _sizes(geom, t["tm"], t["tk"], kz)
-        too_big = buffers_refusal(geom, caps, sizes)
-        if too_big:
-            return Refusal(too_big)
-        max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
-        images = geom.batch * geom.group
-        row_tiles, col_tiles = sizes["row_tiles"], _ceil(in_size, t["tn"])
-        tiles = kz * images * row_tiles * col_tiles
-        uniforms = [("in_channels", geom.in_channels), ("depth", geom.in_per_group), ("rows", sizes["rows"]),
-                    ("pixels4", in_size // 4), ("groups", geom.group), ("images", images), ("row_tiles", row_tiles),
-                    ("col_tiles", col_tiles), ("tiles", tiles), ("a_panel_vecs", sizes["depth_padded"] * t["tm"] // 4),
-                    ("steps", per_split), ("total_steps", total)]
-        vec4 = "array<vec4<f32>>"
-        gemm = dispatch(COLS_VEC4, {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")}, ("x", "w_packed"),
-                        ("cols",), uniforms, grid(tiles, max_dim), types={"x": vec4, "w_packed": vec4, "cols": vec4})
-        return Plan((gemm, _fold(geom.rank, geom, sizes, max_dim, kz)),
-                    scratch={"cols": sizes["cols"] * COLS_BYTES},
-                    weight_passes=(_weight_pack(geom.rank, geom, sizes, max_dim),),
-                    prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
-                    tiles=t | {"splits": kz}, workgroup_bytes=_cols_bytes(t))
-
-    return Variant(
-        name="col2im_gemm_vec4",
-        templates=tuple(dict.fromkeys((*REORDER_ENTRY.values(), COLS_VEC4, *COL2IM_ENTRY.values(), COL2IM))),
-        summary="GEMM + col2im for real GPUs: weights packed once (cached), the column GEMM as a plain row-major "
-                "GEMM of 16-byte loads (every workgroup the same reduction, split along it to fill the GPU), then "
-                "a fold that sums each output's taps and splits",
-        conditions={"rank": [1, 2, 3], "group": ["dense", "grouped"], "input": "nonempty"},
-        configure=configure, dtypes=("float32",), tunable=Tunable(_cols_defaults, cols_vec4_refusal),
-        requires=WORKGROUP_MEMORY | BUFFERS)
-
-
 VARIANTS = (
     _tiled("conv1x1_gemm_tiled", TILE),
     _tiled_reg("conv1x1_gemm_tiled_reg", REG_SHAPE),
     *(_col2im(rank, name, REG_SHAPE) for rank, name in COL2IM_NAMES.items()),
-    _cols_vec4(),
 )

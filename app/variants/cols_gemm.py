@@ -1,0 +1,124 @@
+"""col2im_gemm_vec4: GEMM + col2im for real GPUs, float32 (app/variants/gemm.py has the family's passes: the weight
+pack, the fold). The column GEMM cols[split, n, g, m*taps + t, i] = sum_c W[c, m, t] x[n, c, i] is a plain row-major
+GEMM (templates/conv-transpose-cols-gemm-vec4.wgsl.jinja: 16-byte loads of both operands, two buffers, one barrier
+a step) in which every workgroup walks the same reduction, split across workgroups where the tiles alone do not
+fill the GPU; the fold sums each output's taps and the splits, with the attributes as literals.
+
+Against the stride-phase GEMMs it trades a column buffer of taps x the input's pixels x out-channels (written,
+then read back by the fold) for tiles that are all equally deep and a reduction over in-channels alone: it wins
+where their phases are unequal (k3 s2: 1 to 4 taps) or too few rows to fill the GPU without splitting
+(app/planner.py says where, with the measurements).
+"""
+from __future__ import annotations
+
+import math
+
+from ..plan import Plan, Refusal, dispatch, grid
+from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant
+from .gemm import (COL2IM, COL2IM_ENTRY, COLS_BYTES, REORDER_ENTRY, buffers_refusal, col_sizes, fold_pass,
+                   weight_pack_pass)
+from .phase_gemm import FILL_INVOCATIONS
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+# The vector GEMM into columns (real GPUs, float32): tm x tn tiles of rows x pixels, rm x rn per invocation, tk
+# in-channels a step, the reduction split kz ways; fc: the fold's attributes as literals; fr: outputs a fold
+# invocation sums. H200, session 20 (docs/h200/session20/): 64 x 64 tiles of 8 x 8, a step of 8, were the fastest
+# or within 4% of it on 8 of the 10 `large` and `full` layers swept (24 tile shapes each); literals took
+# cyclegan_up's fold from 0.071 to 0.028 ms. Splits: the smallest kz of COLS_SPLITS that makes phase_gemm's
+# FILL_INVOCATIONS, keeping COLS_MIN_STEPS steps a split (on the sweep's unsplit GEMMs of 16K invocations, kz 2
+# won: `full` hifigan_k16s8p4 0.063 ms against 0.073, dcgan_batch8 0.047 against 0.051).
+COLS_VEC4 = "conv-transpose-cols-gemm-vec4.wgsl.jinja"
+COLS_VEC4_SHAPE = {"tm": 64, "tn": 64, "rm": 8, "rn": 8, "tk": 8, "fc": 1, "fr": 4}
+COLS_SPLITS = (1, 2, 4, 8)
+COLS_MIN_STEPS = 8
+
+
+def _cols_invocations(geom, t: dict) -> int:
+    rows = geom.out_per_group * math.prod(geom.kernel)
+    tiles = geom.batch * geom.group * ceil_div(rows, t["tm"]) * ceil_div(math.prod(geom.in_spatial), t["tn"])
+    return tiles * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
+
+
+def _cols_splits(geom, t: dict) -> int:
+    """kz for tiles t: the smallest that fills the GPU, keeping COLS_MIN_STEPS steps a split (1 if none)."""
+    steps = ceil_div(geom.in_per_group, t["tk"])
+    fits = [kz for kz in COLS_SPLITS if steps // kz >= COLS_MIN_STEPS]
+    invocations = _cols_invocations(geom, t)
+    return next((kz for kz in fits if invocations * kz >= FILL_INVOCATIONS), fits[-1] if fits else 1)
+
+
+def _cols_defaults(geom, caps) -> dict:
+    t = dict(COLS_VEC4_SHAPE)
+    return t | {"kz": _cols_splits(geom, t)}
+
+
+def cols_vec4_refusal(t: dict, geom, caps) -> str | None:
+    """Why tile shape t of the vector column GEMM cannot run on this device (None when it can)."""
+    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in ("tm", "tn", "rm", "rn", "tk", "kz")):
+        return "tile sizes must be positive integers"
+    if t.get("fc") not in (0, 1):
+        return "fc (the fold's attributes as literals) is 0 or 1"
+    if t.get("fr") not in (1, 2, 4, 8):
+        return "fr (outputs an invocation of the fold sums) is 1, 2, 4 or 8"
+    if t["rm"] % 4 or t["rn"] % 4 or t["tm"] % t["rm"] or t["tn"] % t["rn"]:
+        return "rm and rn must be multiples of 4 dividing tm and tn"
+    threads = (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
+    if threads > min(caps.limit("maxComputeInvocationsPerWorkgroup"), caps.limit("maxComputeWorkgroupSizeX")):
+        return "too many invocations per workgroup for this device"
+    if (t["tk"] * t["tm"] // 4) % threads or (t["tk"] * t["tn"] // 4) % threads:
+        return "a step's vectors of A and of x must be a whole number per invocation"
+    if _cols_bytes(t) > caps.limit("maxComputeWorkgroupStorageSize"):
+        return "the tiles exceed the device's workgroup memory"
+    return None
+
+
+def _cols_bytes(t: dict) -> int:
+    return 2 * t["tk"] * (t["tm"] + t["tn"]) * 4  # two buffers of a step of A and of x, f32
+
+
+def _variant() -> Variant:
+    def configure(geom, caps, t: dict) -> Plan | Refusal:
+        in_size = math.prod(geom.in_spatial)
+        if in_size % 4:
+            return Refusal(f"needs input pixels per channel a multiple of 4, for x's rows and the columns' rows "
+                           f"to load and store as vectors (the input has {in_size})")
+        sizes = col_sizes(geom, t["tm"], t["tk"])
+        total = sizes["depth_padded"] // t["tk"]
+        per_split = ceil_div(total, t["kz"])
+        kz = ceil_div(total, per_split)  # no split left empty
+        sizes = col_sizes(geom, t["tm"], t["tk"], kz)
+        too_big = buffers_refusal(geom, caps, sizes)
+        if too_big:
+            return Refusal(too_big)
+        max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
+        images = geom.batch * geom.group
+        row_tiles, col_tiles = sizes["row_tiles"], ceil_div(in_size, t["tn"])
+        tiles = kz * images * row_tiles * col_tiles
+        uniforms = [("in_channels", geom.in_channels), ("depth", geom.in_per_group), ("rows", sizes["rows"]),
+                    ("pixels4", in_size // 4), ("groups", geom.group), ("images", images), ("row_tiles", row_tiles),
+                    ("col_tiles", col_tiles), ("tiles", tiles), ("a_panel_vecs", sizes["depth_padded"] * t["tm"] // 4),
+                    ("steps", per_split), ("total_steps", total)]
+        vec4 = "array<vec4<f32>>"
+        gemm = dispatch(COLS_VEC4, {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")}, ("x", "w_packed"),
+                        ("cols",), uniforms, grid(tiles, max_dim), types={"x": vec4, "w_packed": vec4, "cols": vec4})
+        return Plan((gemm, fold_pass(geom.rank, geom, sizes, max_dim, kz, baked=t["fc"] == 1, run=t["fr"])),
+                    scratch={"cols": sizes["cols"] * COLS_BYTES},
+                    weight_passes=(weight_pack_pass(geom.rank, geom, sizes, max_dim),),
+                    prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
+                    tiles=t | {"splits": kz}, workgroup_bytes=_cols_bytes(t))
+
+    return Variant(
+        name="col2im_gemm_vec4",
+        templates=tuple(dict.fromkeys((*REORDER_ENTRY.values(), COLS_VEC4, *COL2IM_ENTRY.values(), COL2IM))),
+        summary="GEMM + col2im for real GPUs: weights packed once (cached), the column GEMM as a plain row-major "
+                "GEMM of 16-byte loads (every workgroup the same reduction, split along it to fill the GPU), then "
+                "a fold that sums each output's taps and splits",
+        conditions={"rank": [1, 2, 3], "group": ["dense", "grouped"], "input": "nonempty"},
+        configure=configure, dtypes=("float32",), tunable=Tunable(_cols_defaults, cols_vec4_refusal),
+        requires=WORKGROUP_MEMORY | BUFFERS)
+
+
+VARIANTS = (_variant(),)
