@@ -28,7 +28,7 @@ def test_a_k3_s2_layer_is_one_gemm_of_every_tap_then_a_fold():
     plan = configured((1, 256, 64, 64), (256, 128, 3, 3), {"strides": [2, 2], "pads": [1] * 4,
                                                           "output_padding": [1, 1]}, bias=True)
     gemm_pass, fold = plan.dispatches
-    assert gemm_pass.template == cols_gemm.COLS_VEC4 and fold.template == gemm.COL2IM_ENTRY[2]
+    assert gemm_pass.template == cols_gemm.COLS_VEC4 and fold.template == cols_gemm.COL2IM_CELLS
     uniforms = dict(gemm_pass.uniforms)
     assert (uniforms["rows"], uniforms["pixels4"], uniforms["depth"]) == (1152, 1024, 256)
     # 18 x 64 tiles of 64 x 64 fill the GPU unsplit
@@ -47,6 +47,24 @@ def test_few_tiles_split_the_reduction_and_the_fold_sums_the_splits():
     assert dict(fold.uniforms)["split_size"] == 4096 * 256
     assert plan.scratch == {"cols": 2 * 4096 * 256 * 4}
     assert "for (var s = 0; s < p.splits; s += 1)" in render(fold.template, fold.params)
+    literal = configured((1, 1024, 16, 16), (1024, 256, 4, 4), {"strides": [2, 2], "pads": [1] * 4},
+                         params={"fc": 1}).dispatches[1]
+    assert literal.template == gemm.COL2IM_ENTRY[2] and dict(literal.uniforms)["splits"] == 2
+    assert "for (var s = 0; s < p.splits; s += 1)" in render(literal.template, literal.params)
+
+
+def test_the_cells_fold_lists_each_phase_with_the_taps_that_reach_it():
+    # k3 s2 p1: output 2c + j, t = 2c + j + 1; phase 0 takes tap 1 from c; phase 1 taps 0 (from c + 1) and 2 (c)
+    geom = infer((1, 256, 8), (256, 8, 3), None, {"strides": [2], "pads": [1, 1]}, {"x": "float32", "w": "float32"})
+    assert cols_gemm.cell_phases(geom) == [{"j": [0], "taps": [[1, [0]]]},
+                                           {"j": [1], "taps": [[0, [1]], [2, [0]]]}]
+    # every tap of the kernel once, in 2D too
+    geom = infer((1, 256, 8, 8), (256, 8, 3, 3), None, {"strides": [2, 2], "pads": [1] * 4},
+                 {"x": "float32", "w": "float32"})
+    assert sorted(tap for phase in cols_gemm.cell_phases(geom) for tap, _ in phase["taps"]) == list(range(9))
+    # a kernel past the bound folds with literals
+    big = configured((1, 256, 16), (256, 8, 80), {"strides": [8]})
+    assert big.tiles["fc"] == 1 and big.dispatches[1].template == gemm.COL2IM
 
 
 def test_a_split_count_that_would_leave_a_split_empty_is_lowered():
@@ -72,6 +90,7 @@ def test_it_refuses_what_its_vectors_cannot_cover(x, w, dtype, words):
     ({"tk": 2}, "whole number per invocation"),
     ({"tm": 256, "tn": 256, "rm": 4, "rn": 4}, "too many invocations"),
     ({"kz": 0}, "positive integers"),
+    ({"fc": 3}, "fc (the fold"),
 ])
 def test_tile_shapes_the_template_cannot_take_are_refused(params, words):
     geom = infer((1, 64, 8, 8), (64, 8, 2, 2), None, {}, {"x": "float32", "w": "float32"})
@@ -91,8 +110,10 @@ json.dumps([await bridge.run_case_at(i, "col2im_gemm_vec4", {params})
 @pytest.mark.browser
 @pytest.mark.parametrize("params, splits", [
     # 16 x 16 tiles of 4 x 4, 4 in-channels a step: most cases span several tiles, and deep ones 2-5 splits,
-    # with the fold's attributes as literals and 4 outputs an invocation
-    ({"tm": 16, "tn": 16, "rm": 4, "rn": 4, "tk": 4, "kz": 8, "fr": 4}, 40),
+    # with the fold by cells (its default where the kernel fits it, literals elsewhere)
+    ({"tm": 16, "tn": 16, "rm": 4, "rn": 4, "tk": 4, "kz": 8}, 40),
+    # the fold's attributes as literals, 4 outputs an invocation
+    ({"tm": 16, "tn": 16, "rm": 4, "rn": 4, "tk": 4, "kz": 3, "fc": 1, "fr": 4}, 40),
     # the fold's attributes as uniforms, 2 outputs an invocation
     ({"kz": 2, "tk": 8, "fc": 0, "fr": 2}, 25),
 ])

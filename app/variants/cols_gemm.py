@@ -11,12 +11,13 @@ where their phases are unequal (k3 s2: 1 to 4 taps) or too few rows to fill the 
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant
-from .gemm import (COL2IM, COL2IM_ENTRY, COLS_BYTES, REORDER_ENTRY, buffers_refusal, col_sizes, fold_pass,
-                   weight_pack_pass)
+from .gemm import (COL2IM, COL2IM_ENTRY, COLS_BYTES, ELEMENTWISE_WORKGROUP, REORDER_ENTRY, buffers_refusal, col_sizes,
+                   fold_pass, weight_pack_pass)
 from .phase_gemm import FILL_INVOCATIONS
 
 
@@ -24,14 +25,18 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 # The vector GEMM into columns (real GPUs, float32): tm x tn tiles of rows x pixels, rm x rn per invocation, tk
-# in-channels a step, the reduction split kz ways; fc: the fold's attributes as literals; fr: outputs a fold
-# invocation sums. H200, session 20 (docs/h200/session20/): 64 x 64 tiles of 8 x 8, a step of 8, were the fastest
+# in-channels a step, the reduction split kz ways; fc: the fold, 0 with the attributes as uniforms, 1 as literals, 2
+# by cells (every tap written out; kernels of up to CELL_MAX_TAPS taps and strides of CELL_MAX_PHASES phases); fr:
+# outputs a fold invocation sums (fc 0 and 1). H200, session 20 (docs/h200/session20/): 64 x 64 tiles of 8 x 8, a step of 8, were the fastest
 # or within 4% of it on 8 of the 10 `large` and `full` layers swept (24 tile shapes each); literals took
 # cyclegan_up's fold from 0.071 to 0.028 ms. Splits: the smallest kz of COLS_SPLITS that makes phase_gemm's
 # FILL_INVOCATIONS, keeping COLS_MIN_STEPS steps a split (on the sweep's unsplit GEMMs of 16K invocations, kz 2
 # won: `full` hifigan_k16s8p4 0.063 ms against 0.073, dcgan_batch8 0.047 against 0.051).
 COLS_VEC4 = "conv-transpose-cols-gemm-vec4.wgsl.jinja"
-COLS_VEC4_SHAPE = {"tm": 64, "tn": 64, "rm": 8, "rn": 8, "tk": 8, "fc": 1, "fr": 4}
+COLS_VEC4_SHAPE = {"tm": 64, "tn": 64, "rm": 8, "rn": 8, "tk": 8, "fc": 2, "fr": 4}
+COL2IM_CELLS = "conv-transpose-col2im-cells.wgsl.jinja"
+CELL_MAX_TAPS = 64
+CELL_MAX_PHASES = 64
 COLS_SPLITS = (1, 2, 4, 8)
 COLS_MIN_STEPS = 8
 
@@ -51,16 +56,55 @@ def _cols_splits(geom, t: dict) -> int:
 
 
 def _cols_defaults(geom, caps) -> dict:
-    t = dict(COLS_VEC4_SHAPE)
+    t = dict(COLS_VEC4_SHAPE) | ({} if cells_fit(geom) else {"fc": 1})
     return t | {"kz": _cols_splits(geom, t)}
+
+
+def cells_fit(geom) -> bool:
+    return math.prod(geom.kernel) <= CELL_MAX_TAPS and math.prod(geom.strides) <= CELL_MAX_PHASES
+
+
+def cell_phases(geom) -> list[dict]:
+    """The cells fold's body: per combination of stride phases j (one per axis), the taps that reach output
+    c*s + j, each as its flat tap index and its input offsets from c, where k*d = j + pad (mod s)."""
+    per_axis = [[[(k, (j + pad - k * d) // s) for k in range(size) if (j + pad - k * d) % s == 0] for j in range(s)]
+                for size, s, d, pad in zip(geom.kernel, geom.strides, geom.dilations, geom.pads_begin)]
+    phases = []
+    for js in itertools.product(*(range(s) for s in geom.strides)):
+        taps = []
+        for combo in itertools.product(*(per_axis[a][j] for a, j in enumerate(js))):
+            flat = 0
+            for size, (k, _) in zip(geom.kernel, combo):
+                flat = flat * size + k
+            taps.append([flat, [offset for _, offset in combo]])
+        phases.append({"j": list(js), "taps": taps})
+    return phases
+
+
+def cells_fold_pass(geom, sizes: dict, max_dim: int, kz: int):
+    """The fold by cells: one invocation per cell of prod(strides) outputs, every tap written out."""
+    cells = [-(-o // s) for o, s in zip(geom.out_spatial, geom.strides)]
+    count = geom.batch * geom.out_channels * math.prod(cells)
+    uniforms = ([("cell_count", count), ("out_channels", geom.out_channels), ("taps", sizes["taps"]),
+                 ("in_size", sizes["in_size"]), ("out_size", math.prod(geom.out_spatial))]
+                + [(f"{name}{a}", v[a]) for a in range(geom.rank)
+                   for name, v in (("cells", cells), ("in", geom.in_spatial), ("out", geom.out_spatial))]
+                + ([("splits", kz), ("split_size", sizes["cols"] // kz)] if kz > 1 else []))
+    params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias, "split": kz > 1,
+              "phases": cell_phases(geom), "strides": list(geom.strides), "workgroup_size": ELEMENTWISE_WORKGROUP}
+    return dispatch(COL2IM_CELLS, params, ("cols", "b") if geom.has_bias else ("cols",), ("y",), uniforms,
+                    grid(ceil_div(count, ELEMENTWISE_WORKGROUP), max_dim))
 
 
 def cols_vec4_refusal(t: dict, geom, caps) -> str | None:
     """Why tile shape t of the vector column GEMM cannot run on this device (None when it can)."""
     if any(not isinstance(t.get(k), int) or t[k] < 1 for k in ("tm", "tn", "rm", "rn", "tk", "kz")):
         return "tile sizes must be positive integers"
-    if t.get("fc") not in (0, 1):
-        return "fc (the fold's attributes as literals) is 0 or 1"
+    if t.get("fc") not in (0, 1, 2):
+        return "fc (the fold: attributes as uniforms, as literals, by cells) is 0, 1 or 2"
+    if t["fc"] == 2 and not cells_fit(geom):
+        return (f"fc 2 (the fold by cells) writes every tap out: kernels of up to {CELL_MAX_TAPS} taps and strides of "
+                f"up to {CELL_MAX_PHASES} phases")
     if t.get("fr") not in (1, 2, 4, 8):
         return "fr (outputs an invocation of the fold sums) is 1, 2, 4 or 8"
     if t["rm"] % 4 or t["rn"] % 4 or t["tm"] % t["rm"] or t["tn"] % t["rn"]:
@@ -104,7 +148,9 @@ def _variant() -> Variant:
         vec4 = "array<vec4<f32>>"
         gemm = dispatch(COLS_VEC4, {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")}, ("x", "w_packed"),
                         ("cols",), uniforms, grid(tiles, max_dim), types={"x": vec4, "w_packed": vec4, "cols": vec4})
-        return Plan((gemm, fold_pass(geom.rank, geom, sizes, max_dim, kz, baked=t["fc"] == 1, run=t["fr"])),
+        fold = (cells_fold_pass(geom, sizes, max_dim, kz) if t["fc"] == 2
+                else fold_pass(geom.rank, geom, sizes, max_dim, kz, baked=t["fc"] == 1, run=t["fr"]))
+        return Plan((gemm, fold),
                     scratch={"cols": sizes["cols"] * COLS_BYTES},
                     weight_passes=(weight_pack_pass(geom.rank, geom, sizes, max_dim),),
                     prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
@@ -112,7 +158,7 @@ def _variant() -> Variant:
 
     return Variant(
         name="col2im_gemm_vec4",
-        templates=tuple(dict.fromkeys((*REORDER_ENTRY.values(), COLS_VEC4, *COL2IM_ENTRY.values(), COL2IM))),
+        templates=tuple(dict.fromkeys((*REORDER_ENTRY.values(), COLS_VEC4, COL2IM_CELLS, *COL2IM_ENTRY.values(), COL2IM))),
         summary="GEMM + col2im for real GPUs: weights packed once (cached), the column GEMM as a plain row-major "
                 "GEMM of 16-byte loads (every workgroup the same reduction, split along it to fill the GPU), then "
                 "a fold that sums each output's taps and splits",
