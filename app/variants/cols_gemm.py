@@ -18,6 +18,7 @@ from ..plan import Plan, Refusal, dispatch, grid
 from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant
 from .gemm import (COL2IM, COL2IM_ENTRY, COLS_BYTES, ELEMENTWISE_WORKGROUP, REORDER_ENTRY, buffers_refusal, col_sizes,
                    fold_pass, weight_pack_pass)
+from . import phase_gemm_sgmat as sgmat
 from .phase_gemm import FILL_INVOCATIONS
 
 
@@ -100,13 +101,8 @@ def cols_vec4_refusal(t: dict, geom, caps) -> str | None:
     """Why tile shape t of the vector column GEMM cannot run on this device (None when it can)."""
     if any(not isinstance(t.get(k), int) or t[k] < 1 for k in ("tm", "tn", "rm", "rn", "tk", "kz")):
         return "tile sizes must be positive integers"
-    if t.get("fc") not in (0, 1, 2):
-        return "fc (the fold: attributes as uniforms, as literals, by cells) is 0, 1 or 2"
-    if t["fc"] == 2 and not cells_fit(geom):
-        return (f"fc 2 (the fold by cells) writes every tap out: kernels of up to {CELL_MAX_TAPS} taps and strides of "
-                f"up to {CELL_MAX_PHASES} phases")
-    if t.get("fr") not in (1, 2, 4, 8):
-        return "fr (outputs an invocation of the fold sums) is 1, 2, 4 or 8"
+    if why := fold_refusal(t, geom):
+        return why
     if t["rm"] % 4 or t["rn"] % 4 or t["tm"] % t["rm"] or t["tn"] % t["rn"]:
         return "rm and rn must be multiples of 4 dividing tm and tn"
     threads = (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
@@ -123,48 +119,141 @@ def _cols_bytes(t: dict) -> int:
     return 2 * t["tk"] * (t["tm"] + t["tn"]) * 4  # two buffers of a step of A and of x, f32
 
 
-def _variant() -> Variant:
-    def configure(geom, caps, t: dict) -> Plan | Refusal:
-        in_size = math.prod(geom.in_spatial)
-        if in_size % 4:
-            return Refusal(f"needs input pixels per channel a multiple of 4, for x's rows and the columns' rows "
-                           f"to load and store as vectors (the input has {in_size})")
-        sizes = col_sizes(geom, t["tm"], t["tk"])
-        total = sizes["depth_padded"] // t["tk"]
-        per_split = ceil_div(total, t["kz"])
-        kz = ceil_div(total, per_split)  # no split left empty
-        sizes = col_sizes(geom, t["tm"], t["tk"], kz)
-        too_big = buffers_refusal(geom, caps, sizes)
-        if too_big:
-            return Refusal(too_big)
-        max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
-        images = geom.batch * geom.group
-        row_tiles, col_tiles = sizes["row_tiles"], ceil_div(in_size, t["tn"])
-        tiles = kz * images * row_tiles * col_tiles
-        uniforms = [("in_channels", geom.in_channels), ("depth", geom.in_per_group), ("rows", sizes["rows"]),
-                    ("pixels4", in_size // 4), ("groups", geom.group), ("images", images), ("row_tiles", row_tiles),
-                    ("col_tiles", col_tiles), ("tiles", tiles), ("a_panel_vecs", sizes["depth_padded"] * t["tm"] // 4),
-                    ("steps", per_split), ("total_steps", total)]
-        vec4 = "array<vec4<f32>>"
-        gemm = dispatch(COLS_VEC4, {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")}, ("x", "w_packed"),
-                        ("cols",), uniforms, grid(tiles, max_dim), types={"x": vec4, "w_packed": vec4, "cols": vec4})
-        fold = (cells_fold_pass(geom, sizes, max_dim, kz) if t["fc"] == 2
-                else fold_pass(geom.rank, geom, sizes, max_dim, kz, baked=t["fc"] == 1, run=t["fr"]))
-        return Plan((gemm, fold),
-                    scratch={"cols": sizes["cols"] * COLS_BYTES},
-                    weight_passes=(weight_pack_pass(geom.rank, geom, sizes, max_dim),),
-                    prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
-                    tiles=t | {"splits": kz}, workgroup_bytes=_cols_bytes(t))
-
-    return Variant(
-        name="col2im_gemm_vec4",
-        templates=tuple(dict.fromkeys((*REORDER_ENTRY.values(), COLS_VEC4, COL2IM_CELLS, *COL2IM_ENTRY.values(), COL2IM))),
-        summary="GEMM + col2im for real GPUs: weights packed once (cached), the column GEMM as a plain row-major "
-                "GEMM of 16-byte loads (every workgroup the same reduction, split along it to fill the GPU), then "
-                "a fold that sums each output's taps and splits",
-        conditions={"rank": [1, 2, 3], "group": ["dense", "grouped"], "input": "nonempty"},
-        configure=configure, dtypes=("float32",), tunable=Tunable(_cols_defaults, cols_vec4_refusal),
-        requires=WORKGROUP_MEMORY | BUFFERS)
+def fold_refusal(t: dict, geom) -> str | None:
+    """Why the fold params of t cannot run for this request (None when they can)."""
+    if t.get("fc") not in (0, 1, 2):
+        return "fc (the fold: attributes as uniforms, as literals, by cells) is 0, 1 or 2"
+    if t["fc"] == 2 and not cells_fit(geom):
+        return (f"fc 2 (the fold by cells) writes every tap out: kernels of up to {CELL_MAX_TAPS} taps and strides of "
+                f"up to {CELL_MAX_PHASES} phases")
+    if t.get("fr") not in (1, 2, 4, 8):
+        return "fr (outputs an invocation of the fold sums) is 1, 2, 4 or 8"
+    return None
 
 
-VARIANTS = (_variant(),)
+def cols_plan(geom, caps, t: dict, template: str, params: dict, tm: int, tks: int, workgroup_bytes: int,
+              cols_view: str, extra_uniforms=()) -> Plan | Refusal:
+    """GEMM + col2im with the column GEMM `template` on tm-row tiles of tks in-channels a step (t: the tiles,
+    the split and the fold; cols_view: how the GEMM binds the columns): the weight pack, the GEMM, the fold."""
+    in_size = math.prod(geom.in_spatial)
+    if in_size % 4:
+        return Refusal(f"needs input pixels per channel a multiple of 4, for x's rows and the columns' rows "
+                       f"to load and store as vectors (the input has {in_size})")
+    sizes = col_sizes(geom, tm, tks)
+    total = sizes["depth_padded"] // tks
+    per_split = ceil_div(total, t["kz"])
+    kz = ceil_div(total, per_split)  # no split left empty
+    sizes = col_sizes(geom, tm, tks, kz)
+    too_big = buffers_refusal(geom, caps, sizes)
+    if too_big:
+        return Refusal(too_big)
+    max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
+    images = geom.batch * geom.group
+    row_tiles, col_tiles = sizes["row_tiles"], ceil_div(in_size, params["tn"])
+    tiles = kz * images * row_tiles * col_tiles
+    uniforms = [("in_channels", geom.in_channels), ("depth", geom.in_per_group), ("rows", sizes["rows"]),
+                ("pixels4", in_size // 4), ("groups", geom.group), ("images", images), ("row_tiles", row_tiles),
+                ("col_tiles", col_tiles), ("tiles", tiles), ("a_panel_vecs", sizes["depth_padded"] * tm // 4),
+                ("steps", per_split), ("total_steps", total), *extra_uniforms]
+    vec4 = "array<vec4<T>>"
+    types = {"x": vec4, "w_packed": vec4, "cols": cols_view}
+    gemm = dispatch(template, params, ("x", "w_packed"), ("cols",), uniforms, grid(tiles, max_dim), types=types)
+    fold = (cells_fold_pass(geom, sizes, max_dim, kz) if t["fc"] == 2
+            else fold_pass(geom.rank, geom, sizes, max_dim, kz, baked=t["fc"] == 1, run=t["fr"]))
+    return Plan((gemm, fold), scratch={"cols": sizes["cols"] * COLS_BYTES},
+                weight_passes=(weight_pack_pass(geom.rank, geom, sizes, max_dim),),
+                prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
+                tiles=t | {"splits": kz}, workgroup_bytes=workgroup_bytes)
+
+
+def _vec4_configure(geom, caps, t: dict) -> Plan | Refusal:
+    return cols_plan(geom, caps, t, COLS_VEC4, {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")}, t["tm"], t["tk"],
+                     _cols_bytes(t), "array<vec4<f32>>")
+
+
+VEC4 = Variant(
+    name="col2im_gemm_vec4",
+    templates=tuple(dict.fromkeys((*REORDER_ENTRY.values(), COLS_VEC4, COL2IM_CELLS, *COL2IM_ENTRY.values(), COL2IM))),
+    summary="GEMM + col2im for real GPUs: weights packed once (cached), the column GEMM as a plain row-major "
+            "GEMM of 16-byte loads (every workgroup the same reduction, split along it to fill the GPU), then "
+            "a fold that sums each output's taps and splits",
+    conditions={"rank": [1, 2, 3], "group": ["dense", "grouped"], "input": "nonempty"},
+    configure=_vec4_configure, dtypes=("float32",), tunable=Tunable(_cols_defaults, cols_vec4_refusal),
+    requires=WORKGROUP_MEMORY | BUFFERS)
+
+
+# The column GEMM on subgroup matrices (float16, f16 components, f32 results): sg_m x sg_n subgroups of cm x cn
+# result matrices, kb matrix K-blocks a step. Defaults: the ceiling's fastest structure (docs/ceiling.md: 2 x 2
+# subgroups of 4 x 4 matrices, 128 x 128 tiles), one K-block a step in two buffers; split like the vector GEMM.
+COLS_SGMAT = "conv-transpose-cols-gemm-sgmat.wgsl.jinja"
+COLS_SGMAT_SHAPE = {"sg_m": 2, "sg_n": 2, "cm": 4, "cn": 4, "kb": 1, "fc": 2, "fr": 4}
+
+
+def _sgmat_shape(t: dict, caps) -> tuple[dict, int, int, int, int] | None:
+    config = sgmat.matrix_config("float16", caps)
+    if config is None or config["componentType"] != "f16":
+        return None
+    threads = t["sg_m"] * t["sg_n"] * sgmat.subgroup_size(caps)
+    return config, t["sg_m"] * t["cm"] * config["M"], t["sg_n"] * t["cn"] * config["N"], t["kb"] * config["K"], threads
+
+
+def _sgmat_defaults(geom, caps) -> dict:
+    t = dict(COLS_SGMAT_SHAPE) | ({} if cells_fit(geom) else {"fc": 1})
+    shape = _sgmat_shape(t, caps)
+    if shape is None:
+        return t | {"kz": 1}
+    _, tm, tn, tks, threads = shape
+    tiles = geom.batch * geom.group * ceil_div(geom.out_per_group * math.prod(geom.kernel), tm) * ceil_div(
+        math.prod(geom.in_spatial), tn)
+    steps = ceil_div(geom.in_per_group, tks)
+    fits = [kz for kz in COLS_SPLITS if steps // kz >= COLS_MIN_STEPS]
+    kz = next((kz for kz in fits if tiles * threads * kz >= FILL_INVOCATIONS), fits[-1] if fits else 1)
+    return t | {"kz": kz}
+
+
+def _sgmat_bytes(tm: int, tn: int, tks: int) -> int:
+    return 2 * tks * (tm + 8 + tn + 8) * 2  # two buffers of a step of A and of x, f16, rows padded by 16 bytes
+
+
+def cols_sgmat_refusal(t: dict, geom, caps) -> str | None:
+    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in ("sg_m", "sg_n", "cm", "cn", "kb", "kz")):
+        return "tile sizes must be positive integers"
+    if why := fold_refusal(t, geom):
+        return why
+    shape = _sgmat_shape(t, caps)
+    if shape is None:
+        return "needs subgroup matrices of f16 components with f32 results"
+    config, tm, tn, tks, threads = shape
+    if why := sgmat.subgroups_refusal(t["sg_m"] * t["sg_n"], caps, config):
+        return why
+    if (tks * tm // 4) % threads or (tks * tn // 4) % threads:
+        return "a step's vectors of A and of x must be a whole number per invocation"
+    if _sgmat_bytes(tm, tn, tks) > caps.limit("maxComputeWorkgroupStorageSize"):
+        return "the tiles exceed the device's workgroup memory"
+    return None
+
+
+def _sgmat_configure(geom, caps, t: dict) -> Plan | Refusal:
+    config, tm, tn, tks, _ = _sgmat_shape(t, caps)
+    rows, pixels = geom.out_per_group * math.prod(geom.kernel), math.prod(geom.in_spatial)
+    if rows % config["M"] or pixels % config["N"]:
+        return Refusal(f"needs out-channels x taps a multiple of {config['M']} and input pixels of {config['N']}: the "
+                       f"result matrices are stored whole (here {rows} and {pixels})")
+    params = {k: t[k] for k in ("sg_m", "sg_n", "cm", "cn", "kb")} | {
+        "sm": config["M"], "sn": config["N"], "sk": config["K"], "subgroup_size": sgmat.subgroup_size(caps),
+        "tm": tm, "tn": tn}
+    # the matrix stores take the columns as f32 elements
+    return cols_plan(geom, caps, t, COLS_SGMAT, params, tm, tks, _sgmat_bytes(tm, tn, tks), "array<f32>",
+                     extra_uniforms=[("pixels", pixels)])
+
+
+SGMAT = Variant(
+    name="col2im_gemm_sgmat",
+    templates=tuple(dict.fromkeys((*REORDER_ENTRY.values(), COLS_SGMAT, COL2IM_CELLS, *COL2IM_ENTRY.values(), COL2IM))),
+    summary="GEMM + col2im on tensor cores (float16): the column GEMM on subgroup matrices, f32 columns, the fold "
+            "by cells",
+    conditions={"rank": [1, 2, 3], "group": ["dense", "grouped"], "input": "nonempty"},
+    configure=_sgmat_configure, features=sgmat.FEATURES, dtypes=("float16",),
+    tunable=Tunable(_sgmat_defaults, cols_sgmat_refusal), requires=WORKGROUP_MEMORY | BUFFERS)
+
+VARIANTS = (VEC4, SGMAT)

@@ -42,7 +42,7 @@ ABLATIONS.push(["f32: no multiplies", /fma\(vec4<f32>\(a\d+\[\d\]\), b\d+, (acc\
   ["f32: no y stores", /if \((col\d+_\d+) < m_left\) \{/g, "if ($1 < m_left && p.tiles < 0) {"]);
 // GEMM + col2im with the vector column GEMM (col2im_gemm_vec4): the GEMM alone (the fold returns at once), the fold
 // alone (every GEMM workgroup returns at once), the GEMM without its column stores.
-ABLATIONS.push(["cols: GEMM only", /if \(index >= p\.y_size\) \{/, "if (index >= 0) {"],
+ABLATIONS.push(["cols: GEMM only", /if \(index >= p\.(y_size|cell_count|fold_size)\) \{/, "if (index >= 0) {"],
   ["cols: fold only", /if \(tile >= p\.tiles\) \{/, "if (tile >= 0) {"],
   ["cols: no column stores", /if \((col_tile \* \d+ \+ tx \+ \d+ < p\.pixels4)\) \{/g, "if ($1 && p.tiles < 0) {"]);
 // The phase GEMMs' workgroups in another order of phases: PHASE_ORDERS="3,1,0,2;3,2,1,0" (each a permutation of
