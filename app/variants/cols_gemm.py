@@ -167,6 +167,8 @@ def cols_plan(geom, caps, t: dict, template: str, params: dict, tm: int, tks: in
 
 
 def _vec4_configure(geom, caps, t: dict) -> Plan | Refusal:
+    if why := cols_vec4_refusal(t, geom, caps):  # the defaults too: a device may lack what they need
+        return Refusal(why)
     return cols_plan(geom, caps, t, COLS_VEC4, {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")}, t["tm"], t["tk"],
                      _cols_bytes(t), "array<vec4<f32>>")
 
@@ -234,6 +236,8 @@ def cols_sgmat_refusal(t: dict, geom, caps) -> str | None:
 
 
 def _sgmat_configure(geom, caps, t: dict) -> Plan | Refusal:
+    if why := cols_sgmat_refusal(t, geom, caps):  # the defaults too: a device may lack what they need
+        return Refusal(why)
     config, tm, tn, tks, _ = _sgmat_shape(t, caps)
     rows, pixels = geom.out_per_group * math.prod(geom.kernel), math.prod(geom.in_spatial)
     if rows % config["M"] or pixels % config["N"]:
