@@ -76,7 +76,7 @@ def test_a_split_count_that_would_leave_a_split_empty_is_lowered():
 
 
 @pytest.mark.parametrize("x, w, dtype, words", [
-    ((1, 16, 5, 5), (16, 8, 3, 3), "float32", "a multiple of 4, for x's rows and the columns' rows to load and store as vectors (the input has 25)"),
+    ((1, 16, 5, 5), (16, 8, 3, 3), "float32", "store as vectors (the input has 25)"),
     ((1, 16, 4, 4), (16, 8, 3, 3), "float16", "does not support dtype float16"),
 ])
 def test_it_refuses_what_its_vectors_cannot_cover(x, w, dtype, words):

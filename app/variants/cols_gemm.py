@@ -28,7 +28,8 @@ def ceil_div(a: int, b: int) -> int:
 # The vector GEMM into columns (real GPUs, float32): tm x tn tiles of rows x pixels, rm x rn per invocation, tk
 # in-channels a step, the reduction split kz ways; fc: the fold, 0 with the attributes as uniforms, 1 as literals, 2
 # by cells (every tap written out; kernels of up to CELL_MAX_TAPS taps and strides of CELL_MAX_PHASES phases); fr:
-# outputs a fold invocation sums (fc 0 and 1). H200, session 20 (docs/h200/session20/): 64 x 64 tiles of 8 x 8, a step of 8, were the fastest
+# outputs a fold invocation sums (fc 0 and 1). H200, session 20 (docs/h200/session20/): 64 x 64 tiles of 8 x 8, a
+# step of 8, were the fastest
 # or within 4% of it on 8 of the 10 `large` and `full` layers swept (24 tile shapes each); literals took
 # cyclegan_up's fold from 0.071 to 0.028 ms. Splits: the smallest kz of COLS_SPLITS that makes phase_gemm's
 # FILL_INVOCATIONS, keeping COLS_MIN_STEPS steps a split (on the sweep's unsplit GEMMs of 16K invocations, kz 2
@@ -244,8 +245,8 @@ def _sgmat_configure(geom, caps, t: dict) -> Plan | Refusal:
         return Refusal(f"needs out-channels x taps a multiple of {config['M']} and input pixels of {config['N']}: the "
                        f"result matrices are stored whole (here {rows} and {pixels})")
     params = {k: t[k] for k in ("sg_m", "sg_n", "cm", "cn", "kb")} | {
-        "sm": config["M"], "sn": config["N"], "sk": config["K"], "subgroup_size": sgmat.subgroup_size(caps),
-        "tm": tm, "tn": tn}
+        "dtype": geom.dtype, "comp": "f16", "sm": config["M"], "sn": config["N"], "sk": config["K"],
+        "subgroup_size": sgmat.subgroup_size(caps), "tm": tm, "tn": tn}
     # the matrix stores take the columns as f32 elements
     return cols_plan(geom, caps, t, COLS_SGMAT, params, tm, tks, _sgmat_bytes(tm, tn, tks), "array<f32>",
                      extra_uniforms=[("pixels", pixels)])
