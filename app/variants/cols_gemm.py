@@ -25,6 +25,7 @@ from .phase_gemm import FILL_INVOCATIONS
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
+
 # The vector GEMM into columns (real GPUs, float32): tm x tn tiles of rows x pixels, rm x rn per invocation, tk
 # in-channels a step, the reduction split kz ways; fc: the fold, 0 with the attributes as uniforms, 1 as literals, 2
 # by cells (every tap written out; kernels of up to CELL_MAX_TAPS taps and strides of CELL_MAX_PHASES phases); fr:
@@ -43,23 +44,20 @@ COLS_SPLITS = (1, 2, 4, 8)
 COLS_MIN_STEPS = 8
 
 
-def _cols_invocations(geom, t: dict) -> int:
+def split_count(geom, tm: int, tn: int, threads: int, step: int) -> int:
+    """kz for tm x tn tiles of `threads` invocations reducing `step` in-channels a step: the smallest of COLS_SPLITS
+    that makes FILL_INVOCATIONS, keeping COLS_MIN_STEPS steps a split (1 if none can)."""
     rows = geom.out_per_group * math.prod(geom.kernel)
-    tiles = geom.batch * geom.group * ceil_div(rows, t["tm"]) * ceil_div(math.prod(geom.in_spatial), t["tn"])
-    return tiles * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
-
-
-def _cols_splits(geom, t: dict) -> int:
-    """kz for tiles t: the smallest that fills the GPU, keeping COLS_MIN_STEPS steps a split (1 if none)."""
-    steps = ceil_div(geom.in_per_group, t["tk"])
+    tiles = geom.batch * geom.group * ceil_div(rows, tm) * ceil_div(math.prod(geom.in_spatial), tn)
+    steps = ceil_div(geom.in_per_group, step)
     fits = [kz for kz in COLS_SPLITS if steps // kz >= COLS_MIN_STEPS]
-    invocations = _cols_invocations(geom, t)
-    return next((kz for kz in fits if invocations * kz >= FILL_INVOCATIONS), fits[-1] if fits else 1)
+    return next((kz for kz in fits if tiles * threads * kz >= FILL_INVOCATIONS), fits[-1] if fits else 1)
 
 
 def _cols_defaults(geom, caps) -> dict:
     t = dict(COLS_VEC4_SHAPE) | ({} if cells_fit(geom) else {"fc": 1})
-    return t | {"kz": _cols_splits(geom, t)}
+    threads = (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
+    return t | {"kz": split_count(geom, t["tm"], t["tn"], threads, t["tk"])}
 
 
 def cells_fit(geom) -> bool:
@@ -206,12 +204,7 @@ def _sgmat_defaults(geom, caps) -> dict:
     if shape is None:
         return t | {"kz": 1}
     _, tm, tn, tks, threads = shape
-    tiles = geom.batch * geom.group * ceil_div(geom.out_per_group * math.prod(geom.kernel), tm) * ceil_div(
-        math.prod(geom.in_spatial), tn)
-    steps = ceil_div(geom.in_per_group, tks)
-    fits = [kz for kz in COLS_SPLITS if steps // kz >= COLS_MIN_STEPS]
-    kz = next((kz for kz in fits if tiles * threads * kz >= FILL_INVOCATIONS), fits[-1] if fits else 1)
-    return t | {"kz": kz}
+    return t | {"kz": split_count(geom, tm, tn, threads, tks)}
 
 
 def _sgmat_bytes(tm: int, tn: int, tks: int) -> int:
