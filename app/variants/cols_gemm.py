@@ -156,7 +156,9 @@ def cols_plan(geom, caps, t: dict, template: str, params: dict, tm: int, tks: in
                 ("steps", per_split), ("total_steps", total), *extra_uniforms]
     vec4 = "array<vec4<T>>"
     types = {"x": vec4, "w_packed": vec4, "cols": cols_view}
-    gemm = dispatch(template, params, ("x", "w_packed"), ("cols",), uniforms, grid(tiles, max_dim), types=types)
+    # kz and fc ride along (the template reads neither) so that the shader matrix sees every tuning-grid value
+    gemm = dispatch(template, params | {"kz": kz, "fc": t["fc"]}, ("x", "w_packed"), ("cols",), uniforms,
+                    grid(tiles, max_dim), types=types)
     fold = (cells_fold_pass(geom, sizes, max_dim, kz) if t["fc"] == 2
             else fold_pass(geom.rank, geom, sizes, max_dim, kz, baked=t["fc"] == 1, run=t["fr"]))
     return Plan((gemm, fold), scratch={"cols": sizes["cols"] * COLS_BYTES},
