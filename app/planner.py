@@ -64,8 +64,9 @@ RULES: list[tuple[str, dict, str]] = [
     # The column GEMM's tiles all reduce the in-channels alone, and it has taps / stride-phases times the
     # phases' outputs to spread. Its costs: a column buffer written and read back, and a second pass, paid off
     # with 2+ taps a phase (else the columns are y and nothing is gained), 256+ in-channels and 256K+ outputs.
-    # H200, session 20 (docs/h200/session20/): cyclegan_up 0.113 ms against phase_gemm's 0.133,
-    # hifigan_k16s8p4 0.051 against 0.076, stride1_3x3 0.060 against 0.089 (kernel probe, passes alone).
+    # H200, session 20, side by side through the bench path (docs/h200/session20/call3/ab-*/ab.md, two rounds):
+    # `large` cyclegan_up 0.1324 -> 0.1075 ms, stride1_256_3x3 0.1905 -> 0.1785; `full` hifigan_k16s8p4 0.0763 ->
+    # 0.0627, stride1_3x3 0.0884 -> 0.0680, dcgan_batch8 0.0454 -> 0.0451. The holdout was not looked at first.
     ("col2im_gemm_vec4", _COLS_WHEN | {"max_tall_gemm_tiles": FILL}, _COLS_WHY),
     ("col2im_gemm_vec4", _COLS_WHEN | {"min_phase_imbalance": 1.5}, _COLS_WHY),
     ("phase_gemm", {"adapter": "hardware", "group": ["dense"], "min_in_per_group": 8, "min_out_per_group": 8},

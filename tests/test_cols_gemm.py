@@ -178,22 +178,3 @@ def test_phase_imbalance_is_the_deepest_phase_over_the_mean(kernel, strides, imb
                  {"x": "float32", "w": "float32"})
     assert phase_imbalance(geom) == pytest.approx(imbalance)
 
-
-def test_float16_runs_the_column_gemm_on_subgroup_matrices_stored_whole():
-    sg = VARIANTS["col2im_gemm_sgmat"]
-    geom = infer((1, 256, 64, 64), (256, 128, 3, 3), None, {"strides": [2, 2], "pads": [1] * 4,
-                                                           "output_padding": [1, 1]}, {"x": "float16", "w": "float16"})
-    plan = sg.configured(geom, h200_caps())
-    gemm_pass, fold = plan.dispatches
-    assert gemm_pass.template == cols_gemm.COLS_SGMAT and fold.template == cols_gemm.COL2IM_CELLS
-    # 128 x 128 tiles: 9 x 32; the matrices store f32 elements into the columns
-    assert dict(gemm_pass.uniforms)["tiles"] == 9 * 32 and plan.tiles["splits"] == 1
-    assert ["cols", "read_write", "array<f32>"] in gemm_pass.params["bindings"]
-    assert "subgroupMatrixStore<row_major>(&cols" in render(gemm_pass.template, gemm_pass.params)
-    # rows (out-channels x taps) that are not whole matrices, float32, and a software adapter are refused
-    odd = infer((1, 16, 8, 8), (16, 3, 3, 3), None, {}, {"x": "float16", "w": "float16"})
-    assert "a multiple of 16" in sg.configured(odd, h200_caps()).reason
-    assert "dtype float32" in sg.configured(infer((1, 16, 8, 8), (16, 16, 3, 3), None, {},
-                                                  {"x": "float32", "w": "float32"}), h200_caps()).reason
-    software = h200_caps(architecture="swiftshader", is_fallback=True, features=frozenset())
-    assert "needs device feature" in sg.configured(geom, software).reason

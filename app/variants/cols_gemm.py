@@ -1,12 +1,13 @@
-"""col2im_gemm_vec4: GEMM + col2im for real GPUs, float32 (app/variants/gemm.py has the family's passes: the weight
-pack, the fold). The column GEMM cols[split, n, g, m*taps + t, i] = sum_c W[c, m, t] x[n, c, i] is a plain row-major
-GEMM (templates/conv-transpose-cols-gemm-vec4.wgsl.jinja: 16-byte loads of both operands, two buffers, one barrier
-a step) in which every workgroup walks the same reduction, split across workgroups where the tiles alone do not
-fill the GPU; the fold sums each output's taps and the splits, with the attributes as literals.
+"""col2im_gemm_vec4: GEMM + col2im for real GPUs, float32 (app/variants/gemm.py has the family's shared passes: the
+weight pack and the general fold). The column GEMM cols[split, n, g, m*taps + t, i] = sum_c W[c, m, t] x[n, c, i] is a
+plain row-major GEMM (templates/conv-transpose-cols-gemm-vec4.wgsl.jinja: 16-byte loads of both operands, two
+buffers, one barrier a step) in which every workgroup walks the same reduction, split across workgroups where the
+tiles alone do not fill the GPU; the fold sums each output's taps and splits, by cells where the kernel is small
+enough to be written out (templates/conv-transpose-col2im-cells.wgsl.jinja).
 
-Against the stride-phase GEMMs it trades a column buffer of taps x the input's pixels x out-channels (written,
-then read back by the fold) for tiles that are all equally deep and a reduction over in-channels alone: it wins
-where their phases are unequal (k3 s2: 1 to 4 taps) or too few rows to fill the GPU without splitting
+Against the stride-phase GEMMs it trades a column buffer of taps x input pixels x out-channels (written, then read
+back by the fold) for tiles that are all equally deep and have taps / stride-phases times as many outputs to
+spread: it wins where their phases are unequal (k3 s2: 1 to 4 taps) or too few rows to fill the GPU unsplit
 (app/planner.py says where, with the measurements).
 """
 from __future__ import annotations
@@ -18,7 +19,6 @@ from ..plan import Plan, Refusal, dispatch, grid
 from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant
 from .gemm import (COL2IM, COL2IM_ENTRY, COLS_BYTES, ELEMENTWISE_WORKGROUP, REORDER_ENTRY, buffers_refusal, col_sizes,
                    fold_pass, weight_pack_pass)
-from . import phase_gemm_sgmat as sgmat
 from .phase_gemm import FILL_INVOCATIONS
 
 
@@ -26,15 +26,17 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-# The vector GEMM into columns (real GPUs, float32): tm x tn tiles of rows x pixels, rm x rn per invocation, tk
-# in-channels a step, the reduction split kz ways; fc: the fold, 0 with the attributes as uniforms, 1 as literals, 2
-# by cells (every tap written out; kernels of up to CELL_MAX_TAPS taps and strides of CELL_MAX_PHASES phases); fr:
-# outputs a fold invocation sums (fc 0 and 1). H200, session 20 (docs/h200/session20/): 64 x 64 tiles of 8 x 8, a
-# step of 8, were the fastest
-# or within 4% of it on 8 of the 10 `large` and `full` layers swept (24 tile shapes each); literals took
-# cyclegan_up's fold from 0.071 to 0.028 ms. Splits: the smallest kz of COLS_SPLITS that makes phase_gemm's
-# FILL_INVOCATIONS, keeping COLS_MIN_STEPS steps a split (on the sweep's unsplit GEMMs of 16K invocations, kz 2
-# won: `full` hifigan_k16s8p4 0.063 ms against 0.073, dcgan_batch8 0.047 against 0.051).
+# The vector GEMM into columns: tm x tn tiles of rows x pixels, rm x rn per invocation, tk in-channels a step, the
+# reduction split kz ways; fc: the fold, 0 with the attributes as uniforms, 1 as literals, 2 by cells (every tap
+# written out: kernels of up to CELL_MAX_TAPS taps, strides of up to CELL_MAX_PHASES phases); fr: outputs a fold
+# invocation sums (fc 0 and 1). H200, session 20 (docs/h200/session20/):
+# - 64 x 64 tiles of 8 x 8, a step of 8: the fastest or within 4% of it on 8 of the 10 `large` and `full` layers
+#   swept over 24 tile shapes (call1/sweep-*.json);
+# - the fold of cyclegan_up alone: 0.071 ms with uniforms, 0.026-0.028 as literals, 0.0155 by cells; the layer
+#   0.156, 0.112 and 0.101 (kernel probe, call2/ and call3/probe.txt);
+# - splits: the smallest kz of COLS_SPLITS that makes phase_gemm's FILL_INVOCATIONS, keeping COLS_MIN_STEPS steps a
+#   split (kz 2 won on the sweep's GEMMs of 16K invocations: `full` hifigan_k16s8p4 0.063 ms against 0.073,
+#   dcgan_batch8 0.047 against 0.051).
 COLS_VEC4 = "conv-transpose-cols-gemm-vec4.wgsl.jinja"
 COLS_VEC4_SHAPE = {"tm": 64, "tn": 64, "rm": 8, "rn": 8, "tk": 8, "fc": 2, "fr": 4}
 COL2IM_CELLS = "conv-transpose-col2im-cells.wgsl.jinja"
@@ -130,48 +132,42 @@ def fold_refusal(t: dict, geom) -> str | None:
     return None
 
 
-def cols_plan(geom, caps, t: dict, template: str, params: dict, tm: int, tks: int, workgroup_bytes: int,
-              cols_view: str, extra_uniforms=()) -> Plan | Refusal:
-    """GEMM + col2im with the column GEMM `template` on tm-row tiles of tks in-channels a step (t: the tiles,
-    the split and the fold; cols_view: how the GEMM binds the columns): the weight pack, the GEMM, the fold."""
+def _configure(geom, caps, t: dict) -> Plan | Refusal:
+    """The weight pack, the column GEMM on t's tiles (split kz ways), the fold."""
+    if why := cols_vec4_refusal(t, geom, caps):  # the defaults too: a device may lack what they need
+        return Refusal(why)
     in_size = math.prod(geom.in_spatial)
     if in_size % 4:
         return Refusal(f"needs input pixels per channel a multiple of 4, for x's rows and the columns' rows "
                        f"to load and store as vectors (the input has {in_size})")
-    sizes = col_sizes(geom, tm, tks)
-    total = sizes["depth_padded"] // tks
+    tm, tk = t["tm"], t["tk"]
+    sizes = col_sizes(geom, tm, tk)
+    total = sizes["depth_padded"] // tk
     per_split = ceil_div(total, t["kz"])
     kz = ceil_div(total, per_split)  # no split left empty
-    sizes = col_sizes(geom, tm, tks, kz)
+    sizes = col_sizes(geom, tm, tk, kz)
     too_big = buffers_refusal(geom, caps, sizes)
     if too_big:
         return Refusal(too_big)
     max_dim = caps.limit("maxComputeWorkgroupsPerDimension")
     images = geom.batch * geom.group
-    row_tiles, col_tiles = sizes["row_tiles"], ceil_div(in_size, params["tn"])
+    row_tiles, col_tiles = sizes["row_tiles"], ceil_div(in_size, t["tn"])
     tiles = kz * images * row_tiles * col_tiles
     uniforms = [("in_channels", geom.in_channels), ("depth", geom.in_per_group), ("rows", sizes["rows"]),
                 ("pixels4", in_size // 4), ("groups", geom.group), ("images", images), ("row_tiles", row_tiles),
                 ("col_tiles", col_tiles), ("tiles", tiles), ("a_panel_vecs", sizes["depth_padded"] * tm // 4),
-                ("steps", per_split), ("total_steps", total), *extra_uniforms]
+                ("steps", per_split), ("total_steps", total)]
     vec4 = "array<vec4<T>>"
-    types = {"x": vec4, "w_packed": vec4, "cols": cols_view}
     # kz and fc ride along (the template reads neither) so that the shader matrix sees every tuning-grid value
-    gemm = dispatch(template, params | {"kz": kz, "fc": t["fc"]}, ("x", "w_packed"), ("cols",), uniforms,
-                    grid(tiles, max_dim), types=types)
+    params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "fc")} | {"kz": kz}
+    gemm = dispatch(COLS_VEC4, params, ("x", "w_packed"), ("cols",), uniforms, grid(tiles, max_dim),
+                    types={"x": vec4, "w_packed": vec4, "cols": "array<vec4<f32>>"})
     fold = (cells_fold_pass(geom, sizes, max_dim, kz) if t["fc"] == 2
             else fold_pass(geom.rank, geom, sizes, max_dim, kz, baked=t["fc"] == 1, run=t["fr"]))
     return Plan((gemm, fold), scratch={"cols": sizes["cols"] * COLS_BYTES},
                 weight_passes=(weight_pack_pass(geom.rank, geom, sizes, max_dim),),
                 prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
-                tiles=t | {"splits": kz}, workgroup_bytes=workgroup_bytes)
-
-
-def _vec4_configure(geom, caps, t: dict) -> Plan | Refusal:
-    if why := cols_vec4_refusal(t, geom, caps):  # the defaults too: a device may lack what they need
-        return Refusal(why)
-    return cols_plan(geom, caps, t, COLS_VEC4, {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")}, t["tm"], t["tk"],
-                     _cols_bytes(t), "array<vec4<f32>>")
+                tiles=t | {"splits": kz}, workgroup_bytes=_cols_bytes(t))
 
 
 VEC4 = Variant(
@@ -181,79 +177,8 @@ VEC4 = Variant(
             "GEMM of 16-byte loads (every workgroup the same reduction, split along it to fill the GPU), then "
             "a fold that sums each output's taps and splits",
     conditions={"rank": [1, 2, 3], "group": ["dense", "grouped"], "input": "nonempty"},
-    configure=_vec4_configure, dtypes=("float32",), tunable=Tunable(_cols_defaults, cols_vec4_refusal),
+    configure=_configure, dtypes=("float32",), tunable=Tunable(_cols_defaults, cols_vec4_refusal),
     requires=WORKGROUP_MEMORY | BUFFERS)
 
 
-# The column GEMM on subgroup matrices (float16, f16 components, f32 results): sg_m x sg_n subgroups of cm x cn
-# result matrices, kb matrix K-blocks a step. Defaults: the ceiling's fastest structure (docs/ceiling.md: 2 x 2
-# subgroups of 4 x 4 matrices, 128 x 128 tiles), one K-block a step in two buffers; split like the vector GEMM.
-COLS_SGMAT = "conv-transpose-cols-gemm-sgmat.wgsl.jinja"
-COLS_SGMAT_SHAPE = {"sg_m": 2, "sg_n": 2, "cm": 4, "cn": 4, "kb": 1, "fc": 2, "fr": 4}
-
-
-def _sgmat_shape(t: dict, caps) -> tuple[dict, int, int, int, int] | None:
-    config = sgmat.matrix_config("float16", caps)
-    if config is None or config["componentType"] != "f16":
-        return None
-    threads = t["sg_m"] * t["sg_n"] * sgmat.subgroup_size(caps)
-    return config, t["sg_m"] * t["cm"] * config["M"], t["sg_n"] * t["cn"] * config["N"], t["kb"] * config["K"], threads
-
-
-def _sgmat_defaults(geom, caps) -> dict:
-    t = dict(COLS_SGMAT_SHAPE) | ({} if cells_fit(geom) else {"fc": 1})
-    shape = _sgmat_shape(t, caps)
-    if shape is None:
-        return t | {"kz": 1}
-    _, tm, tn, tks, threads = shape
-    return t | {"kz": split_count(geom, tm, tn, threads, tks)}
-
-
-def _sgmat_bytes(tm: int, tn: int, tks: int) -> int:
-    return 2 * tks * (tm + 8 + tn + 8) * 2  # two buffers of a step of A and of x, f16, rows padded by 16 bytes
-
-
-def cols_sgmat_refusal(t: dict, geom, caps) -> str | None:
-    if any(not isinstance(t.get(k), int) or t[k] < 1 for k in ("sg_m", "sg_n", "cm", "cn", "kb", "kz")):
-        return "tile sizes must be positive integers"
-    if why := fold_refusal(t, geom):
-        return why
-    shape = _sgmat_shape(t, caps)
-    if shape is None:
-        return "needs subgroup matrices of f16 components with f32 results"
-    config, tm, tn, tks, threads = shape
-    if why := sgmat.subgroups_refusal(t["sg_m"] * t["sg_n"], caps, config):
-        return why
-    if (tks * tm // 4) % threads or (tks * tn // 4) % threads:
-        return "a step's vectors of A and of x must be a whole number per invocation"
-    if _sgmat_bytes(tm, tn, tks) > caps.limit("maxComputeWorkgroupStorageSize"):
-        return "the tiles exceed the device's workgroup memory"
-    return None
-
-
-def _sgmat_configure(geom, caps, t: dict) -> Plan | Refusal:
-    if why := cols_sgmat_refusal(t, geom, caps):  # the defaults too: a device may lack what they need
-        return Refusal(why)
-    config, tm, tn, tks, _ = _sgmat_shape(t, caps)
-    rows, pixels = geom.out_per_group * math.prod(geom.kernel), math.prod(geom.in_spatial)
-    if rows % config["M"] or pixels % config["N"]:
-        return Refusal(f"needs out-channels x taps a multiple of {config['M']} and input pixels of {config['N']}: the "
-                       f"result matrices are stored whole (here {rows} and {pixels})")
-    params = {k: t[k] for k in ("sg_m", "sg_n", "cm", "cn", "kb")} | {
-        "dtype": geom.dtype, "comp": "f16", "sm": config["M"], "sn": config["N"], "sk": config["K"],
-        "subgroup_size": sgmat.subgroup_size(caps), "tm": tm, "tn": tn}
-    # the matrix stores take the columns as f32 elements
-    return cols_plan(geom, caps, t, COLS_SGMAT, params, tm, tks, _sgmat_bytes(tm, tn, tks), "array<f32>",
-                     extra_uniforms=[("pixels", pixels)])
-
-
-SGMAT = Variant(
-    name="col2im_gemm_sgmat",
-    templates=tuple(dict.fromkeys((*REORDER_ENTRY.values(), COLS_SGMAT, COL2IM_CELLS, *COL2IM_ENTRY.values(), COL2IM))),
-    summary="GEMM + col2im on tensor cores (float16): the column GEMM on subgroup matrices, f32 columns, the fold "
-            "by cells",
-    conditions={"rank": [1, 2, 3], "group": ["dense", "grouped"], "input": "nonempty"},
-    configure=_sgmat_configure, features=sgmat.FEATURES, dtypes=("float16",),
-    tunable=Tunable(_sgmat_defaults, cols_sgmat_refusal), requires=WORKGROUP_MEMORY | BUFFERS)
-
-VARIANTS = (VEC4, SGMAT)
+VARIANTS = (VEC4,)
