@@ -52,7 +52,6 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "min_phase_imbalance": ("the deepest stride phase reduces at least {} times the mean phase's taps",
                             lambda g, v: phase_imbalance(g) >= v),
     "min_phase_taps": ("the deepest stride phase has at least {} taps", lambda g, v: max_phase_taps(g) >= v),
-    "min_in_size": ("the input has at least {} pixels per channel", lambda g, v: math.prod(g.in_spatial) >= v),
     "bias": ("the request has a bias: {}", lambda g, v: g.has_bias == v),
     "input": ("the input is {} (empty: some dim of x is 0)", lambda g, v: (g.x_size == 0) == (v == "empty")),
     # Kernels that multiply padding zeros are exact only on finite data (app/finite.py).

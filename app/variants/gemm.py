@@ -144,7 +144,7 @@ def col_sizes(geom, tile_rows: int, tk: int, kz: int = 1) -> dict:
 
 
 def buffers_refusal(geom, caps, sizes: dict) -> str | None:
-    """Why this device cannot hold GEMM + col2im's intermediate buffers (`_sizes`) for the request (None when
+    """Why this device cannot hold GEMM + col2im's intermediate buffers (`col_sizes`) for the request (None when
     it can): a refusal during selection, so the planner falls through to the next rule."""
     limit = min(caps.limit("maxStorageBufferBindingSize"), caps.limit("maxBufferSize"))
     for name, elements, nbytes in (("column", sizes["cols"], sizes["cols"] * COLS_BYTES),
