@@ -11,7 +11,7 @@ from app.plan import Refusal
 from app.render import render
 from app.shapes import infer
 from app.variants import VARIANTS, cols_gemm, gemm
-from tests.browser_session import run_python
+from tests.browser_session import passed_with_params_forced
 from tests.test_gpu_caps import h200_caps
 
 VARIANT = VARIANTS["col2im_gemm_vec4"]
@@ -98,15 +98,6 @@ def test_tile_shapes_the_template_cannot_take_are_refused(params, words):
     assert words in cols_gemm.cols_vec4_refusal(t, geom, h200_caps())
 
 
-RUN_FORCED = """
-import json
-from pathlib import Path
-from app import bridge
-json.dumps([await bridge.run_case_at(i, "col2im_gemm_vec4", {params})
-            for i, case in enumerate(bridge._cases) if not case["expected_error"]])
-"""
-
-
 @pytest.mark.browser
 @pytest.mark.parametrize("params, splits", [
     # 16 x 16 tiles of 4 x 4, 4 in-channels a step: most cases span several tiles, and deep ones 2-5 splits,
@@ -118,20 +109,12 @@ json.dumps([await bridge.run_case_at(i, "col2im_gemm_vec4", {params})
     ({"kz": 2, "tk": 8, "fc": 0, "fr": 2}, 25),
 ])
 def test_every_case_it_covers_passes_with_small_tiles_and_splits_forced_in_chromium(page, params, splits):
-    from tests.test_browser_variants import TEST_JSON
-    from app.host.case_runner import page_python
-    page_python(page)("load_cases", TEST_JSON.read_text())
-    results = json.loads(run_python(page, RUN_FORCED.format(params=params)))
-    failed = [r for r in results if r["status"] == "FAIL"]
-    assert not failed, failed[:3]
-    passed = [r for r in results if r["status"] == "PASS"]
+    passed = passed_with_params_forced(page, "col2im_gemm_vec4", params)
     assert len(passed) >= 100, f"{params} ran {len(passed)} cases"
-    skipped = [r for r in results if r["status"] == "SKIP"]
-    assert all("does not take" in r["detail"] or "does not cover" in r["detail"]
-               or "needs the device feature" in r["detail"] for r in skipped), skipped[:3]
     # how many of them ran split (the same plans in CPython)
     from app.cases import parse_case_file
     from tools.wgsl.matrix import devices
+    from tools.wgsl.credited import TEST_JSON
     cases = {c["name"]: c for c in parse_case_file(TEST_JSON.read_text())}
     split = 0
     for r in passed:

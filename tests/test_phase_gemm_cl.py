@@ -13,7 +13,7 @@ from app.planner import plan
 from app.render import render
 from app.shapes import infer
 from app.variants import phase_gemm
-from tests.browser_session import run_python
+from tests.browser_session import passed_with_params_forced
 from tests.test_gpu_caps import H200, h200_caps
 from tests.test_phase_gemm import checked_tuning
 
@@ -193,32 +193,13 @@ def test_float16_stride1_gemms_repack_x_only_where_unsplit(x, w, kz, cl):
     assert (phase_gemm.X_CHANNELS_LAST in templates) == bool(cl)
 
 
-# Every test.json case on phase_gemm with cl (or rv) forced, in the page (SwiftShader), through the case runner's
-# call with tile params (`python -m app cases --variant phase_gemm --params`), since SwiftShader's defaults leave
-# them off.
-RUN_VEC4 = """
-import json
-from app import bridge
-json.dumps([await bridge.run_case_at(i, "phase_gemm", {params})
-            for i, case in enumerate(bridge._cases) if not case["expected_error"]])
-"""
-
-
+# Every test.json case on phase_gemm with cl (or rv) forced, in the page (SwiftShader), since SwiftShader's defaults
+# leave them off; what it skips: float16 (float32 only) and the variant's own refusals, never a crash.
 @pytest.mark.browser
 @pytest.mark.parametrize("params", [{"cl": 1}, {"rv": 1}, {"rv": 1, "ri": 1}])
 def test_every_test_json_case_passes_with_the_vector_structure_forced_in_chromium(page, params):
-    from tests.test_browser_variants import TEST_JSON
-    from app.host.case_runner import page_python
-    page_python(page)("load_cases", TEST_JSON.read_text())
-    results = json.loads(run_python(page, RUN_VEC4.format(params=params)))
-    failed = [r for r in results if r["status"] == "FAIL"]
-    assert not failed, failed[:3]
-    passed = [r for r in results if r["status"] == "PASS"]
+    passed = passed_with_params_forced(page, "phase_gemm", params)
     assert len(passed) >= 100, f"{params} ran {len(passed)} cases"
-    # what it skips: float16 (float32 only) and the variant's own refusals, never a crash
-    skipped = [r for r in results if r["status"] == "SKIP"]
-    assert all("does not take" in r["detail"] or "does not cover" in r["detail"]
-               or "needs the device feature" in r["detail"] for r in skipped), skipped[:3]
 
 
 # Dawn in Node on SwiftShader: the tuner checks every candidate against the float64 reference before timing
