@@ -2,7 +2,8 @@
 channels-last) and rv (on A gathered from x): when the planner's defaults take them and with which tiles, what
 they refuse and why, the repack pass and the buffers it binds; and their results against test.json's expected
 outputs and the float64 reference on SwiftShader (headless Chromium, and Dawn in Node), where they run only when
-forced."""
+forced. Where the planner now runs a layer on col2im_gemm_vec4 (tests/test_cols_gemm.py), phase_gemm is forced: its
+own defaults are what these tests are about."""
 import json
 import math
 
@@ -53,11 +54,11 @@ def test_tiles_a_table_measured_on_the_gathering_kernel_keep_it():
     # for this class until session 14, when the rules beat it (app/variants/phase_gemm.py)
     h200 = h200_caps(vendor="nvidia", device="nvidia-h200")
     geom = infer((1, 512, 400), (512, 256, 16), [256], {"strides": [8], "pads": [4, 4]})
-    assert plan(geom, h200_caps()).tiles["rv"] == 1  # the rule, with no table
+    assert plan(geom, h200_caps(), "phase_gemm").tiles["rv"] == 1  # the rule, with no table
     entry = {"params": {"ks": 2, "rm": 4, "rn": 8, "tk": 8, "tm": 64, "tn": 64, "kz": 1, "rv": 0}}
     table = {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(h200),
              "variants": {"phase_gemm": {tuning_tables.shape_class(geom): entry}}}
-    launch = plan(geom, h200, tables=[table])
+    launch = plan(geom, h200, "phase_gemm", tables=[table])
     assert launch.tiles["ks"] == 2 and launch.tiles["rv"] == 0
     assert [d.template for d in launch.dispatches] == [phase_gemm.TEMPLATE]
     assert "rv needs ks 1" in phase_gemm.tiles_refusal(launch.tiles | {"rv": 1}, geom, h200)
@@ -66,7 +67,7 @@ def test_tiles_a_table_measured_on_the_gathering_kernel_keep_it():
 @pytest.mark.parametrize("x, w, attrs, want, yv", STRIDE1)
 def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, attrs, want, yv):
     geom = infer(x, w, [w[1]], attrs)
-    launch = plan(geom, h200_caps())
+    launch = plan(geom, h200_caps(), "phase_gemm")
     t = launch.tiles
     assert launch.variant == "phase_gemm" and t["cl"] == 1
     assert (t["tm"], t["tn"], t["kz"]) == want and (t["rm"], t["rn"], t["tk"], t["ks"]) == (8, 8, 16, 1)
@@ -108,12 +109,12 @@ def test_tiles_128_tall_only_where_they_fill_the_gpu():
 def test_split_reductions_keep_the_gathering_kernel_they_were_measured_on():
     # `large` dcgan_1024: 16 rows a phase; cl has no in-workgroup split
     geom = infer((1, 1024, 4, 4), (1024, 512, 4, 4), None, {"strides": [2, 2], "pads": [1] * 4})
-    t = plan(geom, h200_caps()).tiles
+    t = plan(geom, h200_caps(), "phase_gemm").tiles
     assert t["ks"] > 1 and "cl" not in t
     assert "ks must be 1" in phase_gemm.tiles_refusal(t | {"cl": 1}, geom, h200_caps())
     # 32 workgroups of whole tiles: split-K on the gathering kernel; cl splits too where forced, with a sum pass
     geom = infer((1, 256, 32, 32), (256, 256, 3, 3), [256], {"pads": [1] * 4})
-    t = plan(geom, h200_caps()).tiles
+    t = plan(geom, h200_caps(), "phase_gemm").tiles
     assert t["kz"] > 1 and "cl" not in t
     launch = plan(geom, h200_caps(), "phase_gemm", {"cl": 1})
     repack, gemm, total = launch.dispatches
@@ -246,7 +247,7 @@ RI = [
 @pytest.mark.parametrize("x, w, attrs, ri", RI)
 def test_rv_interleaves_its_rows_on_1d_and_one_tap_gemms_whose_y_leaves_a_scalar_at_a_time(x, w, attrs, ri):
     geom = infer(x, w, None, attrs)
-    launch = plan(geom, h200_caps())
+    launch = plan(geom, h200_caps(), "phase_gemm")
     assert launch.tiles["rv"] == 1 and launch.tiles.get("ri", 0) == ri
     gemm = next(d for d in launch.dispatches if d.template == phase_gemm.VEC4)
     assert gemm.params["ri"] == ri
@@ -295,7 +296,7 @@ def test_rv_takes_64_row_tiles_in_2d_and_3d_where_the_gathering_kernel_takes_128
 ])
 def test_rv_fills_the_gpu_with_smaller_blocks_then_splits_a_deep_reduction_across_workgroups(x, w, attrs, rm, kz):
     geom = infer(x, w, None, attrs)
-    t = plan(geom, h200_caps()).tiles
+    t = plan(geom, h200_caps(), "phase_gemm").tiles
     assert (t["rv"], t["rm"], t["kz"]) == (1, rm, kz)
     invocations = phase_gemm.workgroup_count(geom, t) * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
     depth = geom.in_per_group * phase_gemm.max_phase_taps(geom)

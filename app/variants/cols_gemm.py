@@ -158,8 +158,8 @@ def _configure(geom, caps, t: dict) -> Plan | Refusal:
                 ("col_tiles", col_tiles), ("tiles", tiles), ("a_panel_vecs", sizes["depth_padded"] * tm // 4),
                 ("steps", per_split), ("total_steps", total)]
     vec4 = "array<vec4<T>>"
-    # kz and fc ride along (the template reads neither) so that the shader matrix sees every tuning-grid value
-    params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "fc")} | {"kz": kz}
+    # kz rides along (the template does not read it) so that the shader matrix sees every tuning-grid value
+    params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")} | {"kz": kz}
     gemm = dispatch(COLS_VEC4, params, ("x", "w_packed"), ("cols",), uniforms, grid(tiles, max_dim),
                     types={"x": vec4, "w_packed": vec4, "cols": "array<vec4<f32>>"})
     fold = (cells_fold_pass(geom, sizes, max_dim, kz) if t["fc"] == 2

@@ -62,6 +62,9 @@ TUNING_CASES = [
      "attributes": {"group": 2, "strides": [2, 3, 2], "pads": [1, 0, 1, 1, 0, 1]}, "fill": _FILL},
     {"name": "phase_gemm3d", "tier": "t", "x": [1, 9, 3, 4, 3], "w": [9, 10, 3, 2, 3], "bias": True,
      "attributes": {"strides": [2, 1, 3], "pads": [1, 0, 0, 0, 1, 2]}, "fill": _FILL, "variant": "phase_gemm"},
+    {"name": "cols", "tier": "t", "x": [1, 20, 6, 6], "w": [20, 6, 3, 3], "bias": True,
+     "attributes": {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}, "fill": _FILL,
+     "variant": "col2im_gemm_vec4"},
 ]
 
 
