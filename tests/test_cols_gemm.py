@@ -3,24 +3,26 @@ vec4.wgsl.jinja), its reduction split across workgroups and summed by the fold. 
 splits its rule takes, and every test.json case it covers against the expected outputs in Chromium (SwiftShader),
 with small tiles and splits forced so that partial tiles and uneven splits run."""
 import json
-from pathlib import Path
 
 import pytest
 
+from app.cases import parse_case_file
+from app.contract import ROOT
+from app.kernel import validate
 from app.plan import Refusal
 from app.render import render
 from app.shapes import infer
 from app.variants import VARIANTS, cols_gemm, gemm
 from tests.browser_session import passed_with_params_forced
 from tests.test_gpu_caps import h200_caps
+from tools.wgsl.credited import TEST_JSON
+from tools.wgsl.matrix import _geom, devices
 
 VARIANT = VARIANTS["col2im_gemm_vec4"]
 
 
 def configured(x, w, attrs=None, dtype="float32", params=None, bias=False):
-    b = [w[1] * (attrs or {}).get("group", 1)] if bias else None
-    geom = infer(x, w, b, attrs or {}, {"x": dtype, "w": dtype} | ({"b": dtype} if bias else {}))
-    return VARIANT.configured(geom, h200_caps(), forced=params)
+    return VARIANT.configured(_geom(x, w, attrs or {}, bias, dtype), h200_caps(), forced=params)
 
 
 def test_a_k3_s2_layer_is_one_gemm_of_every_tap_then_a_fold():
@@ -112,26 +114,18 @@ def test_every_case_it_covers_passes_with_small_tiles_and_splits_forced_in_chrom
     passed = passed_with_params_forced(page, "col2im_gemm_vec4", params)
     assert len(passed) >= 100, f"{params} ran {len(passed)} cases"
     # how many of them ran split (the same plans in CPython)
-    from app.cases import parse_case_file
-    from tools.wgsl.matrix import devices
-    from tools.wgsl.credited import TEST_JSON
     cases = {c["name"]: c for c in parse_case_file(TEST_JSON.read_text())}
     split = 0
     for r in passed:
-        ins = cases[r["name"]]["inputs"]
-        geom = infer(ins["x"]["shape"], ins["w"]["shape"], ins["b"]["shape"] if "b" in ins else None,
-                     cases[r["name"]]["attributes"], {k: ins[k]["dtype"] for k in ins})
+        geom, _ = validate(**cases[r["name"]]["inputs"], **cases[r["name"]]["attributes"])
         split += VARIANT.configured(geom, devices()["swiftshader"], forced=params).tiles["splits"] > 1
     assert split >= splits
 
 
 def _bench_geoms(tiers, dtype="float32"):
-    doc = json.loads((Path(__file__).resolve().parents[1] / "bench.json").read_text())
-    for case in doc["cases"]:
+    for case in json.loads((ROOT / "bench.json").read_text())["cases"]:
         if case["tier"] in tiers:
-            b = [case["w"][1] * case["attributes"].get("group", 1)] if case.get("bias") else None
-            yield case["name"], infer(case["x"], case["w"], b, case["attributes"],
-                                      {"x": dtype, "w": dtype} | ({"b": dtype} if b else {}))
+            yield case["name"], _geom(case["x"], case["w"], case["attributes"], case.get("bias", False), dtype)
 
 
 def test_the_rule_takes_uneven_or_thin_phases_of_two_taps_or_more_on_gpus_in_float32():

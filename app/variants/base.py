@@ -182,6 +182,10 @@ def axis_phase(s: int, d: int) -> AxisPhase:
     return AxisPhase(g, step, di, pow(di, -1, step) if step > 1 else 0)
 
 
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def phase_rows(geom: ConvGeometry) -> int:
     """Outputs of the largest stride phase: batch x ceil(out / s) along every axis (a phase GEMM's rows)."""
     return geom.batch * math.prod(-(-o // s) for o, s in zip(geom.out_spatial, geom.strides))

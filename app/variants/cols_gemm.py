@@ -16,14 +16,10 @@ import itertools
 import math
 
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant
+from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, ceil_div
 from .gemm import (COL2IM, COL2IM_ENTRY, COLS_BYTES, ELEMENTWISE_WORKGROUP, REORDER_ENTRY, buffers_refusal, col_sizes,
-                   fold_pass, weight_pack_pass)
+                   fold_pass, split_uniforms, weight_pack_pass)
 from .phase_gemm import FILL_INVOCATIONS
-
-
-def ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 # The vector GEMM into columns: tm x tn tiles of rows x pixels, rm x rn per invocation, tk in-channels a step, the
@@ -85,13 +81,13 @@ def cell_phases(geom) -> list[dict]:
 
 def cells_fold_pass(geom, sizes: dict, max_dim: int, kz: int):
     """The fold by cells: one invocation per cell of prod(strides) outputs, every tap written out."""
-    cells = [-(-o // s) for o, s in zip(geom.out_spatial, geom.strides)]
+    cells = [ceil_div(o, s) for o, s in zip(geom.out_spatial, geom.strides)]
     count = geom.batch * geom.out_channels * math.prod(cells)
     uniforms = ([("cell_count", count), ("out_channels", geom.out_channels), ("taps", sizes["taps"]),
                  ("in_size", sizes["in_size"]), ("out_size", math.prod(geom.out_spatial))]
                 + [(f"{name}{a}", v[a]) for a in range(geom.rank)
                    for name, v in (("cells", cells), ("in", geom.in_spatial), ("out", geom.out_spatial))]
-                + ([("splits", kz), ("split_size", sizes["cols"] // kz)] if kz > 1 else []))
+                + split_uniforms(sizes, kz))
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias, "split": kz > 1,
               "phases": cell_phases(geom), "strides": list(geom.strides), "workgroup_size": ELEMENTWISE_WORKGROUP}
     return dispatch(COL2IM_CELLS, params, ("cols", "b") if geom.has_bias else ("cols",), ("y",), uniforms,
@@ -141,8 +137,7 @@ def _configure(geom, caps, t: dict) -> Plan | Refusal:
         return Refusal(f"needs input pixels per channel a multiple of 4, for x's rows and the columns' rows "
                        f"to load and store as vectors (the input has {in_size})")
     tm, tk = t["tm"], t["tk"]
-    sizes = col_sizes(geom, tm, tk)
-    total = sizes["depth_padded"] // tk
+    total = ceil_div(geom.in_per_group, tk)
     per_split = ceil_div(total, t["kz"])
     kz = ceil_div(total, per_split)  # no split left empty
     sizes = col_sizes(geom, tm, tk, kz)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import (BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, axis_uniforms, io,
+from .base import (BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, axis_uniforms, ceil_div, io,
                    workgroup_memory_refusal)
 
 TILED = "conv-1x1-gemm-tiled.wgsl.jinja"
@@ -43,10 +43,6 @@ MAX_INDEX = 2**31 - 1  # kernels index with i32
 ONE_BY_ONE = {"kernel": 1, "stride": 1, "no_padding": True, "group": ["dense", "grouped"], "input": "nonempty"}
 
 
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _tile_rows(shape: dict) -> int:
     return shape["wy"] * shape["rm"]
 
@@ -63,7 +59,7 @@ def _reg_bytes(shape: dict) -> int:
 def _gemm_uniforms(geom, rows: int, tile_rows: int, tile_cols: int, panel_stride: int = 0):
     """The GEMM's Params: per (image, group) out[rows, pixels] = A[depth, rows]^T x[depth, pixels]."""
     pixels = math.prod(geom.in_spatial)
-    row_tiles, col_tiles = _ceil(rows, tile_rows), _ceil(pixels, tile_cols)
+    row_tiles, col_tiles = ceil_div(rows, tile_rows), ceil_div(pixels, tile_cols)
     tiles = geom.batch * geom.group * row_tiles * col_tiles
     return [("in_channels", geom.in_channels), ("depth", geom.in_per_group), ("rows", rows), ("pixels", pixels),
             ("groups", geom.group), ("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", tiles),
@@ -137,7 +133,7 @@ def col_sizes(geom, tile_rows: int, tk: int, kz: int = 1) -> dict:
     each with a column buffer of its own)."""
     taps, in_size = math.prod(geom.kernel), math.prod(geom.in_spatial)
     rows = geom.out_per_group * taps
-    row_tiles, depth_padded = _ceil(rows, tile_rows), _ceil(geom.in_per_group, tk) * tk
+    row_tiles, depth_padded = ceil_div(rows, tile_rows), ceil_div(geom.in_per_group, tk) * tk
     return {"taps": taps, "in_size": in_size, "rows": rows, "tile_rows": tile_rows, "row_tiles": row_tiles,
             "depth_padded": depth_padded, "packed": geom.group * row_tiles * depth_padded * tile_rows,
             "cols": kz * geom.batch * geom.out_channels * taps * in_size}
@@ -163,15 +159,19 @@ def weight_pack_pass(rank: int, geom, sizes: dict, max_dim: int):
                 ("depth_padded", sizes["depth_padded"]), ("row_tiles", sizes["row_tiles"]),
                 ("tile_rows", sizes["tile_rows"])]
     return dispatch(REORDER_ENTRY[rank], {"dtype": geom.dtype, "workgroup_size": ELEMENTWISE_WORKGROUP},
-                    ("w",), ("w_packed",), uniforms, grid(_ceil(sizes["packed"], ELEMENTWISE_WORKGROUP), max_dim))
+                    ("w",), ("w_packed",), uniforms, grid(ceil_div(sizes["packed"], ELEMENTWISE_WORKGROUP), max_dim))
+
+
+def split_uniforms(sizes: dict, kz: int) -> list[tuple[str, int]]:
+    """A fold's uniforms for the GEMM's kz column buffers (none unsplit): how many, and how far apart."""
+    return [("splits", kz), ("split_size", sizes["cols"] // kz)] if kz > 1 else []
 
 
 def fold_pass(rank: int, geom, sizes: dict, max_dim: int, kz: int = 1, baked: bool = False, run: int = 1):
     """col2im: every output's bias plus the column entries (of every split) that reach it; `baked`: the
     attributes as literals in the shader (a pipeline per kernel, stride, dilation and pads); `run`: outputs of
     a row an invocation folds."""
-    split = [("splits", kz), ("split_size", sizes["cols"] // kz)] if kz > 1 else []
-    row_runs = _ceil(geom.out_spatial[-1], run)
+    row_runs = ceil_div(geom.out_spatial[-1], run)
     invocations = geom.y_size // geom.out_spatial[-1] * row_runs
     runs = [("row_runs", row_runs), ("fold_size", invocations)] if run > 1 else []
     axes = dict(axis_uniforms(geom, closed_form=True))
@@ -181,8 +181,8 @@ def fold_pass(rank: int, geom, sizes: dict, max_dim: int, kz: int = 1, baked: bo
                                          "split": kz > 1, "consts": consts, "run": run,
                                          "workgroup_size": ELEMENTWISE_WORKGROUP},
                     ("cols", "b") if geom.has_bias else ("cols",), ("y",),
-                    _col2im_uniforms(geom, sizes["taps"], sizes["in_size"]) + split + runs,
-                    grid(_ceil(invocations if run > 1 else geom.y_size, ELEMENTWISE_WORKGROUP), max_dim))
+                    _col2im_uniforms(geom, sizes["taps"], sizes["in_size"]) + split_uniforms(sizes, kz) + runs,
+                    grid(ceil_div(invocations if run > 1 else geom.y_size, ELEMENTWISE_WORKGROUP), max_dim))
 
 
 def _col2im(rank: int, name: str, shape: dict) -> Variant:

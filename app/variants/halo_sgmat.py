@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms
+from .base import DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, ceil_div
 from .phase_gemm import PACK, weight_pack
 from .phase_gemm_sgmat import (FEATURES, ROW_PAD_BYTES, component_bytes, direct_b_refusal, matrix_config,
                                subgroup_size, subgroups_refusal, wp_cols)
@@ -29,10 +29,6 @@ PARAMS = ("sg_m", "sg_n", "kt", "cm", "cn", "kb", "tw", "th")
 # outputs left the GPU's schedulers waiting on latency; 4 x 4 matrices per subgroup took 0.45.
 _SHAPE = (2, 2, 4, 4, 2, 1)
 BOX_WIDTHS = (16, 32)  # the default's choices of tw; th is a power of two
-
-
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def box(t: dict, geom, config: dict) -> tuple[int, ...] | None:
@@ -127,12 +123,12 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
         "dilation": list(geom.dilations), "halo": list(reach), "halo_strides": list(strides),
         "halo_pixels": math.prod(reach)}
     pack, packed_vec4s, shapes = weight_pack(geom, caps)
-    boxes = [_ceil(o, b) for o, b in zip(geom.out_spatial, extent)]
-    col_tiles = _ceil(geom.out_per_group, tn)
+    boxes = [ceil_div(o, b) for o, b in zip(geom.out_spatial, extent)]
+    col_tiles = ceil_div(geom.out_per_group, tn)
     tiles = geom.batch * geom.group * math.prod(boxes) * col_tiles
     uniforms = ([("batch", geom.batch), ("groups", geom.group)] + shapes
                 + [("in_size", math.prod(geom.in_spatial)), ("out_size", math.prod(geom.out_spatial)),
-                   ("c_chunks", _ceil(geom.in_per_group, kc)), ("col_tiles", col_tiles), ("tiles", tiles)]
+                   ("c_chunks", ceil_div(geom.in_per_group, kc)), ("col_tiles", col_tiles), ("tiles", tiles)]
                 + [(f"boxes{a}", b) for a, b in enumerate(boxes)] + axis_uniforms(geom))
     # The last chunk's right matrices reach up to a chunk of rows and a tile of columns past the packed rows.
     tail = kc * wp_cols(geom) + tn

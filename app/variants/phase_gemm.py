@@ -26,8 +26,8 @@ import math
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant,
-                   axis_uniforms, channels_last_pays, fitted_width, max_phase_taps, phase_rows, workgroup_count,
-                   workgroup_memory_refusal)
+                   axis_uniforms, ceil_div, channels_last_pays, fitted_width, max_phase_taps, phase_rows,
+                   workgroup_count, workgroup_memory_refusal)
 from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
@@ -172,10 +172,6 @@ _RV_WIDE_ROWS = 64
 # (16K invocations, 2304 products) 0.258 unsplit against 0.088 in four.
 
 
-def _ceil(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def split_k(geom, caps, tm: int, tn: int, step: int, target: int = FILL, min_depth: int = 0) -> int:
     """The kz that tm x tn tiles reducing `step` in-channels per step split a GEMM too small for the GPU into:
     the smallest that makes `target` workgroups (the rule above; 1 where it is shallow, has few rows, no kz
@@ -263,7 +259,7 @@ def _gathering_defaults(geom, caps) -> dict:
         if workgroup_count(geom, t) < FILL:
             t = dict(zip(PARAMS, _GPU_WIDE_FEW)) | columns
     if workgroup_count(geom, t) < SPLIT_BELOW:
-        deep = dict(zip(PARAMS, _GPU_DEEP)) | {"tn": min(_GPU_DEEP[1], 8 * _ceil(geom.out_per_group, 8))}
+        deep = dict(zip(PARAMS, _GPU_DEEP)) | {"tn": min(_GPU_DEEP[1], 8 * ceil_div(geom.out_per_group, 8))}
         deep["kz"] = split_k(geom, caps, deep["tm"], deep["tn"], deep["tk"])
         if deep["kz"] > 1 and tiles_refusal(deep, geom, caps) is None:
             return deep
@@ -302,7 +298,7 @@ def _split_k_of_slices(geom, caps, t: dict) -> int:
 
 def _steps(geom, t: dict) -> int:
     """Reduction steps of the longest phase at t's step (in-channels per step)."""
-    return max_phase_taps(geom) * _ceil(geom.in_per_group, t["tk"])
+    return max_phase_taps(geom) * ceil_div(geom.in_per_group, t["tk"])
 
 
 def _threads(t: dict) -> int:
@@ -311,7 +307,7 @@ def _threads(t: dict) -> int:
 
 def x_row_vectors(geom) -> int:
     """cl: 16-byte vectors per pixel of xc, every group's in-channels rounded up to a vector (4 f32 or 8 f16)."""
-    return geom.group * _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])
+    return geom.group * ceil_div(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])
 
 
 def xc_vectors(geom) -> int:
@@ -323,9 +319,9 @@ def channels_last_pass(geom, caps) -> tuple:
     """cl's pass that repacks x into xc (xc[n][pixel][group][16-byte vectors of in-channels]) before the GEMM,
     the uniforms the GEMM needs to read xc (xc_vecs: a group's vectors, xc_row: a pixel's), and xc's bytes."""
     row = x_row_vectors(geom)
-    xc = [("xc_vecs", _ceil(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])), ("xc_row", row)]
+    xc = [("xc_vecs", ceil_div(geom.in_per_group, 16 // DTYPE_BYTES[geom.dtype])), ("xc_row", row)]
     in_size = math.prod(geom.in_spatial)
-    u_tiles, pix_tiles = _ceil(row, X_PACK_VECTORS), _ceil(in_size, X_PACK_PIXELS)
+    u_tiles, pix_tiles = ceil_div(row, X_PACK_VECTORS), ceil_div(in_size, X_PACK_PIXELS)
     tiles = geom.batch * pix_tiles * u_tiles
     repack = dispatch(X_CHANNELS_LAST, {"dtype": geom.dtype, "pix": X_PACK_PIXELS, "vecs": X_PACK_VECTORS},
                       ("x",), ("xc",),
@@ -437,14 +433,14 @@ def weight_pack(geom, caps) -> tuple:
     """The cached pass that packs w into [group][tap][in][out] vec4 rows (wp), the vec4s it writes, and the
     channel and kernel sizes (uniform fields) it shares with the GEMMs that read wp."""
     kernel_size = math.prod(geom.kernel)
-    m4 = _ceil(geom.out_per_group, 4)
+    m4 = ceil_div(geom.out_per_group, 4)
     packed_vec4s = geom.group * kernel_size * geom.in_per_group * m4
     shapes = [("in_channels", geom.in_channels), ("out_channels", geom.out_channels),
               ("in_per_group", geom.in_per_group), ("out_per_group", geom.out_per_group),
               ("kernel_size", kernel_size), ("m4", m4)]
     pack = dispatch(PACK, {"dtype": geom.dtype, "workgroup_size": PACK_WORKGROUP}, ("w",), ("wp",),
                     [("packed_vec4s", packed_vec4s)] + shapes,
-                    grid(_ceil(packed_vec4s, PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")))
+                    grid(ceil_div(packed_vec4s, PACK_WORKGROUP), caps.limit("maxComputeWorkgroupsPerDimension")))
     return pack, packed_vec4s, shapes
 
 
@@ -466,14 +462,14 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
     if channels_last:
         repack, xc_uniforms, scratch["xc"] = channels_last_pass(geom, caps)
         a_source, a_view = "xc", XC_VIEW[geom.dtype]
-    row_tiles, col_tiles = _ceil(phase_rows(geom), tm), _ceil(geom.out_per_group, tn)
+    row_tiles, col_tiles = ceil_div(phase_rows(geom), tm), ceil_div(geom.out_per_group, tn)
     phases = math.prod(geom.strides)
     split_tiles = geom.group * phases * row_tiles * col_tiles
     kz = tiles["kz"]
     out_size = math.prod(geom.out_spatial)
     uniforms = ([("batch", geom.batch)] + shapes
                 + [("in_size", math.prod(geom.in_spatial)), ("out_size", out_size),
-                   ("c_chunks", _ceil(geom.in_per_group, step)), ("phases", phases),
+                   ("c_chunks", ceil_div(geom.in_per_group, step)), ("phases", phases),
                    ("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", split_tiles * kz)]
                 + ([("split_tiles", split_tiles), ("splits", kz), ("y_size", geom.y_size)] if kz > 1 else [])
                 + axis_uniforms(geom) + xc_uniforms)
@@ -494,7 +490,7 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
                                  "workgroup_size": SUM_WORKGROUP},
                      ("parts", "b") if geom.has_bias else ("parts",), ("y",),
                      [("items", items), ("splits", kz), ("out_size", out_size), ("out_channels", geom.out_channels)],
-                     grid(_ceil(items, SUM_WORKGROUP), max_dim),
+                     grid(ceil_div(items, SUM_WORKGROUP), max_dim),
                      {"parts": "array<vec4<f32>>", "y": "array<vec4<T>>"} if vec == 4 else None)
     return Plan((*first, gemm, total), scratch={"parts": kz * geom.y_size * PARTS_BYTES} | scratch,
                 weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
