@@ -135,9 +135,10 @@ VS_SHAPES = [  # (x, w, attrs, (sg_m, sg_n, cm, cn, va, yv)) under vs's rule
     ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, (2, 2, 4, 4, 0, 0)),  # 1D: not spread
     # columns fitted to the out-channels (H200, sessions 15 and 19, app/variants/phase_gemm_sgmat.py): 96 take one
     # 96-column tile (`full` dac_dec4: 0.095 ms against 0.107 on 128 columns); spread tiles take 4 or 2 blocks only: 192
-    # take three of 64, not two of 128 that compute 256 (`holdout` hdemucs 0.702 -> 0.659 ms), spread over 4 x 2
+    # take three of 64, not two of 128 that compute 256 (`holdout` hdemucs, before the large-GEMM rule: 0.702 -> 0.659
+    # ms), spread over 4 x 2
     ((1, 192, 44032), (192, 96, 4), {"strides": [2], "pads": [1, 1]}, (2, 2, 4, 3, 0, 0)),
-    ((1, 384, 128, 336), (384, 192, 8, 1), {"strides": [4, 1]}, (4, 2, 2, 2, 0, 0)),
+    ((1, 384, 64, 84), (384, 192, 8, 1), {"strides": [4, 1]}, (4, 2, 2, 2, 0, 0)),
 ]
 
 
@@ -163,6 +164,60 @@ def test_float16_on_f16_matrices_stages_vectors_in_one_buffer(x, w, attrs, want)
     assert launch.workgroup_bytes == 16 * part * parts
     declared = re.search(r"var<workgroup> ws: array<array<vec4<u32>, (\d+)>, (\d+)>;", render(gemm.template, gemm.params))
     assert (int(declared[1]), int(declared[2])) == (part, parts)
+
+
+@pytest.mark.parametrize("x, w, attrs, want", [
+    # scaling.py's k4s2p1_c1024_128px and s1k3_c512_128px: 2048 and 512 workgroups of unspread 128 x 128 tiles, 4 and
+    # 9 taps a phase: unspread, A from the channels-last copy at stride 2 as at stride 1 (H200, session 21)
+    ((1, 1024, 128, 128), (1024, 512, 4, 4), {"strides": [2, 2], "pads": [1] * 4}, (2, 2, 4, 4, 1, 0)),
+    ((1, 512, 128, 128), (512, 512, 3, 3), {"pads": [1] * 4}, (2, 2, 4, 4, 1, 0)),
+    # Hybrid Demucs' decoder layer: 192 out-channels fill a 128-wide tile, 2712 workgroups: three 64-column blocks
+    ((1, 384, 128, 336), (384, 192, 8, 1), {"strides": [4, 1]}, (2, 2, 4, 3, 1, 0)),
+    # one tap a phase: unspread, A still read as vectors of x (va), no copy
+    ((1, 512, 128, 128), (512, 256, 2, 2), {"strides": [2, 2]}, (2, 2, 4, 4, 0, 1)),
+])
+def test_large_gemms_keep_unspread_tiles_and_repack_x_for_phases_of_several_taps(x, w, attrs, want):
+    geom = infer(x, w, None, attrs, F16)
+    launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
+    t = launch.tiles
+    assert (t["sg_m"], t["sg_n"], t["cm"], t["cn"], t["cl"], t["va"]) == want
+    assert t["kz"] == 1 and t["vs"] == 1
+    assert (phase_gemm.X_CHANNELS_LAST in [d.template for d in launch.dispatches]) == bool(t["cl"])
+
+
+@pytest.mark.parametrize("x, w, attrs", [
+    # as many workgroups, but out-channels that do not fill the 128-wide tile: `large` vocoder_64 (32) and `full`
+    # dac_dec4 (96) ran 1.4x slower from the copy on the H200
+    ((1, 64, 64000), (64, 32, 4), {"strides": [2], "pads": [1, 1]}),
+    ((1, 192, 44032), (192, 96, 4), {"strides": [2], "pads": [1, 1]}),
+    # filled tiles but 256 workgroups (`scaling` k4s2p1_c512_64px): spread, gathered
+    ((1, 512, 64, 64), (512, 256, 4, 4), {"strides": [2, 2], "pads": [1] * 4}),
+])
+def test_gemms_short_of_large_keep_the_rules_before_it(x, w, attrs):
+    geom = infer(x, w, None, attrs, F16)
+    assert phase_gemm_sgmat.workgroup_count(geom, {"tm": 128, "tn": 128}) >= 256
+    t = plan(geom, h200_caps(), "phase_gemm_sgmat").tiles
+    assert t["cl"] == 0
+    if geom.rank > 1:
+        assert t["sg_m"] * t["sg_n"] > 4  # spread
+
+
+def test_vs_masks_its_loads_where_it_stores_them_except_gathered_on_spread_tiles():
+    # A load's value is masked where it is stored into workgroup memory, not right after the load: an instruction
+    # reading it waits for it (k4s2p1_c1024_128px on the H200: 2.41 -> 1.46 ms from the copy). Gathered A on 16-subgroup
+    # tiles keeps its mask at the load (13% slower deferred: twice the registers).
+    k4 = {"strides": [2, 2], "pads": [1] * 4}
+    large = plan(infer((1, 1024, 128, 128), (1024, 512, 4, 4), None, k4, F16), h200_caps(), "phase_gemm_sgmat")
+    source = render(large.dispatches[-1].template, large.dispatches[-1].params)
+    assert "la0 = xc[select(0, at, ok)];" in source and "lb0 = wp[select(0, (w_step + k) * w_row + b_col, ok)];" in source
+    assert "= select(vec4<u32>(), la0, (ma0 & 1u) != 0u);" in source
+    assert "= select(vec4<u32>(), lb0, (mb0 & 1u) != 0u);" in source
+    assert "select(vec4<u32>(), xc[" not in source and "select(vec4<u32>(), wp[" not in source
+    spread = plan(infer((16, 256, 16, 16), (256, 128, 4, 4), None, k4, F16), h200_caps(), "phase_gemm_sgmat")
+    assert spread.tiles["sg_m"] * spread.tiles["sg_n"] == 16 and spread.tiles["cl"] == 0
+    source = render(spread.dispatches[-1].template, spread.dispatches[-1].params)
+    assert "let v0 = select(T(), x[select(0, xo0 + c * p.in_size, ok0)], ok0);" in source
+    assert "select(vec4<u32>(), wp[" not in source and "(mb0 & 1u) != 0u" in source
 
 
 def test_vs_spreads_only_as_far_as_the_device_takes_the_invocations():

@@ -95,6 +95,9 @@ def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, a
     assert t["kz"] == 1 or invocations * t["kz"] // 2 < phase_gemm.FILL_INVOCATIONS  # the smallest kz that does
     source = render(gemm.template, gemm.params)
     assert "xc[select(0, at, ok)]" in source and "x[" not in source.replace("xc[", "")
+    # loads masked where they are stored, not as they land (_phase-gemm.wgsl.jinja, declare_marks)
+    assert "la0 = xc[select(0, at, ok)];" in source and "select(vec4<f32>(), la0, (ma0 & 1u) != 0u)" in source
+    assert "select(vec4<f32>(), xc[" not in source and "select(vec4<f32>(), wp[" not in source
 
 
 def test_tiles_128_tall_only_where_they_fill_the_gpu():

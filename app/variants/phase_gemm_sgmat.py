@@ -87,6 +87,15 @@ VS_MAX_MATRICES = 4
 VS_COLUMN_MATRICES = (VS_MAX_MATRICES, 3, 2)  # cn to fit where the out-channels pass one column block
 VS_SPREAD_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # the same for spread tiles: 3 was measured unspread only
 SHORT_REDUCTION = 128
+# Large GEMMs: where the out-channels fill the unspread 128 x 128 tiles and those make LARGE_GEMM workgroups (about
+# four a multiprocessor on an H200), tiles stay 2 x 2 subgroups of 4 x 4 matrices, and phases of 2+ taps read A from
+# the channels-last copy (cl) at any stride. H200, session 21, f16 (docs/h200/session21/): on `tools/gpu/scaling.py`'s
+# largest cases, with every tile of sg_m, sg_n, cm, cn in {2, 4} and cl in {0, 1} swept, the unspread 4 x 4 tiles were
+# the fastest on all four (k4s2p1_c1024_128px 2.05 ms against 2.20 spread; s1k3_c512_128px 0.44 against 0.55), and
+# with the loads masked where stored the rule took k4s2p1_c1024_128px from 2.24 to 1.47 ms, k4s2p1_c512_128px 0.567
+# -> 0.432, s1k3_c512_256px 2.11 -> 1.52 (202 TFLOP/s). Out-channels that do not fill the tile ran slower from the
+# copy: `large` vocoder_64 (32 of them) 0.040 -> 0.055 ms, `full` dac_dec4 (96) 0.096 -> 0.135.
+LARGE_GEMM = 2 * FILL
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -230,6 +239,11 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
         return _vector_staged_refusal(t, geom, caps, config) is None and tiles_refusal(t, geom, caps) is None
 
     spreads = geom.rank > 1 and math.prod(geom.kernel) > 1
+    # A large GEMM (LARGE_GEMM above) has the warps to hide its loads without spreading, and runs its multi-tap phases
+    # from the channels-last copy.
+    widest = {"tm": VS_SUBGROUPS[0] * VS_MAX_MATRICES * config["M"], "tn": VS_SUBGROUPS[1] * VS_MAX_MATRICES * config["N"]}
+    large = geom.out_per_group >= widest["tn"] and workgroup_count(geom, widest) >= LARGE_GEMM
+    spreads = spreads and not large
 
     def shape(cm: int, cn: int) -> tuple[dict | None, int]:
         """The tile of VS_SUBGROUPS subgroups of cm x cn matrices, spread over subgroups of at most VS_SPREAD x
@@ -241,7 +255,7 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
         for sg_m, sg_n, cm_, cn_ in dict.fromkeys((spread, base) if spreads else (base,)):
             t = dict(zip(PARAMS, (sg_m, sg_n, cm_, cn_, VS_K_BLOCKS, 1, 0, 1, 1, 0)))
             t["va"] = int(_vector_a_refusal(t, geom, caps, config) is None)
-            t["cl"] = int(not t["va"] and channels_last_pays(geom))
+            t["cl"] = int(not t["va"] and (channels_last_pays(geom) or large and max_phase_taps(geom) > 1))
             if runs(t):
                 tm, tn, _ = _tile(t, config)
                 return t, workgroup_count(geom, {"tm": tm, "tn": tn}) * sg_m * sg_n // math.prod(VS_SUBGROUPS)
