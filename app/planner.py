@@ -37,6 +37,21 @@ _GROUPED_2D_WHY = "2D grouped/depthwise with stride >= 2: stride-phase taps unro
 
 RULES: list[tuple[str, dict, str]] = [
     ("empty_input_fill", {}, "the input is empty: y is the bias (or zeros), no reads of x or w"),
+    # Few out-channels, several stride phases, every phase as deep (kernel a multiple of the stride): every phase in
+    # one GEMM whose rows are out-channels x phases. The phase GEMMs below put the out-channels in their columns,
+    # one GEMM a phase: where those fill at most 2/3 of a 32-column tile, that many columns idle, and their stores
+    # land a stride apart. H200, session 22, the `full` layers of this class, the rules with and without this one
+    # side by side, two rounds (docs/h200/session22/call3/ab.md), float32 and float16 ms: fcn8s_upscore8_k16s8 (21
+    # out-channels, 64 phases) 0.125 -> 0.081 and 0.089 -> 0.084, vnet_up_k2s2_c16 (16, 8) 0.450 -> 0.252 and 0.332
+    # -> 0.294, fsrcnn_deconv_k9s3p4 (1, 9) 0.952 -> 0.089 and 0.674 -> 0.095, dcgan_rgb_k4s2p1 (3, 4) 0.263 -> 0.062
+    # and 0.185 -> 0.066. With 32 out-channels it lost, forced on its first tiles (call1): hifigan_v3_up3_k8s4p2
+    # 0.030 -> 0.032 and 0.015 -> 0.031, vocoder_64 0.071 -> 0.111. Small outputs keep the phase GEMMs, whose
+    # reduction splits fill the GPU: the `small` tier's layers of this class (16K-32K outputs) ran 1.15-1.40x slower
+    # (call3/ab.md); the bound is the tensor-core rule's.
+    ("uniform_phase_gemm", {"adapter": "hardware", "group": ["dense"], "min_phases": 2, "max_column_fill": 2 / 3,
+                            "min_output": 262144},
+     "a GPU, dense, few out-channels, stride phases as deep as each other: every phase in one GEMM whose rows are "
+     "out-channels x phases, its stores along y's rows"),
     # The stride-phase GEMMs: tensor cores where the device has matrices for the dtype and the output fills
     # the GPU; below that (a DCGAN head: 32K outputs) the scalar GEMM with its split reduction is faster (0.08
     # ms against 0.16).

@@ -44,7 +44,7 @@ def test_grid_refuses_what_cannot_fit():
 
 
 def test_dispatch_uses_the_device_limit():
-    geom = infer((1, 1, 300, 300), (1, 1, 2, 2), attributes={"strides": [2, 2]})
+    geom = infer((1, 1, 300, 300), (1, 1, 3, 3), attributes={"strides": [2, 2]})  # k3 s2: phases of unequal taps
     small = DeviceCaps(limits={"maxComputeWorkgroupsPerDimension": 1000})
     d = plan(geom, small).dispatches[0]
     assert d.workgroups[0] <= 1000 and d.workgroups[0] * d.workgroups[1] * 64 >= geom.y_size

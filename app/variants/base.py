@@ -22,6 +22,7 @@ from ..plan import Plan, Refusal
 from ..shapes import ConvGeometry
 
 DTYPE_BYTES = {"float32": 4, "float16": 2}
+NARROWEST_COLUMNS = 32  # the narrowest column tile of phase_gemm and phase_gemm_sgmat (2 subgroups of 16 x 16)
 WORKGROUP_STORAGE = "maxComputeWorkgroupStorageSize"
 INVOCATIONS_LIMIT = "maxComputeInvocationsPerWorkgroup"
 
@@ -41,9 +42,14 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "stride": ("every stride is {}", lambda g, v: all(s == v for s in g.strides)),
     "dilation": ("every dilation is {}", lambda g, v: all(d == v for d in g.dilations)),
     "kernel": ("every kernel dim is {}", lambda g, v: all(k == v for k in g.kernel)),
+    "kernel_multiple_of_stride": ("every kernel dim is a multiple of its stride (given {}): every stride phase has as "
+                                  "many taps", lambda g, v: not v or all(k % s == 0 for k, s in zip(g.kernel, g.strides))),
     "min_taps": ("the kernel has at least {} taps", lambda g, v: math.prod(g.kernel) >= v),
     "no_padding": ("pads and output_padding are all 0 (given {})",
                    lambda g, v: not v or (not any(g.pads_begin) and not any(g.pads_end) and not any(g.output_padding))),
+    "min_phases": ("the strides make at least {} stride phases", lambda g, v: math.prod(g.strides) >= v),
+    "max_column_fill": ("out-channels fill at most {} of the stride-phase GEMMs' narrowest column tiles (32 wide)",
+                        lambda g, v: g.out_per_group / computed_columns(g.out_per_group, NARROWEST_COLUMNS) <= v),
     "min_in_per_group": ("each group has at least {} input channels", lambda g, v: g.in_per_group >= v),
     "min_out_per_group": ("each group has at least {} output channels", lambda g, v: g.out_per_group >= v),
     "min_output": ("the output has at least {} elements", lambda g, v: g.y_size >= v),
