@@ -17,7 +17,8 @@ from tests.browser_session import passed_with_params_forced
 from tests.test_gpu_caps import h200_caps
 
 SOFTWARE = h200_caps(architecture="swiftshader", is_fallback=True)
-BENCH = {(c["tier"], c["name"]): c for c in json.loads((Path(__file__).resolve().parents[1] / "bench.json").read_text())["cases"]}
+BENCH_JSON = Path(__file__).resolve().parents[1] / "bench.json"
+BENCH = {(c["tier"], c["name"]): c for c in json.loads(BENCH_JSON.read_text())["cases"]}
 
 
 def bench_geometry(tier, name, dtype="float32"):

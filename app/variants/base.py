@@ -43,7 +43,8 @@ CONDITIONS: dict[str, tuple[str, Callable[[ConvGeometry, object], bool]]] = {
     "dilation": ("every dilation is {}", lambda g, v: all(d == v for d in g.dilations)),
     "kernel": ("every kernel dim is {}", lambda g, v: all(k == v for k in g.kernel)),
     "kernel_multiple_of_stride": ("every kernel dim is a multiple of its stride (given {}): every stride phase has as "
-                                  "many taps", lambda g, v: not v or all(k % s == 0 for k, s in zip(g.kernel, g.strides))),
+                                  "many taps",
+                                  lambda g, v: not v or all(k % s == 0 for k, s in zip(g.kernel, g.strides))),
     "min_taps": ("the kernel has at least {} taps", lambda g, v: math.prod(g.kernel) >= v),
     "no_padding": ("pads and output_padding are all 0 (given {})",
                    lambda g, v: not v or (not any(g.pads_begin) and not any(g.pads_end) and not any(g.output_padding))),
