@@ -318,11 +318,11 @@ def test_rv_fills_the_gpu_with_smaller_blocks_then_splits_a_deep_reduction_acros
     # and 0.296)
     ((1, 128, 8192), (128, 64, 4), {"strides": [2], "pads": [1, 1]}, (128, 64, 4, 16)),
     ((1, 128, 256, 256), (128, 64, 2, 2), {"strides": [2, 2]}, (128, 64, 4, 16)),
-    # 21 out-channels (an FCN head): 32 columns
+    # 21 out-channels (an FCN head; the planner gives it uniform_phase_gemm, tests/test_uniform_phase.py): 32 columns
     ((1, 21, 16, 16), (21, 21, 64, 64), {"strides": [32, 32]}, (128, 32, 4, 8)),
 ])
 def test_narrow_unsplit_gemms_take_tiles_as_wide_as_their_out_channels(x, w, attrs, tiles):
-    t = plan(infer(x, w, None, attrs), h200_caps()).tiles
+    t = plan(infer(x, w, None, attrs), h200_caps(), "phase_gemm").tiles
     assert (t["tm"], t["tn"], t["rm"], t["rn"], t["tk"], t["ks"], t["kz"]) == (*tiles[:3], 8, tiles[3], 1, 1)
 
 
