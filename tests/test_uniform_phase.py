@@ -15,6 +15,7 @@ from app.shapes import infer
 from app.variants import uniform_phase
 from tests.browser_session import passed_with_params_forced
 from tests.test_gpu_caps import h200_caps
+from tools.wgsl.matrix import _geom
 
 SOFTWARE = h200_caps(architecture="swiftshader", is_fallback=True)
 BENCH_JSON = Path(__file__).resolve().parents[1] / "bench.json"
@@ -23,8 +24,7 @@ BENCH = {(c["tier"], c["name"]): c for c in json.loads(BENCH_JSON.read_text())["
 
 def bench_geometry(tier, name, dtype="float32"):
     case = BENCH[(tier, name)]
-    bias = [case["w"][1] * case["attributes"].get("group", 1)] if case["bias"] else None
-    return infer(case["x"], case["w"], bias, case["attributes"], {"x": dtype, "w": dtype, "b": dtype})
+    return _geom(case["x"], case["w"], case["attributes"], case["bias"], dtype)
 
 
 # The `full` layers the rule was measured on (app/planner.py): (name, tiles (tm, tn, rm, rn, tk))

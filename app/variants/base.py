@@ -161,6 +161,13 @@ class Variant:
                 "shapes_in_words": describe(self.conditions), "workgroup_memory": None, "buffers": None} | self.requires
 
 
+def loads_split_evenly(edge: int, threads: int, k: int) -> bool:
+    """Whether `threads` invocations can stage a tile edge of `edge` rows (or columns) by `k` reduction steps, each the
+    same number of loads: the edge is a multiple of the invocation count, or the invocation count a multiple of the edge
+    whose quotient divides k (the invocations past the edge take further steps)."""
+    return edge % threads == 0 or (threads % edge == 0 and k % (threads // edge) == 0)
+
+
 def workgroup_memory_refusal(need: int, caps: DeviceCaps) -> str | None:
     """Why `need` bytes of workgroup memory do not fit the device (None when they do)."""
     limit = caps.limit(WORKGROUP_STORAGE)

@@ -15,8 +15,8 @@ invocations per workgroup apply (not measured here).
 from __future__ import annotations
 
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import (WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, io, phase_rows,
-                   workgroup_memory_refusal)
+from .base import (WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, io, loads_split_evenly,
+                   phase_rows, workgroup_memory_refusal)
 TEMPLATE = "conv-transpose2d-phase-gemm-tiled.wgsl.jinja"
 NAME = "nchw2d_phase_gemm_tiled"
 TILE_K = 16  # reduction steps staged per barrier pair
@@ -54,9 +54,8 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     threads = (t["tile_m"] // t["thread_m"]) * (t["tile_n"] // t["thread_n"])
     if threads > caps.limit("maxComputeInvocationsPerWorkgroup") or threads > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{threads} invocations per workgroup exceed the device's limit"
-    for edge in (t["tile_m"], t["tile_n"]):
-        if not (edge % threads == 0 or (threads % edge == 0 and t["tile_k"] % (threads // edge) == 0)):
-            return "the invocation count must divide or be a multiple of each tile edge"
+    if not all(loads_split_evenly(edge, threads, t["tile_k"]) for edge in (t["tile_m"], t["tile_n"])):
+        return "the invocation count must divide or be a multiple of each tile edge"
     if F32_BYTES * t["tile_k"] * (t["tile_m"] + t["tile_n"]) > caps.limit(WORKGROUP_STORAGE):
         return "the tiles exceed the device's workgroup memory"
     return None

@@ -12,7 +12,7 @@ import math
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, ceil_div, io,
-                   workgroup_memory_refusal)
+                   loads_split_evenly, workgroup_memory_refusal)
 
 NAME = "uniform_phase_gemm"
 TEMPLATE = "conv-transpose-uniform-phase-gemm.wgsl.jinja"
@@ -66,9 +66,8 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     threads = _threads(t)
     if threads > caps.limit(INVOCATIONS_LIMIT) or threads > caps.limit("maxComputeWorkgroupSizeX"):
         return f"{threads} invocations per workgroup exceed the device's limit"
-    for edge in (t["tm"], t["tn"]):  # each invocation loads whole rows (columns) of A (B), the same count of each
-        if not (edge % threads == 0 or (threads % edge == 0 and t["tk"] % (threads // edge) == 0)):
-            return "each tile edge must be a multiple of the invocation count, or divide it into a factor of tk"
+    if not all(loads_split_evenly(edge, threads, t["tk"]) for edge in (t["tm"], t["tn"])):
+        return "each tile edge must be a multiple of the invocation count, or divide it into a factor of tk"
     if workgroup_bytes(t) > caps.limit(WORKGROUP_STORAGE):
         return "the tiles exceed the device's workgroup memory"
     return None
