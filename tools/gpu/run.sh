@@ -69,7 +69,8 @@ for stage in $STAGES; do
              python3 tools/gpu/torch_bench.py --tier scaling --bench /tmp/gpu/scaling.json --runs 5 --repeats 10 \
                --out /tmp/gpu/torch-scaling.json >/tmp/gpu/torch-scaling.txt 2>&1 || status=1
              echo "  ort ($(date -u +%T))"
-             python3 -m app bench --tier scaling --host node --against ort --bench /tmp/gpu/scaling.json --runs 3 \
+             python3 tools/gpu/scaling.py cases --ort >/tmp/gpu/scaling-ort.json
+             python3 -m app bench --tier scaling --host node --against ort --bench /tmp/gpu/scaling-ort.json --runs 3 \
                --warmup 1 --out /tmp/gpu/ort-scaling.json >/tmp/gpu/ort-scaling.txt 2>&1 || status=1
              python3 tools/gpu/scaling.py plot /tmp/gpu "$OUT/scaling.svg" | tee "$OUT/scaling.md"
              tar -C /tmp/gpu -czf "$OUT/scaling-runs.tgz" bench-scaling.json bench-scaling-f16.json torch-scaling.json \
