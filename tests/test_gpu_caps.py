@@ -233,20 +233,21 @@ def test_vs_spreads_only_as_far_as_the_device_takes_the_invocations():
 
 
 @pytest.mark.parametrize("x, w, attrs, want", [
-    # `large` stride1_256_3x3: the spread 128 x 128 tile makes 64 workgroups, 2304 products an output: split in two
-    # (128 workgroups), A gathered (H200, session 16: 0.079 -> 0.060 ms; 0.062 with cl)
-    ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (2, 0)),
+    # `large` stride1_256_3x3: the spread 128 x 128 tile (4 x 4 subgroups of 2 x 2) makes 64 workgroups, 2304 products
+    # an output, which a split in two would reduce: instead 64 x 128 tiles on 2 x 4 subgroups, 4 K-blocks a step, 128
+    # workgroups unsplit (H200, session 23: 0.0601 -> 0.0546 ms)
+    ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (2, 4, 4, 1, 1)),
     # `full` unet_up_k2s2: 64 workgroups of the same tile, but 512 products: a split would reduce 256 (0.027 ms unsplit
-    # against 0.033 in two)
-    ((1, 512, 32, 32), (512, 256, 2, 2), {"strides": [2, 2]}, (1, 0)),
+    # against 0.033 in two), so neither split nor deepened
+    ((1, 512, 32, 32), (512, 256, 2, 2), {"strides": [2, 2]}, (4, 4, 2, 1, 0)),
     # `large` stride1_3d_64_3x3x3: 256 workgroups of the spread 128 x 64 tile: unsplit, A from the channels-last copy
-    ((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), {"pads": [1] * 6}, (1, 1)),
+    ((1, 64, 32, 32, 32), (64, 64, 3, 3, 3), {"pads": [1] * 6}, (4, 2, 2, 1, 1)),
 ])
-def test_vs_splits_a_spread_tile_of_fewer_workgroups_than_multiprocessors(x, w, attrs, want):
+def test_vs_deepens_a_spread_tile_of_fewer_workgroups_than_multiprocessors(x, w, attrs, want):
     geom = infer(x, w, None, attrs, F16)
     t = plan(geom, h200_caps(), "phase_gemm_sgmat").tiles
-    assert t["sg_m"] * t["sg_n"] > 4  # spread
-    assert (t["kz"], t["cl"]) == want
+    assert (t["sg_m"], t["sg_n"], t["kb"], t["kz"], t["cl"]) == want
+    assert (t["cm"], t["cn"]) == (2, 2)
 
 
 @pytest.mark.parametrize("x, w, attrs, groups", [

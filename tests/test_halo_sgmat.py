@@ -30,19 +30,20 @@ def _geom(x, w, attrs, dtypes=F16):
 
 
 # The three shapes it won in session 11 (1M+ outputs whose stride-phase GEMM's tall tiles, 128 x 64, make fewer than
-# 256 workgroups) now go to the split GEMM, which ran 1.26-1.32x faster there in session 16 (docs/h200/session16/
-# call2/x/bench-s1.txt); the halo stays the autotuner's candidate for them, under the seed's name at rank 3.
+# 256 workgroups) now go to the stride-phase GEMM on 4 K-blocks a step, unsplit (session 23; split in two, it ran
+# 1.26-1.32x faster than the halo there in session 16: docs/h200/session16/call2/x/bench-s1.txt); the halo stays the
+# autotuner's candidate for them, under the seed's name at rank 3.
 HALO_WON = [(STRIDE1_3D_WIDE, "ncdhw3d_implicit_sgmat"), (STRIDE1_2D, "stride1_halo_sgmat"),
             (([1, 256, 64, 64], [256, 256, 5, 5], {"pads": [2] * 4}), "stride1_halo_sgmat")]
 
 
 @pytest.mark.parametrize("shape, name", HALO_WON)
-def test_the_split_gemm_takes_the_shapes_the_halo_won_and_the_halo_stays_a_candidate(shape, name):
+def test_the_deep_gemm_takes_the_shapes_the_halo_won_and_the_halo_stays_a_candidate(shape, name):
     geom = _geom(*shape)
     assert tall_gemm_tiles(geom) == 128
     for caps in (h200_caps(), devices()["h200"]):  # the rules alone, and with the H200's table
         chosen = plan(geom, caps)
-        assert (chosen.variant, chosen.tiles["kz"]) == ("phase_gemm_sgmat", 2)
+        assert (chosen.variant, chosen.tiles["kb"], chosen.tiles["kz"]) == ("phase_gemm_sgmat", 4, 1)
         assert [v.name for v in covering(geom, caps)][:3] == ["phase_gemm_sgmat", name, "phase_gemm"]
 
 
@@ -54,7 +55,8 @@ def test_the_split_gemm_takes_the_shapes_the_halo_won_and_the_halo_stays_a_candi
     ([1, 512, 128, 128], [512, 256, 1, 1], {}, F16, "1x1: one tap, nothing to share"),
     ([1, 256, 32, 32], [256, 256, 3, 3], {"pads": [1] * 4}, F16, "256K outputs: the split GEMM won"),
     ([1, 64, 32, 32], [64, 32, 4, 4], {"strides": [2, 2], "pads": [1] * 4}, F16, "stride 2"),
-    *((*shape, F16, "the split GEMM: 0.057 ms against 0.075, 0.119 against 0.151, 0.136 against 0.172")
+    *((*shape, F16, "the stride-phase GEMM (split in two, session 16: 0.057 ms against 0.075, 0.119 against 0.151, "
+                    "0.136 against 0.172)")
       for shape, _ in HALO_WON),
 ])
 def test_the_planner_leaves_it_elsewhere(x, w, attrs, dtypes, why):

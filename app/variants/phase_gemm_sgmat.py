@@ -81,6 +81,16 @@ VS_SPREAD = 2
 # four; the best, 0.059, was 2 x 2 subgroups of 4 x 4 in four (256 workgroups). `full` unet_up_k2s2 (64 workgroups
 # of the same shape, 512 products) ran 0.027 unsplit against 0.033 in two (session16/call2/).
 SPREAD_MIN_WORKGROUPS = FILL // 2
+# Where that would split such a tile, its rows are halved onto half the subgroup rows instead, each step twice as
+# deep (DEEP_K_BLOCKS: 64 in-channels a step, half the steps and barriers), if that alone makes SPREAD_MIN_WORKGROUPS:
+# a grid of about one workgroup per multiprocessor waits on each step's loads and barriers more than on its
+# multiplies; at one workgroup per multiprocessor the doubled staging memory costs no occupancy; a split adds a pass.
+# H200, session 23, f16 (docs/h200/session23/call5/): `large` stride1_256_3x3 on 2 x 4 subgroups of 2 x 2 matrices,
+# 4 K-blocks, unsplit (128 workgroups) 0.0546 ms (0.0542 gathered) against 0.0601 for 4 x 4 subgroups split in two,
+# the best shape of 2 K-blocks in the session-16 and session-23 sweeps. Deeper steps lost where the workgroups
+# already fill the GPU (`large` stride1_3d: 0.079 against 0.073 ms) and were within 3% on the split 2 x 2 subgroups
+# of the rule below (session23/call6/: `full` stride1_3x3x3, dcgan_batch8, hifigan_k16s8p4).
+DEEP_K_BLOCKS = 4
 VS_SUBGROUPS = (2, 2)
 VS_K_BLOCKS = 2
 VS_MAX_MATRICES = 4
@@ -287,7 +297,13 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
             tm, tn, _ = _tile(t, config)
             if workgroup_count(geom, {"tm": tm, "tn": tn}) >= SPREAD_MIN_WORKGROUPS:
                 return t
-            return split(t, SPREAD_MIN_WORKGROUPS, SPLIT_K_DEPTH)
+            split_t = split(t, SPREAD_MIN_WORKGROUPS, SPLIT_K_DEPTH)
+            deep = t | {"sg_m": t["sg_m"] // 2, "kb": DEEP_K_BLOCKS}
+            if split_t["kz"] > 1 and t["sg_m"] > VS_SUBGROUPS[0] and runs(deep):
+                tm, tn, _ = _tile(deep, config)
+                if workgroup_count(geom, {"tm": tm, "tn": tn}) >= SPREAD_MIN_WORKGROUPS:
+                    return deep
+            return split_t
     t, workgroups = shape(2, min(cn, 2))
     if t is not None and workgroups < FILL:
         t = split(t, FILL)
