@@ -1,6 +1,7 @@
 """The bench report's CPython parts: ratios against the faster ORT build per metric, refusals, geometric
 means, the table, the chart, and the bench options that do not go together."""
 import math
+import runpy
 
 import pytest
 
@@ -113,7 +114,6 @@ def test_bench_options_that_do_not_go_together_are_refused_before_any_browser(kw
 
 
 def test_the_readme_table_has_a_row_per_case_and_the_geometric_means(tmp_path, capsys):
-    import runpy
     import json
     import sys
 
@@ -125,3 +125,13 @@ def test_the_readme_table_has_a_row_per_case_and_the_geometric_means(tmp_path, c
     lines = capsys.readouterr().out.splitlines()
     assert lines[2] == "| `a` | 1.00 | 2.00 | 0.50 | 0.50 | 1.00 | 0.50 |"
     assert "refused (3D)" in lines[3] and lines[-1].endswith("**0.50** |")
+
+
+def test_scaling_times_onnxruntime_web_only_up_to_its_bound():
+    # its runs past 1e10 multiply-adds did not finish inside a device call (tools/gpu/scaling.py ORT_MAX_MADDS)
+    scaling = runpy.run_path("tools/gpu/scaling.py")
+    every, ort = scaling["cases"]()["cases"], scaling["cases"](ort=True)["cases"]
+    bound = scaling["ORT_MAX_MADDS"]
+    assert [c["name"] for c in ort] == [c["name"] for c in every if scaling["madds"](c) <= bound]
+    assert {c["model"] for c in ort} == {c["model"] for c in every}  # both classes
+    assert max(map(scaling["madds"], every)) > 10 * bound > 10 * max(map(scaling["madds"], ort))
