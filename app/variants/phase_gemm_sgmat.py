@@ -248,6 +248,10 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
     def runs(t: dict) -> bool:
         return _vector_staged_refusal(t, geom, caps, config) is None and tiles_refusal(t, geom, caps) is None
 
+    def own_workgroups(t: dict) -> int:
+        tm, tn, _ = _tile(t, config)
+        return workgroup_count(geom, {"tm": tm, "tn": tn})
+
     spreads = geom.rank > 1 and math.prod(geom.kernel) > 1
     # A large GEMM (LARGE_GEMM above) has the warps to hide its loads without spreading, and runs its multi-tap phases
     # from the channels-last copy.
@@ -267,8 +271,7 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
             t["va"] = int(_vector_a_refusal(t, geom, caps, config) is None)
             t["cl"] = int(not t["va"] and (channels_last_pays(geom) or large and max_phase_taps(geom) > 1))
             if runs(t):
-                tm, tn, _ = _tile(t, config)
-                return t, workgroup_count(geom, {"tm": tm, "tn": tn}) * sg_m * sg_n // math.prod(VS_SUBGROUPS)
+                return t, own_workgroups(t) * sg_m * sg_n // math.prod(VS_SUBGROUPS)
         return None, 0
 
     def split(t: dict, target: int, min_depth: int = 0) -> dict:
@@ -294,15 +297,13 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
         if t is None:
             return None
         if workgroups >= FILL:
-            tm, tn, _ = _tile(t, config)
-            if workgroup_count(geom, {"tm": tm, "tn": tn}) >= SPREAD_MIN_WORKGROUPS:
+            if own_workgroups(t) >= SPREAD_MIN_WORKGROUPS:
                 return t
             split_t = split(t, SPREAD_MIN_WORKGROUPS, SPLIT_K_DEPTH)
             deep = t | {"sg_m": t["sg_m"] // 2, "kb": DEEP_K_BLOCKS}
-            if split_t["kz"] > 1 and t["sg_m"] > VS_SUBGROUPS[0] and runs(deep):
-                tm, tn, _ = _tile(deep, config)
-                if workgroup_count(geom, {"tm": tm, "tn": tn}) >= SPREAD_MIN_WORKGROUPS:
-                    return deep
+            if (split_t["kz"] > 1 and t["sg_m"] > VS_SUBGROUPS[0] and runs(deep)
+                    and own_workgroups(deep) >= SPREAD_MIN_WORKGROUPS):
+                return deep
             return split_t
     t, workgroups = shape(2, min(cn, 2))
     if t is not None and workgroups < FILL:
