@@ -33,6 +33,9 @@ from .phase_gemm import FILL_INVOCATIONS
 # - splits: the smallest kz of COLS_SPLITS that makes phase_gemm's FILL_INVOCATIONS, keeping COLS_MIN_STEPS steps a
 #   split (kz 2 won on the sweep's GEMMs of 16K invocations: `full` hifigan_k16s8p4 0.063 ms against 0.073,
 #   dcgan_batch8 0.047 against 0.051).
+# Session 24 (docs/performance.md): 128 x 64 tiles with a step of 16 won on the tuned layers whose grid was one wave
+# (256 workgroups) and lost 1.19-1.25x on the holdout's encodec and bigvgan (320, 384): this GEMM times as if about 256
+# invocations a multiprocessor were resident, and a grid just past a wave pays a second one.
 COLS_VEC4 = "conv-transpose-cols-gemm-vec4.wgsl.jinja"
 COLS_VEC4_SHAPE = {"tm": 64, "tn": 64, "rm": 8, "rn": 8, "tk": 8, "fc": 2, "fr": 4}
 COL2IM_CELLS = "conv-transpose-col2im-cells.wgsl.jinja"
