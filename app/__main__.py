@@ -64,8 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     device.add_argument("--host", choices=["browser", "node"], default="browser")
     tune = sub.add_parser("tune", help="measure the best tile params per variant and shape class on this adapter "
                                        "and write tuning/<adapter>.json")
-    tune.add_argument("--tier", choices=["small", "full", "large"], default="small",
-                      help="never holdout: that tier checks the rules on shapes nothing was tuned on")
+    tune.add_argument("--tier", default="small",
+                      help="a tier of the bench file (default small); never holdout, which checks the rules on "
+                           "shapes nothing was tuned on")
     tune.add_argument("--host", choices=["browser", "node"], default="browser")
     tune.add_argument("--runs", type=int, default=3)
     tune.add_argument("--cases", help="comma-separated bench case names (default: every case of the tier)")

@@ -1,6 +1,8 @@
 """bench.json's tiers: the holdout tier's shapes appear in no other tier, nothing tunes on it, and its bench
 check (sampled against the float64 reference) stays cheap at its largest case."""
+import contextlib
 import json
+import re
 import subprocess
 import sys
 import time
@@ -11,6 +13,8 @@ import pytest
 
 from app import bench, tuner
 from app.__main__ import main
+from app.host import tune_runner
+from app.host.tune_runner import check_request
 from app.kernel import validate
 from app.reference import reference_at, sample_points
 from app.shapes import infer
@@ -44,8 +48,40 @@ def test_the_tuner_refuses_the_holdout_tier():
     # Playwright keeps an event loop running in this thread.
     with pytest.raises(ValueError, match="never tuned on"):
         tuner.tune(None, cases).send(None)
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="never tuned on"):
         main(["tune", "--tier", bench.HOLDOUT])
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--tier", "extra"], "no tier 'extra' in bench.json: its tiers are ['full', 'holdout', 'large', 'small']"),
+    (["--tier", "full", "--cases", "stride1_3x3,encodec_k20s10p5"], "no case encodec_k20s10p5 in the full tier"),
+])
+def test_tune_names_a_tier_or_case_the_bench_file_lacks_before_any_host_starts(argv, words):
+    with pytest.raises(SystemExit, match=re.escape(words)):
+        main(["tune", "--host", "node", *argv])
+
+
+def test_tune_takes_any_tier_of_its_bench_file(tmp_path):
+    doc = dict(DOC, tiers={"probe": "shapes of one experiment"},
+               cases=[dict(DOC["cases"][0], tier="probe", name="p1")])
+    path = tmp_path / "probe.json"
+    path.write_text(json.dumps(doc))
+    check_request(path.read_text(), "probe", ["p1"], str(path))  # no exit
+    with pytest.raises(SystemExit, match="no case p2"):
+        check_request(path.read_text(), "probe", ["p2"], str(path))
+
+
+def test_tune_stops_where_nothing_was_tuned(monkeypatch, tmp_path):
+    # a tier none of whose cases plans a variant with a grid would write an empty table, read later as "the defaults
+    # are best everywhere"
+    class Host:
+        def py(self, name, *args):
+            return {"lines": [], "file": "x.json", "table": {"variants": {}, "choices": {}, "rejected": [], "measured": []}}
+
+    monkeypatch.setattr(tune_runner, "open_host", lambda host: contextlib.nullcontext(Host()))
+    with pytest.raises(SystemExit, match="nothing tuned: no case of the full tier"):
+        tune_runner.main("full", "node", out=str(tmp_path / "table.json"))
+    assert not (tmp_path / "table.json").exists()
 
 
 def test_the_largest_holdout_case_is_checked_at_samples_quickly():

@@ -5,15 +5,35 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..bench import HOLDOUT
 from ..contract import ROOT
 from .bench_runner import open_host
+
+
+def check_request(text: str, tier: str, names: list[str] | None, source: str) -> None:
+    """Before any host starts: the tier is one of the bench file's and not the holdout, and every named case is in it."""
+    doc = json.loads(text)
+    if tier == HOLDOUT:
+        raise SystemExit(f"the {HOLDOUT} tier checks the rules on shapes nothing was tuned on: it is never tuned on")
+    tiers = doc.get("tiers", {})
+    if tier not in tiers:
+        raise SystemExit(f"no tier {tier!r} in {source}: its tiers are {sorted(tiers)}")
+    in_tier = {case["name"] for case in doc["cases"] if case["tier"] == tier}
+    if missing := [name for name in names or () if name not in in_tier]:
+        raise SystemExit(f"no case {', '.join(missing)} in the {tier} tier of {source}")
+
 
 def main(tier: str = "small", host: str = "browser", runs: int = 3, out: str | None = None,
          bench_path: str | None = None, cases: str | None = None, repeats: int = 1, choose: bool = False) -> int:
     text = Path(bench_path or ROOT / "bench.json").read_text()
     names = cases.split(",") if cases else None
+    check_request(text, tier, names, bench_path or "bench.json")
     with open_host(host) as app:
         got = app.py("tune", text, tier, names, runs, repeats, choose)
+    if not got["table"]["measured"]:
+        # An empty table would read as "the defaults are best everywhere".
+        raise SystemExit(f"nothing tuned: no case of the {tier} tier plans a variant with a tuning grid (a case's "
+                         f"\"variant\" forces one: tools/gpu/as_dtype.py --variant)")
     for line in got["lines"]:
         print(line)
     table = got["table"]
