@@ -1,5 +1,6 @@
 """bench.json's tiers: the holdout tier's shapes appear in no other tier, nothing tunes on it, and its bench
-check (sampled against the float64 reference) stays cheap at its largest case."""
+check (sampled against the float64 reference) stays cheap at its largest case; `python -m app tune` takes any other
+tier of its bench file and stops on what the file lacks or where nothing was tuned."""
 import contextlib
 import json
 import re

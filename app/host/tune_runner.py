@@ -30,12 +30,12 @@ def main(tier: str = "small", host: str = "browser", runs: int = 3, out: str | N
     check_request(text, tier, names, bench_path or "bench.json")
     with open_host(host) as app:
         got = app.py("tune", text, tier, names, runs, repeats, choose)
+    for line in got["lines"]:
+        print(line)
     if not got["table"]["measured"]:
         # An empty table would read as "the defaults are best everywhere".
         raise SystemExit(f"nothing tuned: no case of the {tier} tier plans a variant with a tuning grid (a case's "
                          f"\"variant\" forces one: tools/gpu/as_dtype.py --variant)")
-    for line in got["lines"]:
-        print(line)
     table = got["table"]
     for variant, classes in table["variants"].items():
         for cls, entry in classes.items():
