@@ -49,14 +49,19 @@ def open_host(host: str):
         server.shutdown()
 
 
+def check_tier(doc: dict, tier: str, source: str) -> None:
+    """Stops, naming the tiers there are, where the bench file `source` has no tier `tier`."""
+    tiers = doc.get("tiers", {})
+    if tier not in tiers:
+        raise SystemExit(f"no tier {tier!r} in {source}: its tiers are {sorted(tiers)}")
+
+
 def main(tier: str = "small", host: str = "browser", variants: str | None = None, runs: int = 5,
          out: str | None = None, bench_path: str | None = None, against: str | None = None,
          plot: str | None = None, warmup: int = 1, repeats: int = 1, breakdown: bool = False,
          autotune: bool = False) -> int:
     text = Path(bench_path or ROOT / "bench.json").read_text()
-    tiers = json.loads(text).get("tiers", {})
-    if tier not in tiers:
-        raise SystemExit(f"no tier {tier!r} in {bench_path or 'bench.json'}: its tiers are {sorted(tiers)}")
+    check_tier(json.loads(text), tier, bench_path or "bench.json")
     if (against or breakdown) and variants:
         raise SystemExit("--against ort and --breakdown time the planner's choice: leave out --variants")
     if plot and not against:

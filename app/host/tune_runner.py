@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..bench import HOLDOUT
 from ..contract import ROOT
-from .bench_runner import open_host
+from .bench_runner import check_tier, open_host
 
 
 def check_request(text: str, tier: str, names: list[str] | None, source: str) -> None:
@@ -15,9 +15,7 @@ def check_request(text: str, tier: str, names: list[str] | None, source: str) ->
     doc = json.loads(text)
     if tier == HOLDOUT:
         raise SystemExit(f"the {HOLDOUT} tier checks the rules on shapes nothing was tuned on: it is never tuned on")
-    tiers = doc.get("tiers", {})
-    if tier not in tiers:
-        raise SystemExit(f"no tier {tier!r} in {source}: its tiers are {sorted(tiers)}")
+    check_tier(doc, tier, source)
     in_tier = {case["name"] for case in doc["cases"] if case["tier"] == tier}
     if missing := [name for name in names or () if name not in in_tier]:
         raise SystemExit(f"no case {', '.join(missing)} in the {tier} tier of {source}")
@@ -32,11 +30,11 @@ def main(tier: str = "small", host: str = "browser", runs: int = 3, out: str | N
         got = app.py("tune", text, tier, names, runs, repeats, choose)
     for line in got["lines"]:
         print(line)
-    if not got["table"]["measured"]:
+    table = got["table"]
+    if not table["measured"]:
         # An empty table would read as "the defaults are best everywhere".
         raise SystemExit(f"nothing tuned: no case of the {tier} tier plans a variant with a tuning grid (a case's "
                          f"\"variant\" forces one: tools/gpu/as_dtype.py --variant)")
-    table = got["table"]
     for variant, classes in table["variants"].items():
         for cls, entry in classes.items():
             print(f"tuned {variant} {cls}: {entry['params']} ({entry['relative_time']:.2f}x the defaults' time)")
