@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from . import planner, tuning_tables
+from . import planner, store_entries, tuning_tables
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry
 from .timing import time_plan
@@ -116,15 +116,12 @@ def stored_choice(text, geom: ConvGeometry, caps, revision: str, tables) -> Choi
     else None, with a warning saying why it was ignored."""
     if text is None:
         return None
-    try:
-        entry = json.loads(str(text))
-        variant, params = entry["variant"], entry["params"]
-        fits = entry["format"] == FORMAT and isinstance(variant, str) and (params is None or isinstance(params, dict))
-    except (ValueError, KeyError, TypeError):
-        fits, entry = False, None
-    if not fits:
-        warnings.warn("autotune: a stored choice is unreadable; ignored, the rules decide", stacklevel=2)
+    try:  # bounded in size and depth before parsing, then checked against the entry's schema
+        entry = store_entries.parse(text, FORMAT, planner.VARIANTS, geom, caps)
+    except store_entries.EntryError as exc:
+        warnings.warn(f"autotune: a stored choice is unreadable ({exc}); ignored, the rules decide", stacklevel=2)
         return None
+    variant, params = entry["variant"], entry["params"]
     if entry.get("adapter") != tuning_tables.adapter_key(caps) or entry.get("revision") != revision:
         warnings.warn("autotune: the stored choice was measured on another adapter or package revision; ignored, "
                       "the rules decide", stacklevel=2)
@@ -184,12 +181,21 @@ class Autotuner:
         if k in self.choices:
             return self.choices[k]
         caps, revision = kernel.gpu.caps, recorded()["revision"]
-        choice = stored_choice(await self.store.get(k), geom, caps, revision, tables)
+        try:  # the caller's store: its failure costs the stored choice, never the call
+            text = await store_entries.store_call(self.store, "get", k)
+        except store_entries.StoreFailed as exc:
+            warnings.warn(f"autotune: {exc}; the search runs", stacklevel=2)
+            text = None
+        choice = stored_choice(text, geom, caps, revision, tables)
         if choice is None:
             choice = await search(kernel, geom, tables, self.budget_ms)
-            await self.store.set(k, json.dumps({"format": FORMAT, "variant": choice.variant, "params": choice.params,
-                                                "adapter": tuning_tables.adapter_key(caps), "revision": revision,
-                                                "times": choice.meta()["times"]}))
+            entry = json.dumps({"format": FORMAT, "variant": choice.variant, "params": choice.params,
+                                "adapter": tuning_tables.adapter_key(caps), "revision": revision,
+                                "times": choice.meta()["times"]})
+            try:
+                await store_entries.store_call(self.store, "set", k, entry)
+            except store_entries.StoreFailed as exc:
+                warnings.warn(f"autotune: {exc}; the choice is kept for this session only", stacklevel=2)
         self.choices[k] = choice
         return choice
 
