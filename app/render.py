@@ -15,7 +15,12 @@ BINDINGS_PRELUDE = "_bindings.wgsl.jinja"
 SHARED_TEMPLATES = {NONFINITE_CHECK: "flags NaN/Inf in CPU-uploaded x or w on the GPU, for variants exact only on "
                                     "finite data (the call reruns on an exact variant when set)",
                     BINDINGS_PRELUDE: "included by every template: the Params struct and every @binding, generated "
-                                      "from the pass's declaration (app/plan.py dispatch)"}
+                                      "from the pass's declaration (app/plan.py dispatch)",
+                    "_prologue.wgsl.jinja": "included by most templates: enable f16 where the dtype is float16, the "
+                                            "storage type T and the bindings prelude",
+                    "_elementwise.wgsl.jinja": "included by the elementwise passes: the prologue and an entry point "
+                                               "of one invocation per item",
+                    "_split-index.wgsl.jinja": "the weight-layout passes' split of a packed index into coordinates"}
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(TEMPLATES)),
