@@ -1,13 +1,18 @@
-"""Command line: `python -m app cases PATH [--variant NAME [--params JSON]] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app model FILE.onnx [--host] [--against ort] [--dtype] [--chain]`, `python -m app device [--host]`, `python -m app serve [--bind] [--port]`, `python -m app setup`, `python -m app export DIR`."""
+"""Command line (`python -m app` in a checkout, `python -m webgpu_convtranspose` or `webgpu-convtranspose` installed):
+`python -m app cases PATH [--variant NAME [--params JSON]] [--host browser|node] [--browser chromium|firefox]`, `python -m app bench [--tier] [--host] [--variants] [--against ort] [--plot PNG]`, `python -m app tune`, `python -m app model FILE.onnx [--host] [--against ort] [--dtype] [--chain]`, `python -m app device [--host]`, `python -m app serve [--bind] [--port]`, `python -m app setup`, `python -m app export DIR`."""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
+
+# The name this package runs under: app in a checkout, webgpu_convtranspose installed (setup.py).
+PROG = f"python -m {__package__ or 'app'}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m app")
+    parser = argparse.ArgumentParser(prog=PROG)
     sub = parser.add_subparsers(dest="command", required=True)
     cases = sub.add_parser("cases", help="run a case file (test.json format) in a headless browser on WebGPU")
     cases.add_argument("path")
@@ -90,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--browser applies to --host browser only")
         if args.params and not args.variant:
             parser.error("--params applies to a forced --variant")
+        if not Path(args.path).is_file():
+            # the wheel ships no test.json (18 MB): a checkout has it, or any case file of its format will do
+            parser.error(f"{args.path}: no such case file (test.json comes with a checkout, where "
+                         "tools/gen_test_cases.py writes it; the installed package runs any file of its format)")
         return run_cases(args.path, args.variant, args.host, args.browser, args.params)
     if args.command == "bench":
         from .host.bench_runner import main as run_bench
