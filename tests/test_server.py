@@ -164,3 +164,127 @@ def test_serve_listens_on_bind_and_leaves_host_to_the_runtime_choice():
     refused = subprocess.run([sys.executable, "-m", "app", "serve", "--host", "127.0.0.1"], cwd=ROOT,
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 2 and "--host" in refused.stderr
+
+
+def _get(url, path="/web/runtime/boot.mjs", host=None):
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn.putrequest("GET", path, skip_host=host is not None, skip_accept_encoding=True)
+    if host is not None and host != "":
+        conn.putheader("Host", host)
+    conn.endheaders()
+    response = conn.getresponse()
+    body = response.read()
+    conn.close()
+    return response.status, body
+
+
+@pytest.mark.parametrize("name", [".env", ".git/config", "views/.secret.mjs", ".hidden/x.js"])
+def test_dotfiles_under_web_are_404(url, name):
+    path = ROOT / "web" / name
+    made = [p for p in reversed(path.relative_to(ROOT / "web").parents) if not (ROOT / "web" / p).exists()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("SECRET=1")
+    try:
+        status, body = _get(url, "/web/" + name)
+        encoded, _ = _get(url, "/web/" + name.replace(".", "%2e", 1))
+    finally:
+        path.unlink()
+        for p in reversed(made):
+            if str(p) != ".":
+                (ROOT / "web" / p).rmdir()
+    assert status == 404 and encoded == 404 and b"SECRET" not in body
+
+
+@pytest.mark.parametrize("host, status", [
+    ("attacker.example", 421), ("attacker.example:8000", 421), ("127.0.0.1.attacker.example", 421), ("", 421),
+    ("localhost", 200), ("LOCALHOST:1", 200), ("127.0.0.1", 200), ("[::1]:80", 200), ("10.1.2.3", 200),
+])
+def test_only_ip_literals_localhost_and_allowed_names_are_answered(url, host, status):
+    got, body = _get(url, host=host)
+    assert got == status, (host, got)
+    if status != 200:
+        assert b"import" not in body
+
+
+def test_allowed_host_names_come_from_the_caller_and_the_environment(monkeypatch):
+    from app.host.server import ALLOWED_HOSTS_ENV, allowed_hosts
+
+    monkeypatch.setenv(ALLOWED_HOSTS_ENV, "Dev.Example, other.example")
+    names = allowed_hosts("127.0.0.1", ["mine.example"])
+    assert {"localhost", "dev.example", "other.example", "mine.example"} <= names
+    assert "attacker.example" not in names
+    assert "box.example" in allowed_hosts("box.example")
+    import serve
+    monkeypatch.delenv(ALLOWED_HOSTS_ENV)
+    assert serve.allow_hosts(["--port", "0", "--allow-host", "a.example", "--allow-host=b.example"]) == ["--port", "0"]
+    import os
+    assert os.environ[ALLOWED_HOSTS_ENV] == "a.example,b.example"
+
+
+def test_idle_connections_hold_a_bounded_number_of_threads_and_the_server_answers(url):
+    import socket
+    import threading
+    import time
+    from urllib.parse import urlsplit
+
+    from app.host import server as server_module
+
+    parts = urlsplit(url)
+    before = threading.active_count()
+    idle = [socket.create_connection((parts.hostname, parts.port)) for _ in range(300)]
+    try:
+        # past MAX_CONNECTIONS the rest are answered 503 and closed, not queued forever
+        answered, waiting = 0, list(idle)
+        deadline = time.monotonic() + 10
+        while answered < 300 - server_module.MAX_CONNECTIONS and time.monotonic() < deadline:
+            for s in list(waiting):
+                s.settimeout(0.001)
+                try:
+                    answered += s.recv(64).startswith(b"HTTP/1.0 503")
+                    waiting.remove(s)
+                except OSError:
+                    pass
+        grown = threading.active_count() - before
+        assert grown <= server_module.MAX_THREADS, grown
+        assert answered == 300 - server_module.MAX_CONNECTIONS, answered
+    finally:
+        for s in idle:
+            s.close()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # the closed connections give their threads back
+        try:
+            status, _ = _get(url)
+            if status == 200:
+                break
+        except OSError:
+            time.sleep(0.2)
+    assert status == 200
+
+
+def test_files_are_streamed_not_read_whole(url):
+    import tracemalloc
+    from concurrent.futures import ThreadPoolExecutor
+
+    size = (ROOT / "test.json").stat().st_size
+    tracemalloc.start()
+    try:
+        with ThreadPoolExecutor(32) as pool:
+            lengths = list(pool.map(lambda _: _stream_length(url + "test.json"), range(32)))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert lengths == [size] * 32
+    # 32 whole copies would be 32 x the file (18 MB); streamed, each request holds one chunk
+    assert peak < 32 * 4 * 256 * 1024, peak
+
+
+def _stream_length(full_url):
+    total = 0
+    with urllib.request.urlopen(full_url) as response:
+        while chunk := response.read(1 << 16):
+            total += len(chunk)
+    return total

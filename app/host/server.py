@@ -6,11 +6,22 @@ that `python -m app bench --against ort` times in the same page), `/node_modules
 which reads and writes ONNX files in the page: web/views/onnx-convtranspose.mjs finds it at the same relative
 path in Node and in the page), `/bundle.zip` (the Python package, templates and contract files, zipped for Pyodide)
 and the contract files at the root. Paths are resolved and must stay inside their folder, so `..`,
-encoded dots, absolute paths and symlinks out of the tree are all 404s.
+encoded dots, absolute paths, symlinks out of the tree and dotfiles (`.env`, `.git/`) are all 404s.
+
+Hostile clients: a request whose Host header is not a name the server answers to (an IP literal, `localhost`,
+the name it binds, or one named in $CONVTRANSPOSE_ALLOWED_HOSTS / `serve.py --allow-host`) gets 421, so a page
+on another site that re-points its DNS name at 127.0.0.1 (DNS rebinding) cannot read the app. Connections run
+on a bounded pool of threads (MAX_THREADS), at most MAX_CONNECTIONS open at once (more are answered 503 and
+closed), each idle one closed after IDLE_TIMEOUT_S; files are streamed from disk in chunks, never read whole.
 """
 from __future__ import annotations
 
 import io
+import ipaddress
+import os
+import queue
+import shutil
+import socket
 import threading
 import zipfile
 from functools import partial
@@ -47,6 +58,31 @@ HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-cache",
 }
+MAX_THREADS = 32  # requests served at once; a page load opens 6 connections per host
+MAX_CONNECTIONS = 256  # open connections (served or waiting for a thread); past it, 503 and close
+IDLE_TIMEOUT_S = 5  # a connection silent this long is closed (its request line or headers not sent)
+CHUNK = 256 * 1024
+ALLOWED_HOSTS_ENV = "CONVTRANSPOSE_ALLOWED_HOSTS"  # comma-separated host names the server also answers to
+
+
+_bundle_cache: tuple = ((), b"")
+_bundle_lock = threading.Lock()
+
+
+def _bundle_sources() -> list[Path]:
+    return ([p for p in sorted(PACKAGE.rglob("*.py")) if p.relative_to(PACKAGE).parts[0] not in ("host", "_data")]
+            + sorted((ROOT / "templates").glob("*.wgsl.jinja"))
+            + [ROOT / n for n in BUNDLE_FILES if (ROOT / n).exists()] + sorted((ROOT / "tuning").glob("*.json")))
+
+
+def cached_bundle() -> bytes:
+    """bundle_bytes, made again only when a source file changed (one copy shared by every request)."""
+    global _bundle_cache
+    stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in _bundle_sources())
+    with _bundle_lock:
+        if _bundle_cache[0] != stamp:
+            _bundle_cache = (stamp, bundle_bytes())
+        return _bundle_cache[1]
 
 
 def bundle_bytes() -> bytes:
@@ -72,6 +108,8 @@ def bundle_bytes() -> bytes:
 def resolve(url_path: str) -> Path | None:
     """Maps a request path to a file of the app, or None."""
     path = unquote(urlsplit(url_path).path)
+    if any(part.startswith(".") for part in path.replace("\\", "/").split("/")):
+        return None  # dotfiles and dot-folders (.env, .git/): never the app's, whatever the folder holds
     if path in ("/", "/index.html"):
         return ROOT / "web" / "index.html"
     if path.lstrip("/") in CONTRACT_FILES:
@@ -81,16 +119,49 @@ def resolve(url_path: str) -> Path | None:
         if path.startswith(prefix):
             try:
                 candidate = (folder / path[len(prefix):]).resolve()
-                if candidate.is_relative_to(folder.resolve()) and candidate.is_file():
+                root = folder.resolve()
+                if (candidate.is_relative_to(root) and candidate.is_file()
+                        and not any(p.startswith(".") for p in candidate.relative_to(root).parts)):
                     return candidate
             except (ValueError, OSError):  # a NUL byte, a name too long for the filesystem: not a file of ours
                 return None
     return None
 
 
+def host_name(header: str | None) -> str | None:
+    """The name of a Host header without its port ("[::1]:8000" -> "::1"), lower case; None when absent."""
+    if not header:
+        return None
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        return False
+
+
+def allowed_hosts(bind: str, extra=()) -> frozenset[str]:
+    """The host names the server answers to besides IP literals (which DNS rebinding cannot use): localhost,
+    the bind name when it is a name, and the caller's (`extra`, $CONVTRANSPOSE_ALLOWED_HOSTS)."""
+    names = {"localhost", *(n.strip().lower() for n in extra if n.strip())}
+    names |= {n.strip().lower() for n in os.environ.get(ALLOWED_HOSTS_ENV, "").split(",") if n.strip()}
+    if bind and not _is_ip(bind):
+        names.add(bind.lower())
+    if bind in ("0.0.0.0", "::", ""):  # every interface: the machine's own names too
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return frozenset(names)
+
+
 class AppHandler(SimpleHTTPRequestHandler):
     server_version = "convtranspose"
     sys_version = ""
+    timeout = IDLE_TIMEOUT_S  # the socket's: a silent connection gives its thread back
 
     def log_message(self, format, *args):  # noqa: A002 - quiet unless asked
         if self.server.verbose:
@@ -103,30 +174,87 @@ class AppHandler(SimpleHTTPRequestHandler):
         self._serve(head=False)
 
     def _serve(self, head: bool):
+        host = host_name(self.headers.get("Host"))
+        if host is None or not (_is_ip(host) or host in self.server.allowed_hosts):
+            self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "unknown host name")
+            return
         if urlsplit(self.path).path == "/bundle.zip":
-            body, mime = bundle_bytes(), MIME[".zip"]
-        else:
-            path = resolve(self.path)
-            if path is None or not path.is_file():
-                self.send_error(HTTPStatus.NOT_FOUND, "not found")
-                return
-            body, mime = path.read_bytes(), MIME.get(path.suffix, "application/octet-stream")
+            body = cached_bundle()
+            self._headers(MIME[".zip"], len(body))
+            if not head:
+                self.wfile.write(body)
+            return
+        path = resolve(self.path)
+        try:
+            stream = path.open("rb") if path is not None else None
+        except OSError:
+            stream = None
+        if stream is None:
+            self.send_error(HTTPStatus.NOT_FOUND, "not found")
+            return
+        with stream:
+            self._headers(MIME.get(path.suffix, "application/octet-stream"), os.fstat(stream.fileno()).st_size)
+            if not head:
+                shutil.copyfileobj(stream, self.wfile, CHUNK)
+
+    def _headers(self, mime: str, length: int) -> None:
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", mime)
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(length))
         for key, value in HEADERS.items():
             self.send_header(key, value)
         self.end_headers()
-        if not head:
-            self.wfile.write(body)
 
 
-def make_server(bind: str = "127.0.0.1", port: int = 8000, verbose: bool = False) -> ThreadingHTTPServer:
+class AppServer(ThreadingHTTPServer):
+    """The HTTP server on a bounded pool of daemon threads (started as needed, at most MAX_THREADS; daemons, so
+    that a client holding a connection never holds the process at exit), with a bound on open connections."""
+
+    request_queue_size = 128  # the listen backlog: connections past it wait in the kernel, unseen by the bound
+
+    def __init__(self, address, handler, verbose: bool = False, allowed: frozenset = frozenset()):
+        self.verbose, self.allowed_hosts = verbose, allowed
+        self.waiting: queue.SimpleQueue = queue.SimpleQueue()
+        self.workers: list[threading.Thread] = []
+        self.idle = 0
+        self.pool_lock = threading.Lock()
+        self.open_connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
+        super().__init__(address, handler)
+
+    def process_request(self, request, client_address):
+        if not self.open_connections.acquire(blocking=False):
+            try:
+                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        with self.pool_lock:
+            # a thread for every connection waiting, up to the bound (queued ones wait for a thread to free up)
+            if self.waiting.qsize() + 1 > self.idle and len(self.workers) < MAX_THREADS:
+                worker = threading.Thread(target=self._work, daemon=True, name=f"serve-{len(self.workers)}")
+                self.workers.append(worker)
+                self.idle += 1
+                worker.start()
+        self.waiting.put((request, client_address))
+
+    def _work(self):
+        while True:
+            request, client_address = self.waiting.get()
+            with self.pool_lock:
+                self.idle -= 1
+            try:
+                self.process_request_thread(request, client_address)
+            finally:
+                self.open_connections.release()
+                with self.pool_lock:
+                    self.idle += 1
+
+
+def make_server(bind: str = "127.0.0.1", port: int = 8000, verbose: bool = False,
+                allow_hosts=()) -> AppServer:
     ensure_pyodide_assets()
-    server = ThreadingHTTPServer((bind, port), partial(AppHandler))
-    server.daemon_threads = True
-    server.verbose = verbose
-    return server
+    return AppServer((bind, port), partial(AppHandler), verbose, allowed_hosts(bind, allow_hosts))
 
 
 def start_background(bind: str = "127.0.0.1", port: int = 0) -> tuple[ThreadingHTTPServer, str]:
