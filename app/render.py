@@ -20,7 +20,10 @@ SHARED_TEMPLATES = {NONFINITE_CHECK: "flags NaN/Inf in CPU-uploaded x or w on th
                                             "storage type T and the bindings prelude",
                     "_elementwise.wgsl.jinja": "included by the elementwise passes: the prologue and an entry point "
                                                "of one invocation per item",
-                    "_split-index.wgsl.jinja": "the weight-layout passes' split of a packed index into coordinates"}
+                    "_split-index.wgsl.jinja": "the weight-layout passes' split of a packed index into coordinates",
+                    "_tiles.wgsl.jinja": "macros: the entry point and tile decode of the tiled GEMMs",
+                    "_subgroup-matrix.wgsl.jinja": "macros: what the subgroup-matrix GEMMs write alike (opening, "
+                                                   "multiplies, right-matrix loads, results through workgroup memory)"}
 
 _env = jinja2.Environment(
     loader=jinja2.FileSystemLoader(str(TEMPLATES)),

@@ -40,3 +40,32 @@ def test_every_template_is_used_by_a_variant():
 
     used = {t for v in VARIANTS.values() for t in v.templates} | set(SHARED_TEMPLATES)
     assert {p.name for p in TEMPLATES.glob("*.wgsl.jinja")} == used
+
+
+def _code_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of a template's code: Jinja and WGSL comments, blank lines and lone punctuation
+    left out, white space folded (what the `duplicates` tool compares, which reads no .jinja)."""
+    text = re.sub(r"\{#.*?#\}", lambda m: "\n" * m.group().count("\n"), text, flags=re.S)
+    lines = ((n, " ".join(line.split("//")[0].split())) for n, line in enumerate(text.splitlines(), 1))
+    return [(n, line) for n, line in lines if re.search(r"\w", line)]
+
+
+def shared_runs(folder, run: int = 6) -> list[str]:
+    """Every run of `run` code lines that stands in two templates of `folder`."""
+    seen: dict[tuple, tuple[str, int]] = {}
+    found = []
+    for path in sorted(folder.glob("*.jinja")):
+        code = _code_lines(path.read_text())
+        for i in range(len(code) - run + 1):
+            key = tuple(line for _, line in code[i:i + run])
+            where = (path.name, code[i][0])
+            if key in seen and seen[key][0] != path.name:
+                found.append(f"{seen[key][0]}:{seen[key][1]} ~ {path.name}:{where[1]}: {key[0]}")
+            seen.setdefault(key, where)
+    return found
+
+
+def test_no_two_templates_share_six_lines():
+    """What two templates would write alike is a macro or include (_prologue, _elementwise, _tiles,
+    _phase-gemm, _subgroup-matrix...), so that a fix lands in every shader that has the code."""
+    assert shared_runs(TEMPLATES) == []
