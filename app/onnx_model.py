@@ -5,6 +5,12 @@ A layer is runnable when its weights (and bias) are initializers and shape infer
 static shape; every other ConvTranspose node comes back as Skipped with the reason. A file that is not ONNX,
 or a model onnx's checker rejects, raises ModelError with one line that names the problem.
 
+A file is untrusted: its external data (tensors stored in other files) is read from the model's own folder
+only, each location checked (relative, no `..`, no link out of the folder, a regular file, offset and length
+inside it, exactly the tensor's bytes) and all of it within a byte budget, before onnx's checker sees the
+model; `check` runs the package's own validation on a layer's shapes and attributes (app/shapes.py), so that a
+bad attribute is named before any runtime sees it.
+
 Chains: consecutive runnable layers form a chain when the next layer's x is computed from the previous
 layer's y (directly or through other ops) and has its shape. The chain model keeps the ConvTranspose nodes
 alone, with their weights, each feeding the next: the ops between them (Relu, Add, ...) are dropped, on both
@@ -12,6 +18,7 @@ sides of the comparison, because the package implements ConvTranspose only (docs
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,10 +26,15 @@ import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper, numpy_helper
+from onnx.external_data_helper import ExternalDataInfo
+
+from .errors import ConvTransposeError
+from .shapes import ConvGeometry, infer
 
 DTYPES = {TensorProto.FLOAT: "float32", TensorProto.FLOAT16: "float16"}
 ELEM = {name: elem for elem, name in DTYPES.items()}
 OPSET_DOMAINS = ("", "ai.onnx")
+READ_BUDGET = 1 << 30  # bytes of model file and external data read by default (the tool's --budget)
 
 
 class ModelError(ValueError):
@@ -71,30 +83,155 @@ class ModelLayers:
         return next(o.version for o in self.model.opset_import if o.domain in OPSET_DOMAINS)
 
 
-def read(path: str | Path) -> ModelLayers:
-    """The ConvTranspose layers of an ONNX file (ModelError: not a file, not ONNX, rejected by the checker)."""
+def read(path: str | Path, budget: int = READ_BUDGET) -> ModelLayers:
+    """The ConvTranspose layers of an ONNX file (ModelError: not a file, not ONNX, past `budget` bytes with its
+    external data, external data that is not the model folder's, rejected by the checker)."""
     try:
+        size = Path(path).stat().st_size
+        if size > budget:
+            raise ModelError(f"{path}: the file is {size} bytes, past the budget of {budget}")
         data = Path(path).read_bytes()
     except OSError as exc:
         raise ModelError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
     try:
         model = onnx.load_model_from_string(data)
-    except (DecodeError, ValueError, RuntimeError) as exc:
+    except (DecodeError, ValueError, RuntimeError, RecursionError) as exc:
         raise ModelError(f"{path}: not an ONNX model (protobuf could not parse it: {_first_line(exc)})") from None
+    del data
     if not model.HasField("graph") or not model.ir_version or not model.opset_import:
         raise ModelError(f"{path}: not an ONNX model (no graph, IR version or opset in the file)")
+    load_external_data(model, Path(path).absolute().parent, budget - size, str(path))
     try:
         onnx.checker.check_model(model)
-    except onnx.checker.ValidationError as exc:
+    except (onnx.checker.ValidationError, ValueError) as exc:
         raise ModelError(f"{path}: rejected by onnx.checker: {_first_line(exc)}") from None
     if not any(o.domain in OPSET_DOMAINS for o in model.opset_import):
         raise ModelError(f"{path}: the model imports no ai.onnx opset")
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
-    except onnx.shape_inference.InferenceError as exc:
+    except (onnx.shape_inference.InferenceError, ValueError, RuntimeError) as exc:
         raise ModelError(f"{path}: onnx shape inference failed: {_first_line(exc)}") from None
     layers, skipped = _conv_transposes(inferred)
     return ModelLayers(str(path), inferred, layers, skipped)
+
+
+def _tensors(graph: onnx.GraphProto):
+    """Every TensorProto of a graph that may hold external data: initializers and node attributes, subgraphs
+    included."""
+    yield from graph.initializer
+    for sparse in graph.sparse_initializer:
+        yield sparse.values
+        yield sparse.indices
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _tensors(attr.g)
+            for g in attr.graphs:
+                yield from _tensors(g)
+
+
+def _tensor_bytes(tensor: onnx.TensorProto) -> int | None:
+    """The bytes a tensor's data must have (None: a type of no fixed size, such as strings)."""
+    try:
+        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type)).itemsize
+    except (KeyError, TypeError, ValueError):
+        return None
+    if tensor.data_type == TensorProto.STRING:
+        return None
+    return math.prod(tensor.dims) * itemsize
+
+
+def load_external_data(model: onnx.ModelProto, folder: Path, budget: int, label: str) -> int:
+    """Reads every tensor's external data into the model, from `folder` only (ModelError otherwise); returns
+    the bytes read. Nothing outside the folder is opened: the location is checked before any file is."""
+    root = folder.resolve()
+    total = 0
+    for tensor in _tensors(model.graph):
+        if tensor.data_location != TensorProto.EXTERNAL:
+            continue
+        name = tensor.name or "a tensor"
+        try:
+            info = ExternalDataInfo(tensor)
+            location, offset, length = info.location, int(info.offset or 0), info.length
+        except (ValueError, TypeError) as exc:
+            raise ModelError(f"{label}: {name}'s external data entries are not valid ({_first_line(exc)})") from None
+        rel = Path(location)
+        if not location or rel.is_absolute() or ".." in rel.parts or "\\" in location or ":" in location \
+                or "\0" in location:
+            raise ModelError(f"{label}: {name}'s external data location {location!r} is not a file name inside the "
+                             "model's folder")
+        target = (root / rel).resolve()
+        if not target.is_relative_to(root):
+            raise ModelError(f"{label}: {name}'s external data {location!r} leads out of the model's folder")
+        if not target.is_file():
+            raise ModelError(f"{label}: {name}'s external data {location!r} is not a regular file beside the model")
+        want = _tensor_bytes(tensor)
+        size = target.stat().st_size
+        if length is None or length == "":
+            length = size - offset
+        length = int(length)
+        if want is None:
+            raise ModelError(f"{label}: {name} is {TensorProto.DataType.Name(tensor.data_type)}, which cannot be "
+                             "stored as external data")
+        if offset < 0 or length < 0 or offset + length > size:
+            raise ModelError(f"{label}: {name}'s external data (offset {offset}, length {length}) is past the end of "
+                             f"{location!r} ({size} bytes)")
+        if length != want:
+            raise ModelError(f"{label}: {name}'s external data has {length} bytes, its dims {list(tensor.dims)} "
+                             f"need {want}")
+        total += length
+        if total > budget:
+            raise ModelError(f"{label}: the external data is past the budget of {budget} bytes")
+        with open(target, "rb") as f:
+            f.seek(offset)
+            raw = f.read(length)
+        if len(raw) != length:
+            raise ModelError(f"{label}: {location!r} changed while it was read")
+        tensor.raw_data = raw
+        del tensor.external_data[:]
+        tensor.data_location = TensorProto.DEFAULT
+    return total
+
+
+def check(layer: "Layer", ml: "ModelLayers") -> ConvGeometry:
+    """The package's own validation of a layer (ConvTransposeError naming the attribute or input at fault), and
+    its initializers' data against their dims: before any runtime, ours or onnxruntime's, sees the layer."""
+    inits = {t.name: t for t in ml.model.graph.initializer}
+    b_shape = tuple(inits[layer.b].dims) if layer.b else None
+    geom = infer(layer.x_shape, layer.w_shape, b_shape, dict(layer.attributes),
+                 {"x": layer.dtype, "w": layer.dtype} | ({"b": layer.dtype} if layer.b else {}))
+    for name, tensor in (("w", inits[layer.w]), ("b", inits.get(layer.b))):
+        if tensor is None:
+            continue
+        elem = _tensor_bytes(tensor)
+        held = _held_bytes(tensor)
+        if elem is not None and held is not None and held != elem:
+            raise ConvTransposeError(f"{name} ({tensor.name!r}) holds {held} bytes, its dims {list(tensor.dims)} "
+                                     f"need {elem}", name)
+    return geom
+
+
+def _held_bytes(tensor: onnx.TensorProto) -> int | None:
+    """The bytes of data a float tensor holds (None: held in a field we do not measure)."""
+    if tensor.HasField("raw_data"):
+        return len(tensor.raw_data)
+    if tensor.data_type == TensorProto.FLOAT:
+        return len(tensor.float_data) * 4
+    if tensor.data_type == TensorProto.FLOAT16:
+        return len(tensor.int32_data) * 2
+    return None
+
+
+def layer_bytes(geom: ConvGeometry, dtype: str) -> int:
+    """Host memory one layer's run takes at its peak, estimated: x, w, b and y in the dtype, each held about
+    three times (ours, onnxruntime's, and the text or copy they travel as)."""
+    item = np.dtype(dtype).itemsize
+    count = math.prod(geom.x_shape) + math.prod(geom.w_shape) + (geom.out_channels if geom.has_bias else 0) \
+        + math.prod(geom.y_shape)
+    return 3 * count * item
 
 
 def _first_line(exc: Exception) -> str:
@@ -156,7 +293,7 @@ def _conv_transposes(model: onnx.ModelProto) -> tuple[list[Layer], list[Skipped]
 
 def _plain(value):
     if isinstance(value, bytes):
-        return value.decode()
+        return value.decode(errors="replace")
     if isinstance(value, (list, tuple)):
         return [int(v) for v in value]
     return value

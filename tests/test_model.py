@@ -7,6 +7,7 @@ import base64
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -15,6 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from app import onnx_model
+from app.host import model_runner
 from app.host.server import ROOT
 
 RNG = np.random.default_rng(7)
@@ -269,3 +271,200 @@ def test_the_drop_zone_refuses_a_file_that_is_not_onnx(page):
     page.wait_for_function("/^Done|^Could not/.test(document.getElementById('model-status').textContent)")
     assert page.text_content("#model-status").startswith("Could not read decoder.onnx: not an ONNX model")
     assert page.locator("#model-table tbody tr").count() == 0
+
+
+# -- Hostile files: refused or reported per layer, in CPython (no host starts for a file with nothing to run)
+
+
+
+def _layers_model(attrs_list, w_shape=(4, 2, 3, 3), x_shape=(1, 4, 5, 5), inits=None):
+    f = TensorProto.FLOAT
+    nodes, weights, inputs, outputs = [], [], [], []
+    for i, attrs in enumerate(attrs_list):
+        nodes.append(helper.make_node("ConvTranspose", [f"x{i}", f"w{i}"], [f"y{i}"], name=f"L{i}", **attrs))
+        weights.append((inits or {}).get(i) or numpy_helper.from_array(np.ones(w_shape, np.float32), f"w{i}"))
+        inputs.append(helper.make_tensor_value_info(f"x{i}", f, list(x_shape)))
+        outputs.append(helper.make_tensor_value_info(f"y{i}", f, [None] * len(x_shape)))
+    graph = helper.make_graph(nodes, "g", inputs, outputs, weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def _run_main(path, monkeypatch, capsys, **env):
+    def no_host(*args, **kwargs):
+        raise AssertionError("a host started for a file with nothing to run")
+
+    monkeypatch.setattr(model_runner, "open_host", no_host)
+    for key, value in env.items():
+        monkeypatch.setenv(key, str(value))
+    code = model_runner.main(str(path))
+    out = capsys.readouterr()
+    return code, out.out.strip().splitlines(), out.err
+
+
+BAD_ATTRIBUTES = [
+    ({"group": 0}, "attribute 'group' must be an integer from 1", "group"),
+    ({"strides": [0, 0]}, "attribute 'strides' entries must be >= 1", "strides"),
+    ({"pads": [-1, 0, 0, 0]}, "attribute 'pads' entries must be >= 0", "pads"),
+    ({"kernel_shape": [2, 2]}, "does not match w's spatial dims", "kernel_shape"),
+    ({"strides": [2, 2], "output_padding": [2, 0]}, "attribute 'output_padding'", "output_padding"),
+    ({"dilations": [1]}, "attribute 'dilations'", "dilations"),
+    ({"auto_pad": "SIDEWAYS"}, "auto_pad", "auto_pad"),
+    ({"group": 3}, "group", None),
+]
+
+
+def test_bad_attributes_fail_by_name_each_layer_goes_on_and_the_summary_comes(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "bad.onnx"
+    onnx.save(_layers_model([a for a, _, _ in BAD_ATTRIBUTES]), path)
+    code, lines, _ = _run_main(path, monkeypatch, capsys)
+    assert code == 1 and lines[-1] == f"0 passed, {len(BAD_ATTRIBUTES)} failed"
+    for i, (_, message, field) in enumerate(BAD_ATTRIBUTES):
+        line = next(l for l in lines if l.startswith(f"FAIL L{i} "))
+        assert message in line and (field is None or f"(field {field})" in line), line
+
+
+def test_weights_short_of_their_dims_fail_that_layer(tmp_path, monkeypatch, capsys):
+    short = numpy_helper.from_array(np.ones(10, np.float32), "w0")
+    short.dims[:] = [4, 2, 3, 3]
+    model = _layers_model([{}], inits={0: short})
+    path = tmp_path / "short.onnx"
+    path.write_bytes(model.SerializeToString())
+    code, lines, err = _run_main(path, monkeypatch, capsys)
+    assert code in (1, 2), lines
+    text = "\n".join(lines) + err
+    assert "Traceback" not in text and ("holds 40 bytes" in text or "rejected by onnx.checker" in text), text
+
+
+def test_sizes_past_the_memory_budget_fail_before_anything_is_allocated(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "huge.onnx"
+    onnx.save(_layers_model([{"strides": [2, 2]}, {}, {"strides": [4096, 4096]}], x_shape=(1, 4, 4096, 4096)), path)
+    code, lines, _ = _run_main(path, monkeypatch, capsys, CONVTRANSPOSE_MODEL_BUDGET=1 << 30)
+    assert code == 1 and lines[-1] == "0 passed, 3 failed"
+    assert "needs about 2304 MiB of host memory, past the budget of 1024 MiB ($CONVTRANSPOSE_MODEL_BUDGET)" in lines[1]
+    assert "past the budget of 1024 MiB" in lines[2]
+    assert "more than 2^31-1 elements" in lines[3]  # our validation first: no budget arithmetic on it
+    code, lines, err = _run_main(path, monkeypatch, capsys, CONVTRANSPOSE_MODEL_BUDGET=100)
+    assert code == 2 and "past the budget of 100" in err
+
+
+def test_a_file_of_10000_layers_runs_the_capped_first_ones_and_says_so(tmp_path, monkeypatch, capsys):
+    import time
+
+    path = tmp_path / "many.onnx"
+    onnx.save(_layers_model([{"group": 0}] * 10_000), path)
+    started = time.monotonic()
+    code, lines, _ = _run_main(path, monkeypatch, capsys, CONVTRANSPOSE_MODEL_MAX_LAYERS=20)
+    assert time.monotonic() - started < 120
+    assert lines[-1] == "0 passed, 20 failed, 9980 skipped"
+    assert any(l.startswith("SKIP 9980 layer(s) past the first 20 ($CONVTRANSPOSE_MODEL_MAX_LAYERS): L20 onwards")
+               for l in lines)
+    monkeypatch.setenv("CONVTRANSPOSE_MODEL_MAX_LAYERS", "0")
+    assert model_runner.main(str(path)) == 2 and "must be a positive integer" in capsys.readouterr().err
+
+
+def _external(folder: Path, location: str, offset=None, length=None):
+    model = _layers_model([{}])
+    tensor = model.graph.initializer[0]
+    tensor.ClearField("raw_data")
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", location), ("offset", offset), ("length", length)):
+        if value is not None:
+            entry = tensor.external_data.add()
+            entry.key, entry.value = key, str(value)
+    folder.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, folder / "m.onnx")
+    return folder / "m.onnx"
+
+
+
+W_BYTES = np.arange(72, dtype=np.float32).tobytes()
+
+
+@pytest.mark.parametrize("location, setup, why", [
+    (".git/config", None, "is not a regular file beside the model"),
+    ("secret.bin", None, "is not a regular file beside the model"),
+    ("../secret.bin", None, "is not a file name inside the model's folder"),
+    ("/etc/passwd", None, "is not a file name inside the model's folder"),
+    ("link.bin", "link", "leads out of the model's folder"),
+    ("sub", "dir", "is not a regular file"),
+    ("w.bin", "short", "has 100 bytes, its dims"),
+    ("w.bin", "long", "has 300 bytes, its dims"),
+    ("", None, "is not a file name inside"),
+])
+def test_external_data_comes_from_the_models_folder_only(tmp_path, monkeypatch, location, setup, why):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.bin").write_bytes(W_BYTES)
+    (outside / ".git").mkdir()
+    (outside / ".git" / "config").write_bytes(W_BYTES)
+    folder = tmp_path / "outside" / "models"
+    folder.mkdir()
+    monkeypatch.chdir(outside)  # the caller's folder holds files of those names: none may be read
+    if setup == "link":
+        (folder / "link.bin").symlink_to(outside / "secret.bin")
+    elif setup == "dir":
+        (folder / "sub").mkdir()
+    elif setup == "short":
+        (folder / "w.bin").write_bytes(W_BYTES[:100])
+    elif setup == "long":
+        (folder / "w.bin").write_bytes(W_BYTES + b"\0" * 12)
+    path = _external(folder, location)
+    with pytest.raises(onnx_model.ModelError, match=why):
+        onnx_model.read(path)
+
+
+def test_external_data_beside_the_model_is_read_with_offset_and_length(tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "weights.bin").write_bytes(b"\1" * 16 + W_BYTES)
+    ml = onnx_model.read(_external(folder, "weights.bin", offset=16, length=len(W_BYTES)))
+    w = onnx_model.weights(ml, ml.layers[0], "float32")["w"]
+    assert np.array_equal(w.reshape(-1), np.arange(72, dtype=np.float32))
+    with pytest.raises(onnx_model.ModelError, match=r"\(offset 17, length 288\) is past the end"):
+        onnx_model.read(_external(folder, "weights.bin", offset=17, length=len(W_BYTES)))
+    with pytest.raises(onnx_model.ModelError, match="external data entries are not valid"):
+        onnx_model.read(_external(folder, "weights.bin", offset="ten"))
+    # and onnx's own writer's layout
+    model = _layers_model([{}], inits={0: numpy_helper.from_array(np.arange(72, dtype=np.float32).reshape(4, 2, 3, 3), "w0")})
+    onnx.save(model, folder / "saved.onnx", save_as_external_data=True, location="saved.bin", size_threshold=0)
+    ml = onnx_model.read(folder / "saved.onnx")
+    assert np.array_equal(onnx_model.weights(ml, ml.layers[0], "float32")["w"].reshape(-1), np.arange(72))
+
+
+def test_temporary_folders_go_on_sigterm_and_stale_ones_on_the_next_run(tmp_path):
+    import os
+    import signal
+    import time
+
+    stale = tmp_path / f"{model_runner.TEMP_PREFIX}999999999-abc"  # no such process
+    stale.mkdir()
+    (stale / "layer0.onnx").write_bytes(b"x")
+    live = tmp_path / f"{model_runner.TEMP_PREFIX}{os.getpid()}-abc"
+    live.mkdir()
+    assert model_runner.remove_stale_folders(str(tmp_path)) == 1
+    assert not stale.exists() and live.exists()
+
+    path = tmp_path / "one.onnx"
+    onnx.save(_layers_model([{}]), path)
+    script = f"""
+import sys, time, contextlib, tempfile
+tempfile.tempdir = {str(tmp_path)!r}
+from app.host import model_runner
+@contextlib.contextmanager
+def slow_host(host, folder):
+    print("host up", folder, flush=True)
+    time.sleep(60)
+    yield None
+model_runner.open_host = slow_host
+sys.exit(model_runner.main({str(path)!r}))
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    lines = [proc.stdout.readline(), proc.stdout.readline()]
+    folder = Path(lines[1].split()[-1])
+    assert lines[1].startswith("host up") and folder.is_dir(), lines
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert time.monotonic() - started < 10 and proc.returncode == 128 + signal.SIGTERM, err
+    assert not folder.exists() and out.strip().splitlines()[-1] == "0 passed, 0 failed"

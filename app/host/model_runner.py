@@ -10,13 +10,25 @@ with every intermediate left on the GPU, against one onnxruntime-web session of 
 
 Output: one line per ConvTranspose node (PASS, FAIL or SKIP with the reason), the chain's line, then
 `N passed, N failed[, N skipped]`; exit 1 on any failure, 2 for a file refused before anything runs.
+
+The file is untrusted (app/onnx_model.py reads external data from its folder only). Before a host starts,
+every layer goes through the package's own validation (a bad attribute is a FAIL line naming it) and a
+memory budget ($CONVTRANSPOSE_MODEL_BUDGET bytes, default 1 GiB: the file, its external data, and each layer's
+estimated peak); a layer that fails anything is a FAIL line and the run goes on; the summary line always
+comes. At most $CONVTRANSPOSE_MODEL_MAX_LAYERS layers run (default 500; the rest are one SKIP line), with a
+progress line on stderr every PROGRESS_EVERY layers. The cut models live in a temporary folder that goes on
+exit, on SIGTERM/SIGHUP/SIGINT, and, for one left by a process that was killed, on the next run.
 """
 from __future__ import annotations
 
 import base64
 import math
+import os
+import shutil
+import signal
 import sys
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,6 +40,11 @@ from .. import onnx_model
 IN_PAGE = """async (spec) => (await import("/web/views/model-run.mjs")).runModel(spec)"""
 MODEL_ROUTE = "__model__/"  # where the page fetches the cut models (Playwright answers, never the server)
 MISSING_FEATURE = "needs the device feature"
+BUDGET_ENV, MAX_LAYERS_ENV = "CONVTRANSPOSE_MODEL_BUDGET", "CONVTRANSPOSE_MODEL_MAX_LAYERS"
+DEFAULT_BUDGET = 1 << 30
+DEFAULT_MAX_LAYERS = 500
+PROGRESS_EVERY = 50
+TEMP_PREFIX = "model-"
 
 
 def tolerance(dtype: str, reduction: int) -> dict:
@@ -154,10 +171,101 @@ def _run(models, name: str, spec: dict, want: np.ndarray, tol: dict, dtype: str,
     return "PASS" if ok else "FAIL"
 
 
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, "")
+    try:
+        value = int(text) if text else default
+    except ValueError:
+        value = -1
+    if value < 1:
+        raise onnx_model.ModelError(f"${name} must be a positive integer, got {text!r}")
+    return value
+
+
+def _first(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def precheck(ml, layer, dtype: str, budget: int) -> str | None:
+    """Why the layer cannot run (our validation's message naming the attribute or input, or the budget), or
+    None. No array is made here."""
+    from ..errors import ConvTransposeError
+
+    try:
+        geom = onnx_model.check(layer, ml)
+    except ConvTransposeError as exc:
+        return f"{exc}" + (f" (field {exc.field})" if exc.field else "")
+    need = onnx_model.layer_bytes(geom, dtype)
+    if need > budget:
+        return (f"needs about {need / 2**20:.0f} MiB of host memory, past the budget of {budget / 2**20:.0f} MiB "
+                f"(${BUDGET_ENV})")
+    return None
+
+
+def remove_stale_folders(base: str | None = None) -> int:
+    """Removes the temporary folders of runs whose process is gone (killed before it could clean up)."""
+    removed = 0
+    base = base or tempfile.gettempdir()
+    for entry in os.scandir(base):
+        parts = entry.name.split("-")
+        if not (entry.name.startswith(TEMP_PREFIX) and len(parts) >= 3 and parts[1].isdigit()) or entry.is_symlink():
+            continue
+        pid = int(parts[1])
+        try:
+            os.kill(pid, 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed += 1
+    return removed
+
+
+@contextmanager
+def signals_unwind():
+    """SIGTERM and SIGHUP raise SystemExit in the main thread, so every `with` unwinds (temporary folder, host,
+    server) as on Ctrl-C; the old handlers come back after."""
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    old = {}
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            old[sig] = signal.signal(sig, stop)
+        except ValueError:  # not the main thread: leave them
+            pass
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _layer_run(models, ml, layer, dtype: str, common: dict, tmp: Path) -> str:
+    """One layer cut, run and checked; any failure of the file's data (onnx, onnxruntime, numpy) is its FAIL line."""
+    label = f"{layer.name} {layer.describe()}"
+    try:
+        x = onnx_model.seeded_input(layer.x_shape, dtype, layer.index)
+        cut = onnx_model.one_node(ml, layer, dtype).SerializeToString()
+        want = ort_cpu(cut, x)
+    except Exception as exc:  # noqa: BLE001 - the file's data made onnx, onnxruntime or numpy refuse: its FAIL
+        print(f"FAIL {label}: {type(exc).__name__}: {_first(exc)}", flush=True)
+        return "FAIL"
+    name = f"layer{layer.index}.onnx"
+    (tmp / name).write_bytes(cut)
+    return _run(models, name, {**common, "x": base64.b64encode(x.tobytes()).decode()}, want,
+                tolerance(dtype, reduction(layer)), dtype, label)
+
+
 def main(path: str, host: str = "browser", against: str | None = None, dtype: str = "float32",
          chain: bool = False, runs: int = 5, warmup: int = 1, settle: float = 60) -> int:
     try:  # everything that can refuse the file does so here, before a host starts
-        ml = onnx_model.read(path)
+        budget = _env_int(BUDGET_ENV, DEFAULT_BUDGET)
+        max_layers = _env_int(MAX_LAYERS_ENV, DEFAULT_MAX_LAYERS)
+        ml = onnx_model.read(path, budget)
         layers = onnx_model.chain(ml) if chain else []
         if chain and not layers:
             raise onnx_model.ModelError(f"{path}: --chain: no two consecutive ConvTranspose layers feed one "
@@ -169,35 +277,73 @@ def main(path: str, host: str = "browser", against: str | None = None, dtype: st
           f"host {host}, {dtype}" + (f", against onnxruntime-web, medians of {runs} rounds" if against else ""),
           flush=True)
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
+    try:
+        with signals_unwind():
+            _run_all(ml, layers, counts, host, against, dtype, chain, runs, warmup, settle, budget, max_layers)
+    finally:  # the summary comes whatever stopped the run
+        print(f"{counts['PASS']} passed, {counts['FAIL']} failed"
+              + (f", {counts['SKIP']} skipped" if counts["SKIP"] else ""), flush=True)
+    return 1 if counts["FAIL"] else 0
+
+
+def _run_all(ml, layers, counts, host, against, dtype, chain, runs, warmup, settle, budget, max_layers) -> None:
     for s in ml.skipped:
         print(f"SKIP {s.name}: {s.reason}", flush=True)
         counts["SKIP"] += 1
+    ordered = sorted(ml.layers, key=lambda l: l.index)
+    if len(ordered) > max_layers:
+        print(f"SKIP {len(ordered) - max_layers} layer(s) past the first {max_layers} "
+              f"(${MAX_LAYERS_ENV}): {ordered[max_layers].name} onwards", flush=True)
+        counts["SKIP"] += len(ordered) - max_layers
+        ordered = ordered[:max_layers]
+    runnable = []
+    for layer in ordered:
+        why = precheck(ml, layer, dtype, budget)
+        if why:
+            print(f"FAIL {layer.name} {layer.describe()}: {why}", flush=True)
+            counts["FAIL"] += 1
+        else:
+            runnable.append(layer)
+    if chain and any(l not in runnable for l in layers):
+        print("FAIL chain: a layer of it failed its checks", flush=True)
+        counts["FAIL"] += 1
+        chain = False
+    if not runnable and not chain:
+        return
     common = {"runs": runs, "warmup": warmup, "against": against == "ort", "settleS": settle}
-    with tempfile.TemporaryDirectory(prefix="model-") as tmp:
-        with open_host(host, Path(tmp)) as models:
-            for layer in sorted(ml.layers, key=lambda l: l.index):
-                x = onnx_model.seeded_input(layer.x_shape, dtype, layer.index)
-                cut = onnx_model.one_node(ml, layer, dtype).SerializeToString()
-                name = f"layer{layer.index}.onnx"
-                (Path(tmp) / name).write_bytes(cut)
-                status = _run(models, name, {**common, "x": base64.b64encode(x.tobytes()).decode()}, ort_cpu(cut, x),
-                              tolerance(dtype, reduction(layer)), dtype, f"{layer.name} {layer.describe()}")
-                counts[status] += 1
-        if chain:
-            # A host of its own, as an app runs its decoder: after the layer-by-layer runs (a kernel and two ORT
-            # sessions each, and their garbage) the same chain in the same Node process took 10.2 ms end to
-            # end on the H200 against 3.7 in a fresh one, ORT's session 6.5 against 8.0.
-            x = onnx_model.seeded_input(layers[0].x_shape, dtype, 0)
-            cut = onnx_model.chain_model(ml, layers, dtype).SerializeToString()
-            (Path(tmp) / "chain.onnx").write_bytes(cut)
-            dropped = onnx_model.dropped_between(ml, layers)
-            label = (f"chain {' -> '.join(l.name for l in layers)} ({len(layers)} layers"
-                     + (f"; {', '.join(dropped)} between them dropped" if dropped else "") + ")")
-            # Errors add up along the chain: its tolerance is that of all its layers' products.
-            tol = tolerance(dtype, sum(reduction(l) for l in layers))
+    remove_stale_folders()
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as tmp:
+        if runnable:
             with open_host(host, Path(tmp)) as models:
-                status = _run(models, "chain.onnx", {**common, "x": base64.b64encode(x.tobytes()).decode()},
-                              ort_cpu(cut, x), tol, dtype, label)
-            counts[status] += 1
-    print(f"{counts['PASS']} passed, {counts['FAIL']} failed" + (f", {counts['SKIP']} skipped" if counts["SKIP"] else ""))
-    return 1 if counts["FAIL"] else 0
+                for done, layer in enumerate(runnable, 1):
+                    counts[_layer_run(models, ml, layer, dtype, common, Path(tmp))] += 1
+                    (Path(tmp) / f"layer{layer.index}.onnx").unlink(missing_ok=True)
+                    if done % PROGRESS_EVERY == 0 and done < len(runnable):
+                        print(f"progress: {done}/{len(runnable)} layers in {time.monotonic() - started:.0f} s "
+                              f"({counts['PASS']} passed, {counts['FAIL']} failed)", file=sys.stderr, flush=True)
+        if chain:
+            _run_chain(ml, layers, counts, host, dtype, common, Path(tmp))
+
+
+def _run_chain(ml, layers, counts, host, dtype, common, tmp: Path) -> None:
+    # A host of its own, as an app runs its decoder: after the layer-by-layer runs (a kernel and two ORT
+    # sessions each, and their garbage) the same chain in the same Node process took 10.2 ms end to
+    # end on the H200 against 3.7 in a fresh one, ORT's session 6.5 against 8.0.
+    dropped = onnx_model.dropped_between(ml, layers)
+    label = (f"chain {' -> '.join(l.name for l in layers)} ({len(layers)} layers"
+             + (f"; {', '.join(dropped)} between them dropped" if dropped else "") + ")")
+    try:
+        x = onnx_model.seeded_input(layers[0].x_shape, dtype, 0)
+        cut = onnx_model.chain_model(ml, layers, dtype).SerializeToString()
+        want = ort_cpu(cut, x)
+    except Exception as exc:  # noqa: BLE001 - as in _layer_run
+        print(f"FAIL {label}: {type(exc).__name__}: {_first(exc)}", flush=True)
+        counts["FAIL"] += 1
+        return
+    (tmp / "chain.onnx").write_bytes(cut)
+    # Errors add up along the chain: its tolerance is that of all its layers' products.
+    tol = tolerance(dtype, sum(reduction(l) for l in layers))
+    with open_host(host, tmp) as models:
+        counts[_run(models, "chain.onnx", {**common, "x": base64.b64encode(x.tobytes()).decode()}, want, tol,
+                    dtype, label)] += 1

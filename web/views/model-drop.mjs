@@ -10,6 +10,20 @@ import { drawBars } from "./plots.mjs";
 const $ = (id) => document.getElementById(id);
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const OURS = "ours (WebGPU, Pyodide)", ORT = "onnxruntime-web webgpu";
+// A dropped file is untrusted: bounds checked before anything is allocated (app/host/model_runner.py has the
+// same rules for the shell tool).
+const MAX_FILE_BYTES = 512 * 1024 * 1024;
+const LAYER_BUDGET_BYTES = 512 * 1024 * 1024;  // x, w, b, y and the copies a layer's run holds, estimated
+const MAX_LAYERS = 500;
+const elements = (shape) => shape.reduce((a, b) => a * b, 1);
+
+/** Why a layer would not fit the page's memory budget, or null: x, w, y held about four times (ours, ORT's or
+ * the float64 reference's, and the copies between them). */
+function overBudget(layer) {
+  const bytes = 4 * 4 * (elements(layer.x_shape) + elements(layer.w_shape) + elements(layer.y_shape) + (layer.b?.length ?? 0));
+  return bytes > LAYER_BUDGET_BYTES
+    ? `needs about ${(bytes / 2 ** 20).toFixed(0)} MiB in the page, past its budget of ${LAYER_BUDGET_BYTES / 2 ** 20} MiB` : null;
+}
 let kernel = null, busy = false;
 
 /** test.json's tolerance (tools/gen_test_cases.py, app/host/model_runner.py): R products summed per output. */
@@ -129,6 +143,7 @@ async function runFile(file) {
   try {
     const onnx = await loadModule("./onnx-convtranspose.mjs");
     if (onnx.problem) throw new Error(`protobufjs or ONNX's schema did not load (${onnx.problem})`);
+    if (file.size > MAX_FILE_BYTES) throw new Error(`the file is ${file.size} bytes, past the ${MAX_FILE_BYTES} the page reads`);
     let model;
     try {
       model = onnx.readModel(new Uint8Array(await file.arrayBuffer()));
@@ -141,11 +156,15 @@ async function runFile(file) {
     const ortModule = $("bench-ort").checked ? await loadModule("./ort-bench.mjs") : { problem: "off" };
     const ort = ortModule.problem ? null : { ...ortModule, convTransposeModel: onnx.convTransposeModel };
     const runs = Math.max(1, Number($("bench-runs").value) | 0);
-    const rows = layers.map((l) => (l.reason ? { name: l.name, status: "SKIP", detail: l.reason }
-      : { name: l.name, shape: describe(l) }));
+    const rows = layers.map((l, i) => {
+      if (i >= MAX_LAYERS) return { name: l.name, status: "SKIP", detail: `past the first ${MAX_LAYERS} layers` };
+      if (l.reason) return { name: l.name, status: l.invalid ? "FAIL" : "SKIP", detail: l.reason + (l.field ? ` (field ${l.field})` : "") };
+      const why = overBudget(l);
+      return why ? { name: l.name, shape: describe(l), status: "FAIL", detail: why } : { name: l.name, shape: describe(l) };
+    });
     render(rows);
     for (const [i, layer] of layers.entries()) {
-      if (layer.reason) continue;
+      if (rows[i].status) continue;
       if (layer.dtype !== "float32") {
         Object.assign(rows[i], { status: "SKIP", detail: "float16 weights: run python -m app model FILE --dtype float16" });
         continue;

@@ -173,12 +173,21 @@ export async function convTransposeLayers(model, yShape) {
       layers.push({ index: index++, name, reason });
       continue;
     }
-    const layer = { index: index++, name, x_shape: known(x), w_shape: inits.get(w).dims, attributes,
-                    dtype: DTYPES[inits.get(w).data_type], w: tensorData(inits.get(w)) };
-    if (b) layer.b = tensorData(inits.get(b));
+    // A layer the file cannot give (external data, data short of its dims) or that our validation refuses is
+    // {reason, invalid: true, field}: the drop zone reports it as FAIL and goes on with the next.
+    let layer;
+    try {
+      layer = { index, name, x_shape: known(x), w_shape: inits.get(w).dims, attributes,
+                dtype: DTYPES[inits.get(w).data_type], w: tensorData(inits.get(w)) };
+      if (b) layer.b = tensorData(inits.get(b));
+    } catch (err) {
+      layers.push({ index: index++, name, reason: String(err.message ?? err), invalid: true, field: "w" });
+      continue;
+    }
+    index++;
     const out = await yShape({ x_shape: layer.x_shape, w_shape: layer.w_shape, b_shape: b ? [layer.b.length] : null, attributes });
     if (out.error) {
-      layers.push({ index: layer.index, name, reason: out.error });
+      layers.push({ index: layer.index, name, reason: out.error, invalid: true, field: out.field ?? null });
       continue;
     }
     layer.y_shape = out.y_shape;
