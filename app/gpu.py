@@ -94,21 +94,18 @@ class Gpu:
     def __init__(self, device, caps: DeviceCaps):
         self.device = device
         self.caps = caps
-        self.executor = _executor_module().Executor.new(device)
+        self.executor = _executor_module().executorFor(device)  # one per device, shared with the JS side
 
     @classmethod
     async def open(cls) -> "Gpu":
-        gpu = getattr(js.navigator, "gpu", None)
-        if gpu is None:
-            raise GpuError("WebGPU is not available here (navigator.gpu is missing)")
-        adapter = await gpu.requestAdapter(_js({"powerPreference": "high-performance"}))
-        if adapter is None:
-            raise GpuError("no WebGPU adapter (in Chromium without a GPU, start it with --enable-unsafe-webgpu)")
-        features = [f for f in OPTIONAL_FEATURES if adapter.features.has(f)]
-        limits = {name: getattr(adapter.limits, name) for name in RAISED_LIMITS}
-        device = await adapter.requestDevice(_js({"requiredFeatures": features, "requiredLimits": limits}))
-        return cls(device, _caps(features, [str(f) for f in adapter.features], limits, adapter.info,
-                                 bool(getattr(adapter, "isFallbackAdapter", False))))
+        """The device the package opens (web/runtime/device.mjs, shared with the JS side): optional features when
+        offered, limits raised to the adapter's; no adapter is a GpuError whose hint fits the host."""
+        try:
+            opened = await _executor_module().openDevice(_js(list(OPTIONAL_FEATURES)), _js(list(RAISED_LIMITS)))
+        except JsException as exc:
+            raise python_error(exc) from None
+        return cls(opened.device, _caps(opened.features.to_py(), opened.adapterFeatures.to_py(),
+                                        opened.limits.to_py(), opened.info, bool(opened.isFallback)))
 
     @classmethod
     def adopt(cls, device) -> "Gpu":

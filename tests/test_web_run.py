@@ -283,7 +283,7 @@ def test_javascript_code_shown_reproduces_the_run(run_view):
     run(page)
     shown = download_y(page)
     js = page.text_content("#code-js")
-    assert js.startswith('import { getKernel } from "./web/runtime/index.mjs";')
+    assert js.startswith('import { getKernel } from "webgpu-convtranspose";')  # the npm package's name
     # The snippet as a module would run it, with the import resolved to the same module.
     out = page.evaluate("""async (code) => {
         const { getKernel } = await import("/web/runtime/index.mjs");

@@ -36,6 +36,18 @@ PYODIDE_FILES = [name for name in RUNTIME_FILES if name != "pyodide.js"] + ["pyo
 RELATIVE_IMPORT = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*)["'](\.\.?/[^"']+\.m?js)["']""")
 COMMENT = re.compile(r"/\*.*?\*/|^\s*//.*?$", re.S | re.M)
 
+ENTRY_MODULE = """\
+// The ConvTranspose kernel on WebGPU: getKernel(id, {{version, device?, limits?, assets?, ...}}). See README.txt.
+// bundle.zip and pyodide/ are found beside this module when it is loaded as itself, or in webgpu-convtranspose/
+// beside the page once a bundler moved it into a bundle (docs/npm.md); getKernel's `assets` option names
+// another folder. Python starts loading as this module loads.
+import {{ bootDefaults, packageAssets }} from "./web/runtime/boot.mjs";
+
+// through a variable: bundlers rewrite `new URL("...", import.meta.url)` as an asset of their own
+const here = import.meta.url;
+bootDefaults({{ ...packageAssets(here, "{entry}"), early: true }});
+export * from "./web/{runtime}";
+"""
 README = """{mark}
 
 The ONNX ConvTranspose kernel ({kernel}, contract version 1) on WebGPU, computed by Python
@@ -133,12 +145,7 @@ def export(dest: Path) -> dict:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
     (dest / "bundle.zip").write_bytes(bundle_bytes())
-    (dest / ENTRY).write_text(
-        "// The ConvTranspose kernel on WebGPU: getKernel(id, {version, device?, limits?, assets?}). See README.txt.\n"
-        "// bundle.zip and pyodide/ are found beside this module, or beside the bundle a bundler puts it in.\n"
-        f'import {{ bootDefaults }} from "./web/runtime/boot.mjs";\n\n'
-        'bootDefaults({ base: new URL("./", import.meta.url).href });\n'
-        f'export * from "./web/{RUNTIME_ENTRY}";\n')
+    (dest / ENTRY).write_text(ENTRY_MODULE.format(entry=ENTRY, runtime=RUNTIME_ENTRY))
     # pyodide.asm.js is a classic script that Node loads as CommonJS: the package's "type": "module" must not
     # reach it (Node would run it as an ES module, without require)
     (dest / "pyodide" / "package.json").write_text('{"type": "commonjs"}\n')

@@ -1,81 +1,212 @@
 // Boots Pyodide with numpy, jinja2 and the app package, once per page (or process). One module for every
 // host: the pages import it as is; a host without fetch-able URLs (Node) passes its own `loadPyodide` and
 // `readBytes`. What it boots is the verified runtime under pyodide/ and bundle.zip (the Python package,
-// templates, contract files and tuning tables), both found beside web/.
+// templates, contract files and tuning tables): the assets folder.
+//
+// Start-up is a list of phases (bootPhases(), each with its start and length in ms since the page's or
+// process's time origin): bundle.zip is fetched while Pyodide loads, and the npm package's entries start
+// the boot as their module loads (bootDefaults({early: true})), so that a page's own work overlaps it.
+import * as deviceModule from "./device.mjs";
+import { kernelError } from "./errors.mjs";
 import * as executorModule from "./executor.mjs";
 
 const PACKAGE_DIR = "/home/pyodide/convtranspose";
-let booting = null;
-let bootedFrom = null;  // the assets folder the runtime booted from (one per page or process)
-let booted = null;
-// Where pyodide/ and bundle.zip are (the assets): beside web/ unless an entry says otherwise. The npm package's
-// browser entry names its own folder, because a bundler moves this module into the app's bundle and its
-// import.meta.url becomes the bundle's; getKernel's `assets` option overrides both.
-const defaults = { base: new URL("../../", import.meta.url).href };
+// Where the assets are unless told otherwise: the checkout's root (this module is web/runtime/boot.mjs), or
+// the npm package's folder; the package's browser entry sets its own (bootDefaults). import.meta.url goes
+// through a variable: bundlers rewrite `new URL("…", import.meta.url)` as an asset of their own (Vite
+// inlines it as a data: URL).
+const here = import.meta.url;
+const defaults = { base: new URL("../../", here).href, how: "the default" };
 
-/** What later boots use unless told otherwise: {base, readBytes, loadPyodide} (the package's entries). */
-export function bootDefaults(options) {
-  Object.assign(defaults, options);
+let current = null;  // the boot under way or done: {base, promise, speculative}
+let booted = null;
+let phases = [];
+let lastMessage = null;
+const listeners = new Set();
+
+function tell(message) {
+  lastMessage = message;
+  for (const listener of listeners) listener(message);
 }
 
-/** An `assets` option (URL, path, or relative to the page) as the folder URL the boot joins names to. */
-export function assetsBase(assets) {
-  let base = assets instanceof URL ? assets.href : String(assets);
-  if (!base.endsWith("/")) base += "/";
+/** A named step of the boot, timed: its start and length go to bootPhases(). */
+async function phase(list, name, step) {
+  const entry = { phase: name, startMs: performance.now(), ms: null };
+  list.push(entry);
+  try {
+    return await step();
+  } finally {
+    entry.ms = performance.now() - entry.startMs;
+  }
+}
+
+/** What later boots use unless told otherwise: {base, readBytes, loadPyodide, how}; `early: true` starts
+ * the boot as soon as this turn ends, unless an app names its own folder first (the package's entries). */
+export function bootDefaults({ early = false, ...options }) {
+  Object.assign(defaults, options);
+  if (early) setTimeout(() => { if (!current) launch({ ...defaults }, true); }, 0);
+}
+
+/** The assets folder of the npm package's browser entry (`entry`, its file name; `moduleUrl`, its
+ * import.meta.url): beside the entry where it is loaded as itself (an import map, a page importing it from
+ * node_modules/ or a folder it was copied to); once a bundler moved it into a bundle (its URL is then the
+ * bundle's, a file: URL webpack wrote in, or a dev server's pre-bundled copy), `webgpu-convtranspose/` beside
+ * the page: the folder docs/npm.md's copy step fills for every bundler. */
+export function packageAssets(moduleUrl, entry) {
+  const page = globalThis.document?.baseURI ?? globalThis.location?.href;
+  const url = new URL(moduleUrl);
+  if (url.pathname.endsWith(`/${entry}`) && (!page || new URL(page).protocol === url.protocol)) {
+    return { base: new URL("./", url).href, how: "beside the package's entry" };
+  }
+  return { base: new URL("webgpu-convtranspose/", page ?? url).href,
+           how: "the default once bundled, webgpu-convtranspose/ beside the page" };
+}
+
+const FILE_NAME = /\/[^/]+\.(m?js|json|zip|whl|wasm|html?|css|tgz)$/i;
+
+/** An `assets` option (URL, path, or relative to the page) as the folder URL the boot joins names to;
+ * refused at once (KernelError, field "assets") where it cannot be a folder of files. */
+export function assetsBase(assets, how = "getKernel's `assets` option") {
+  const given = assets instanceof URL ? assets.href : String(assets);
+  if (/^(data|blob|javascript):/i.test(given)) {
+    throw kernelError("KernelError", `${given.slice(0, 60)}${given.length > 60 ? "…" : ""} cannot be the assets ` +
+      `folder (${how}): a ${given.split(":")[0]}: URL holds no files; name the folder that serves pyodide/ and ` +
+      "bundle.zip (a bundler that inlined it: give getKernel's `assets` option, docs/npm.md)", "assets");
+  }
+  if (FILE_NAME.test(given.split(/[?#]/)[0])) {
+    throw kernelError("KernelError", `${given} names a file, not the assets folder (${how}): give the folder ` +
+      "that holds pyodide/ and bundle.zip", "assets");
+  }
+  const base = given.endsWith("/") ? given : `${given}/`;
   const page = globalThis.document?.baseURI ?? globalThis.location?.href;
   return page ? new URL(base, page).href : base;
 }
 
 async function fetchBytes(url) {
   const response = await fetch(url);
-  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`);
+  if (!response.ok) throw new Error(`HTTP ${response.status}`);
   return new Uint8Array(await response.arrayBuffer());
 }
 
-async function boot({ base, loadPyodide, readBytes = fetchBytes, progress = () => {} }) {
+/** Why a file of the assets folder could not be used, as a KernelError naming it and the `assets` option. */
+async function assetError(url, settings, err, probe = false) {
+  let why = String(err?.message ?? err).split("\n")[0];
+  if (probe && /^https?:/.test(url)) {
+    try {  // the browser's import error says nothing of why: ask the server
+      const response = await fetch(url, { method: "HEAD" });
+      const type = response.headers.get("content-type") ?? "no content type";
+      why = response.ok ? `served as ${type}${/html/.test(type) ? " (a page, not the file: a server's fallback?)" : ""}`
+        : `HTTP ${response.status}`;
+    } catch { /* keep the first reason */ }
+  }
+  return kernelError("KernelError", `${url}: ${why}. The assets folder (${settings.how}: ${settings.base}) must ` +
+    "serve pyodide/ and bundle.zip: copy node_modules/webgpu-convtranspose there, or give getKernel's `assets` " +
+    "option the folder that serves them (docs/npm.md)", "assets");
+}
+
+function boot(settings, list) {
+  const { base, readBytes = fetchBytes } = settings;
   const started = performance.now();
-  progress("Loading the Python runtime (Pyodide)…");
-  // a run-time URL: bundlers must leave it alone (esbuild does; webpack and Vite are told to)
-  if (!loadPyodide) ({ loadPyodide } = await import(/* webpackIgnore: true */ /* @vite-ignore */ `${base}pyodide/pyodide.mjs`));
-  const pyodide = await loadPyodide({
+  tell("Loading the Python runtime (Pyodide)…");
+  // bundle.zip while Pyodide loads (a zip starts with PK: a server's fallback page is not one)
+  const bundleUrl = `${base}bundle.zip`;
+  const bundle = phase(list, "fetch bundle.zip", async () => {
+    let bytes;
+    try {
+      bytes = await readBytes(bundleUrl);
+    } catch (err) {
+      throw await assetError(bundleUrl, settings, err);
+    }
+    if (bytes[0] !== 0x50 || bytes[1] !== 0x4b) throw await assetError(bundleUrl, settings, "not a zip file");
+    return bytes;
+  });
+  // a bad bundle.zip fails the boot at once, not after Pyodide has loaded
+  return Promise.race([load(settings, list, bundle, started), bundle.then(() => new Promise(() => {}))]);
+}
+
+async function load(settings, list, bundle, started) {
+  const { base, loadPyodide } = settings;
+  let loader = loadPyodide;
+  if (!loader) {
+    const url = `${base}pyodide/pyodide.mjs`;
+    ({ loadPyodide: loader } = await phase(list, "import pyodide.mjs", async () => {
+      try {
+        // a run-time URL: bundlers must leave it alone (esbuild does; webpack and Vite are told to)
+        return await import(/* webpackIgnore: true */ /* @vite-ignore */ url);
+      } catch (err) {
+        throw await assetError(url, settings, err, true);
+      }
+    }));
+  }
+  const pyodide = await phase(list, "start Python", () => loader({
     indexURL: `${base}pyodide/`,
     lockFileURL: `${base}pyodide/pyodide-lock.json`,
     fullStdLib: false,
+  }));
+  tell("Loading numpy and jinja2…");
+  await phase(list, "load numpy and jinja2", async () => {
+    const failures = [];
+    await pyodide.loadPackage(["numpy", "jinja2"], { errorCallback: (m) => failures.push(m), messageCallback: () => {} });
+    if (failures.length) throw kernelError("KernelError", `loading packages failed: ${failures.join("; ")}`, "assets");
   });
-  progress("Loading numpy and jinja2…");
-  const failures = [];
-  await pyodide.loadPackage(["numpy", "jinja2"], { errorCallback: (m) => failures.push(m), messageCallback: () => {} });
-  if (failures.length) throw new Error(`loading packages failed: ${failures.join("; ")}`);
-  progress("Loading the ConvTranspose package…");
-  pyodide.unpackArchive(await readBytes(`${base}bundle.zip`), "zip", { extractDir: PACKAGE_DIR });
-  pyodide.registerJsModule("convtranspose_executor", executorModule);
-  const sys = pyodide.pyimport("sys");
-  sys.path.insert(0, PACKAGE_DIR);
-  sys.destroy();
-  const bridge = pyodide.pyimport("app.bridge");
+  tell("Loading the ConvTranspose package…");
+  pyodide.unpackArchive(await bundle, "zip", { extractDir: PACKAGE_DIR });
+  // what Python's app.gpu imports: the executor, and the device opener the JS side shares with it
+  pyodide.registerJsModule("convtranspose_executor", { ...executorModule, ...deviceModule });
+  const bridge = await phase(list, "import the package", async () => {
+    const sys = pyodide.pyimport("sys");
+    sys.path.insert(0, PACKAGE_DIR);
+    sys.destroy();
+    return pyodide.pyimport("app.bridge");
+  });
   // the op contract the bundle carries: the JS input checks read its type constraints
   const manifest = JSON.parse(pyodide.FS.readFile(`${PACKAGE_DIR}/manifest.json`, { encoding: "utf8" }));
-  booted = { pyodide, bridge, manifest };
   return { pyodide, bridge, manifest, loadMs: performance.now() - started };
+}
+
+function launch(settings, speculative) {
+  const list = [];
+  const entry = { base: settings.base, speculative, promise: null };
+  entry.promise = boot(settings, list).then((app) => {
+    if (current === entry) booted = app;
+    return app;
+  });
+  entry.promise.catch(() => { if (current === entry) current = null; });
+  current = entry;
+  phases = list;
+  return entry;
 }
 
 /** Starts Pyodide once per page (or process); every later call shares it:
  * {pyodide, bridge (app.bridge), manifest (manifest.json), loadMs}. options.assets (or base): the folder
- * holding pyodide/ and bundle.zip; a later call naming another folder is refused. */
-export function bootApp({ assets = null, ...options } = {}) {
-  if (assets !== null) options.base = assetsBase(assets);
-  if (booting && options.base && options.base !== bootedFrom) {
-    return Promise.reject(new Error(`the runtime is already loaded from ${bootedFrom}: ` +
-      `one assets folder per page (or process), asked for ${options.base}`));
+ * holding pyodide/ and bundle.zip; a later call naming another folder is refused, unless the boot under way
+ * was only started early by the package's entry (then the named folder replaces it). progress(message):
+ * told each step, the current one at once. */
+export function bootApp({ assets = null, progress = null, ...options } = {}) {
+  if (progress) {
+    listeners.add(progress);
+    if (lastMessage) progress(lastMessage);
   }
-  if (!booting) {
-    const settings = { ...defaults, ...options };
-    bootedFrom = settings.base;
-    booting = boot(settings);
-    booting.catch(() => { booting = null; });
+  try {
+    if (assets !== null) Object.assign(options, { base: assetsBase(assets), how: "getKernel's `assets` option" });
+    else if (!current && !options.base) assetsBase(defaults.base, defaults.how);  // a bundler's data: URL, say
+  } catch (err) {
+    return Promise.reject(err);
   }
-  return booting;
+  if (current && options.base && options.base !== current.base) {
+    if (!current.speculative) {
+      return Promise.reject(kernelError("KernelError", `the runtime is already loaded from ${current.base}: ` +
+        `one assets folder per page (or process), asked for ${options.base}`, "assets"));
+    }
+    current = null;  // the early start from the default folder gives way to the one named
+  }
+  if (!current) launch({ ...defaults, ...options }, false);
+  else current.speculative = false;
+  return current.promise;
 }
 
 /** {pyodide, bridge, manifest} once booted, else null: for the calls that cannot wait. */
 export const bootedApp = () => booted;
+
+/** The start-up phases of the boot under way or done: [{phase, startMs, ms (null while running)}]. */
+export const bootPhases = () => phases.map((p) => ({ ...p }));

@@ -12,6 +12,21 @@ import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
 import { WEIGHT_CACHE_BYTES } from "./weight-cache.mjs";
 
 let kernels = 0;
+const OPTIONS = ["version", "revision", "limits", "device", "assets", "autotune", "weightCacheBytes"];
+
+/** getKernel's options: an object of known names (a misspelt one would be silently ignored). */
+function checkOptions(options) {
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw kernelError("ConvTransposeError", `getKernel(id, options): options must be an object, got ${JSON.stringify(options)}`, "options");
+  }
+  for (const name of Object.keys(options)) {
+    if (!OPTIONS.includes(name)) {
+      const near = OPTIONS.find((known) => known.toLowerCase().startsWith(name.toLowerCase().slice(0, 4)));
+      throw kernelError("ConvTransposeError", `getKernel has no option ${JSON.stringify(name)}` +
+        `${near ? ` (did you mean ${JSON.stringify(near)}?)` : ""}; it takes ${OPTIONS.join(", ")}`, name);
+    }
+  }
+}
 
 /** `into`: a typed array the caller owns and reuses, of y's dtype; y is read straight into it (a new array of
  * several MB costs more than the copy: its pages are faulted in as they are first written). */
@@ -63,8 +78,10 @@ const replanned = (result) => {
  * (URL) that serves pyodide/ and bundle.zip, when not beside the module (boot.mjs). `weightCacheBytes`: the
  * bound of the GPU memory the kernel keeps for constant arrays and weight GPUBuffers (weight-cache.mjs).
  */
-export async function getKernel(id, { version = 1, revision = null, limits = null, device = null, assets = null,
-                                       autotune = false, weightCacheBytes = WEIGHT_CACHE_BYTES } = {}) {
+export async function getKernel(id, options = {}) {
+  checkOptions(options);
+  const { version = 1, revision = null, limits = null, device = null, assets = null, autotune = false,
+          weightCacheBytes = WEIGHT_CACHE_BYTES } = options;
   if (typeof weightCacheBytes !== "number" || !(weightCacheBytes >= 0)) {
     throw kernelError("ConvTransposeError", `weightCacheBytes must be a number of bytes >= 0, got ${JSON.stringify(weightCacheBytes)}`,
       "weightCacheBytes");

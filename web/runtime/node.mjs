@@ -11,7 +11,7 @@ const asPath = (where) => (where.startsWith("file:") ? fileURLToPath(where) : wh
 async function readBytes(where) {
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(where) && !where.startsWith("file:")) {
     const response = await fetch(where);
-    if (!response.ok) throw new Error(`${where}: HTTP ${response.status}`);
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
     return new Uint8Array(await response.arrayBuffer());
   }
   return new Uint8Array(await readFile(asPath(where)));
@@ -33,5 +33,6 @@ async function loadPyodide(options) {
   }
 }
 
-bootDefaults({ readBytes, loadPyodide });
+// Python starts as the package loads (its folder is the assets folder unless getKernel names another)
+bootDefaults({ readBytes, loadPyodide, how: "the package's folder", early: true });
 export * from "./index.mjs";

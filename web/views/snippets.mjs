@@ -1,6 +1,7 @@
 // "Copy as code": the JavaScript and Python calls that do what the run form does.
 import { CONTRACT_VERSION, KERNEL_ID } from "../runtime/contract.mjs";
 
+const PACKAGE_NAME = "webgpu-convtranspose";  // the npm package (app/host/export.py)
 const INLINE_MAX = 32; // pasted data up to this many values is written into the snippet; more is loaded from files
 
 const list = (values) => `[${values.join(", ")}]`;
@@ -13,7 +14,7 @@ function pyValue(v) {
 export function jsSnippet(spec) {
   const { shapes, attrs, variant, source } = spec;
   const lines = [
-    'import { getKernel } from "./web/runtime/index.mjs";',
+    `import { getKernel } from ${JSON.stringify(PACKAGE_NAME)};  // npm install the package (README.md)`,
     `const kernel = await getKernel(${JSON.stringify(KERNEL_ID)}, { version: ${CONTRACT_VERSION} });`,
   ];
   const names = ["x", "w", "b"].filter((n) => shapes[n]);
@@ -32,12 +33,13 @@ export function jsSnippet(spec) {
   lines.push("// weights marked constant are uploaded and prepared once while the same arrays come back:",
     "// call kernel.forget(wData) after changing one in place");
   lines.push("const { y, meta } = await kernel({", ...fields, "});");
-  lines.push("// y = { data: Float32Array, shape }, meta = { variant, reason, gpu_ms }");
+  lines.push("// y = { data: Float32Array, shape, dtype }, meta = { variant, reason, gpu_ms, y_shape, pieces }");
   return lines.join("\n");
 }
 
 export function pySnippet(spec) {
   const { shapes, attrs, variant, source } = spec;
+  // Python in Pyodide, where the page's package is `app` (installed with pip it is webgpu_convtranspose)
   const lines = ["import numpy as np", "import app", "",
     `kernel = await app.get_kernel(${JSON.stringify(KERNEL_ID)}, version=${CONTRACT_VERSION})`];
   const names = ["x", "w", "b"].filter((n) => shapes[n]);
