@@ -97,8 +97,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--params applies to a forced --variant")
         if not Path(args.path).is_file():
             # the wheel ships no test.json (18 MB): a checkout has it, or any case file of its format will do
-            parser.error(f"{args.path}: no such case file (test.json comes with a checkout, where "
-                         "tools/gen_test_cases.py writes it; the installed package runs any file of its format)")
+            parser.error(f"{args.path}: no such case file (a checkout's `python -m app setup` writes test.json; "
+                         "the installed package runs any file of its format)")
         return run_cases(args.path, args.variant, args.host, args.browser, args.params)
     if args.command == "bench":
         from .host.bench_runner import main as run_bench
@@ -126,14 +126,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 
+        from .host.test_cases import CaseFileSetupError, ensure_test_json
+
         print(ensure_pyodide_assets())
+        try:
+            print(ensure_test_json() or "test.json: none outside a checkout")
+        except CaseFileSetupError as exc:
+            print(f"test.json: {exc}", file=sys.stderr)
+            return 1
         return 0
     if args.command == "export":
         from .host.export import main as run_export
 
         return run_export(args.dir)
     from .host.server import make_server
+    from .host.test_cases import CaseFileSetupError, ensure_test_json
 
+    try:
+        ensure_test_json()
+    except CaseFileSetupError as exc:  # the app serves without it: the Tests view also runs a file the user picks
+        print(f"test.json: {exc}", file=sys.stderr)
     server = make_server(args.bind, args.port, args.verbose)
     print(f"Serving ConvTranspose on WebGPU at http://{args.bind}:{server.server_address[1]}/", flush=True)
     try:

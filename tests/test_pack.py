@@ -27,6 +27,7 @@ def scratch(tmp_path):
         if (ROOT / name).is_file():
             (repo / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, repo / name)
+    shutil.copy2(ROOT / "test.json", repo / "test.json")  # as set-up wrote it (ignored, so not listed above)
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     webgpu = repo / "node_modules" / "webgpu"

@@ -2,7 +2,7 @@
 # Packs what the GPU machine needs and cannot fetch, under .gpu/ and .gl/ (both git-ignored; the device
 # call carries them next to the working tree, which travels anyway): Node.js itself, Dawn's linux-x64
 # build from npm `webgpu`, the verified Pyodide assets, onnxruntime-web's two WebGPU builds (the peer that
-# `bench --against ort` times), and Debian's Vulkan loader .debs.
+# `bench --against ort` times), test.json, and Debian's Vulkan loader .debs.
 # Usage (repo root, this machine): bash tools/gpu/pack.sh   -> prints what one run will carry.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -21,6 +21,9 @@ cp node_modules/webgpu/package.json node_modules/webgpu/index.js .gpu/webgpu/
 # protobufjs's standalone build: ONNX models read and written in JS (web/views/onnx-convtranspose.mjs).
 mkdir -p .gpu/protobufjs && cp node_modules/protobufjs/package.json node_modules/protobufjs/dist/protobuf.min.js .gpu/protobufjs/
 tar -C build -cJf .gpu/pyodide.tar.xz pyodide
+# test.json is written at set-up (above), not tracked: the case and variant stages there read it. gzip: xz -6 saves
+# 1 MB of its 7 and takes 70 s here.
+if [ ! -f .gpu/test.json.gz ] || [ test.json -nt .gpu/test.json.gz ]; then gzip -6 -c test.json >.gpu/test.json.gz; fi
 # Both ORT builds: the JSEP one (ort.min.mjs) and the native WebGPU EP (ort.webgpu.min.mjs), with their wasm.
 ort=node_modules/onnxruntime-web
 tar -C "$ort" -cf - package.json dist/ort.min.mjs dist/ort.webgpu.min.mjs dist/ort-wasm-simd-threaded.jsep.mjs \

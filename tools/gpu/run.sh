@@ -32,6 +32,7 @@ if [ ! -x /tmp/gpu/node ] || [ ! -f build/pyodide/pyodide.mjs ]; then
   mkdir -p node_modules/protobufjs/dist && cp .gpu/protobufjs/package.json node_modules/protobufjs/ \
     && cp .gpu/protobufjs/protobuf.min.js node_modules/protobufjs/dist/
 fi
+[ -f test.json ] || gzip -dc .gpu/test.json.gz >test.json  # written at set-up here, carried by tools/gpu/pack.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/nvidia-smi.txt"
 
 status=0
