@@ -1,6 +1,6 @@
 """What a real GPU reports, as data: subgroup-matrix configurations and which variants they enable.
 
-The configurations are the ones Dawn reported on the NVIDIA H200 (docs/h200/device.json): f16 and
+The configurations are the ones Dawn reported on the NVIDIA H200 (docs/results/h200-device.json): f16 and
 8-bit integer matrices only, so the f32 subgroup-matrix paths must refuse there and the f16 ones pick
 f16 components with f32 results."""
 import json
@@ -17,7 +17,7 @@ from app.render import render
 from app.shapes import infer
 from app.variants import phase_gemm, phase_gemm_sgmat
 
-H200 = json.loads((Path(__file__).resolve().parents[1] / "docs" / "h200" / "device.json").read_text())
+H200 = json.loads((Path(__file__).resolve().parents[1] / "docs" / "results" / "h200-device.json").read_text())
 SGMAT = ("chromium-experimental-subgroup-matrix", "subgroups", "shader-f16")
 
 

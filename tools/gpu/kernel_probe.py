@@ -1,4 +1,4 @@
-"""Writes the passes of one variant's launch, rendered for the H200 (docs/h200/device.json), as JSON for
+"""Writes the passes of one variant's launch, rendered for the H200 (docs/results/h200-device.json), as JSON for
 tools/gpu/kernel_probe.mjs, which times the main pass on the GPU as rendered and with parts of it cut out
 (ablations by text substitution), to see where a kernel's time goes without a profiler.
 Usage: python tools/gpu/kernel_probe.py VARIANT 'X' 'W' 'ATTRS' DTYPE 'PARAMS' > probe.json

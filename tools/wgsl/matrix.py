@@ -10,7 +10,7 @@ params); the rendered sources are deduplicated. A new variant, template or tunin
 without editing this file; `coverage_gaps` says when the geometries miss a structural choice.
 
 DEVICES holds device capabilities as data (no GPU is asked): SwiftShader as Chromium reports it, Firefox
-on lavapipe, the H200 (docs/h200/device.json: subgroup-matrix configurations, 48 KiB workgroup memory,
+on lavapipe, the H200 (docs/results/h200-device.json: subgroup-matrix configurations, 48 KiB workgroup memory,
 1024 invocations), and GPUs with other subgroup-matrix configurations (f32 components, as Metal offers;
 small f16 matrices), so that every configuration shape the sgmat variants can be given is rendered.
 """
@@ -42,7 +42,7 @@ def _config(component: str, m: int, n: int, k: int, result: str = "f32") -> dict
 
 
 def _h200() -> DeviceCaps:
-    info = json.loads((ROOT / "docs" / "h200" / "device.json").read_text())
+    info = json.loads((ROOT / "docs" / "results" / "h200-device.json").read_text())
     return DeviceCaps(features=frozenset(info["features"]), adapter_features=frozenset(info["adapter_features"]),
                       limits=dict(info["limits"]), vendor=info["vendor"], architecture=info["architecture"],
                       device=info["device"], is_fallback=info["is_fallback"],
