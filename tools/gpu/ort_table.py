@@ -1,7 +1,7 @@
 """Markdown table of a `bench --against ort --out FILE` run: end to end and GPU-resident, ours beside the faster
 onnxruntime-web build (the README's performance table).
 
-    python3 tools/gpu/ort_table.py docs/h200/ort-full.json
+    python3 tools/gpu/ort_table.py OUT/ort-full.json
 """
 import json
 import sys

@@ -22,7 +22,7 @@ from app.shapes import infer  # noqa: E402  (after the path: the repository's pa
 # (9 C^2 H^2).
 K4S2 = [(64, 16), (64, 32), (128, 32), (256, 32), (256, 64), (512, 64), (512, 128), (1024, 128)]
 S1 = [(32, 32), (64, 32), (64, 64), (128, 64), (256, 64), (256, 128), (512, 128), (512, 256)]
-# onnxruntime-web's ConvTranspose took 7.2 ms at 8.5e9 multiply-adds (seventh session) and its runs of the larger
+# onnxruntime-web's ConvTranspose took 7.2 ms at 8.5e9 multiply-adds and its runs of the larger
 # cases did not finish within a device call: it is timed up to here.
 ORT_MAX_MADDS = 1e10
 FILL = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 0,

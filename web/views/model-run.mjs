@@ -171,7 +171,7 @@ export async function runModel({ model, x, runs = 5, warmup = 1, against = false
       if (round === warmup) {
         Object.assign(result, await settle(settleS));
         // An idle second and more drops an H200 to idle clocks, and the rounds alone (mostly host time) do
-        // not raise them: after a 35 s wait both sides' GPU times were 4x (docs/h200/session9/).
+        // not raise them: after a 35 s wait both sides' GPU times were 4x on the H200.
         if (result.settle_ms > 1000) await impl.busy(REWARM_MS);
         meter = cpuMeter();
       }
