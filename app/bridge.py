@@ -139,7 +139,9 @@ async def call(kernel, request) -> dict:
     inputs, variant, attributes = _request_parts(request)
     out = await kernel(**inputs, variant=variant, **attributes)
     y = out["y"]
-    return {"y": {"data": y.tobytes(), "shape": list(y.shape), "dtype": str(y.dtype)}, "meta": out["meta"]}
+    # y's own bytes, not a copy (tobytes): Pyodide copies them once into JavaScript (app/split.py: memory)
+    return {"y": {"data": memoryview(np.ascontiguousarray(y)).cast("B"), "shape": list(y.shape), "dtype": str(y.dtype)},
+            "meta": out["meta"]}
 
 
 @entry

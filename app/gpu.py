@@ -17,7 +17,7 @@ from .errors import ConvTransposeError, GpuError
 from .plan import Plan, bindings_params
 from .render import NONFINITE_CHECK, render, source_digest
 from .shapes import ConvGeometry
-from .split import buffer_bytes
+from .split import buffer_bytes, host_refusal
 from .tensors import GpuTensor
 
 OPTIONAL_FEATURES = ("shader-f16", "subgroups", "timestamp-query", "chromium-experimental-subgroup-matrix")
@@ -62,8 +62,27 @@ def _js_tensors(tensors: dict):
                 else {"data": to_typed(t)} for name, t in tensors.items()})
 
 
-def from_typed(data, dtype: str, shape) -> np.ndarray:
-    return np.frombuffer(data.to_bytes(), dtype=dtype).reshape(shape).copy()
+def from_typed(data, dtype: str, shape, into: np.ndarray | None = None) -> np.ndarray:
+    """A JS typed array -> a numpy array of `shape`, in one copy straight from JS memory: into `into` (a
+    C-contiguous array of the shape: a piece's place in the whole y) when given, else a new array. (to_bytes
+    made a bytes object and then a copy of it: three copies of y at once in the WebAssembly heap.)"""
+    out = np.empty(shape, dtype=dtype) if into is None else into
+    if int(data.byteLength) != out.nbytes:
+        raise GpuError(f"the GPU read back {int(data.byteLength)} bytes for an output of {out.nbytes}")
+    if out.nbytes:
+        # assign_to wants the typed array's own element format: float16 travels as Uint16Array bits
+        data.assign_to(out.reshape(-1).view(np.uint16 if out.dtype == np.float16 else out.dtype))
+    return out
+
+
+def heap_max() -> int | None:
+    """The WebAssembly heap's maximum size (Pyodide: 4 GiB less a page), or None where it cannot be read."""
+    try:
+        import pyodide_js
+
+        return int(pyodide_js._module._emscripten_get_heap_max())
+    except Exception:  # noqa: BLE001 - another runtime's build: no bound known, numpy's MemoryError remains
+        return None
 
 
 def _caps(features, adapter_features, limits, info, is_fallback: bool = False) -> DeviceCaps:
@@ -88,8 +107,18 @@ def pipeline_key(template: str, source: str) -> str:
     return f"{template}|{source_digest(source)}"
 
 
+class _Shape:
+    """What host_refusal reads of a geometry: a launch's y shape and dtype."""
+
+    def __init__(self, y_shape: tuple, dtype: str):
+        self.y_shape, self.dtype = y_shape, dtype
+        self.y_size = int(np.prod(y_shape, dtype=np.int64)) if y_shape else 1
+
+
 class Gpu:
     """One WebGPU device and the executor that holds its pipelines and launches."""
+
+    reads_into = True  # run and execute read y straight into the caller's array (app/split.py run_pieces)
 
     def __init__(self, device, caps: DeviceCaps):
         self.device = device
@@ -199,9 +228,19 @@ class Gpu:
             return made  # a concurrent first call of the same signature finished first: share its launch
         return self.executor.launch(_js(spec), signature)
 
-    async def run(self, launch, tensors: dict, output: str = "cpu", timing: bool = False):
+    def heap_max(self) -> int | None:
+        return heap_max()
+
+    async def run(self, launch, tensors: dict, output: str = "cpu", timing: bool = False,
+                  into: np.ndarray | None = None):
         """One call of a launch. tensors: name -> numpy array or GpuTensor. Returns (y, gpu_ms): y a numpy
-        array, or a GpuTensor the caller owns with output="gpu"."""
+        array (`into` when given), or a GpuTensor the caller owns with output="gpu". A y that this runtime's
+        memory cannot hold is refused before the GPU runs (field "y")."""
+        if output == "cpu" and into is None:
+            shape = tuple(launch.spec.y_shape.to_py())
+            refusal = host_refusal(_Shape(shape, str(launch.spec.dtype)), heap_max())
+            if refusal is not None:
+                raise refusal
         try:
             out = await launch.run(_js_tensors(tensors), _js({"output": output, "timing": timing}))
         except JsException as exc:
@@ -210,13 +249,16 @@ class Gpu:
         gpu_ms = None if meta.gpu_ms is None else float(meta.gpu_ms)
         if output == "gpu":
             return GpuTensor(y.buffer, tuple(y.shape.to_py()), str(y.dtype)), gpu_ms
-        return from_typed(y.data, str(y.dtype), tuple(y.shape.to_py())), gpu_ms
+        return from_typed(y.data, str(y.dtype), tuple(y.shape.to_py()), into), gpu_ms
 
-    async def execute(self, plan: Plan, geom: ConvGeometry, inputs: dict) -> tuple[np.ndarray, float | None]:
-        """One uncached run of a plan (a piece of a split request): launched, run, destroyed."""
+    async def execute(self, plan: Plan, geom: ConvGeometry, inputs: dict,
+                      into: np.ndarray | None = None) -> tuple[np.ndarray, float | None]:
+        """One uncached run of a plan (a piece of a split request): launched, run (y read into `into` when
+        given), destroyed."""
         launch = await self.launch(plan, geom)
         try:
-            return await self.run(launch, {n: a for n, a in inputs.items() if n in launch.spec.inputs.to_py()})
+            return await self.run(launch, {n: a for n, a in inputs.items() if n in launch.spec.inputs.to_py()},
+                                  into=into)
         finally:
             launch.destroy()
 

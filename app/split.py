@@ -27,6 +27,7 @@ from .shapes import ConvGeometry
 from .variants.base import DTYPE_BYTES
 
 BYTE_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize")
+READ_PARTS = 4  # a split request's y comes back in pieces of at most this fraction of it (plan_pieces)
 MAX_PIECES = 4096  # past this the request is refused: that many submissions would be a hang, not a result
 
 
@@ -180,6 +181,8 @@ def plan_pieces(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeomet
     if geom.y_size == 0:  # nothing runs on the GPU
         return [(whole(geom), plan(geom))]
     limit = byte_limit(caps)
+    read_part = -(-buffer_bytes(geom)["y"] // READ_PARTS)
+    split = False
     done: list[tuple[Piece, Plan]] = []
     todo = [whole(geom)]
     while todo:
@@ -193,9 +196,17 @@ def plan_pieces(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeomet
                 fault = ("grid", str(exc))
             else:
                 fault = overflow(piece.geom, piece_plan, limit)
+        if fault is None and split and buffer_bytes(piece.geom)["y"] > read_part:
+            # A request that splits anyway reads y back in parts of at most a READ_PARTS-th of it: what a piece
+            # holds outside y while it is read (its GPU buffers, the mapped copy) stays a fraction of y.
+            halves = bisect(geom, piece, SHRINKS["y"])
+            if halves is not None:
+                todo += [halves[1], halves[0]]
+                continue
         if fault is None:
             done.append((piece, piece_plan))
             continue
+        split = True
         kind, words = fault
         halves = bisect(geom, piece, SHRINKS[kind])
         if halves is None:
@@ -217,17 +228,52 @@ def _channel_words(full: ConvGeometry, piece: Piece) -> str:
     return f"[{s.start}, {s.stop})"
 
 
+HOST_COPIES = 2  # y as numpy plus the bytes a JavaScript caller's y travels as (app/bridge.py call)
+
+
+def host_refusal(geom: ConvGeometry, heap_max: int | None) -> ConvTransposeError | None:
+    """Why y cannot be read back to this runtime's memory, or None: in Pyodide the WebAssembly heap (heap_max,
+    4 GiB, less what the runtime itself holds) must take HOST_COPIES copies of y; None (CPython) checks
+    nothing here."""
+    if heap_max is None:
+        return None
+    y_bytes = geom.y_size * DTYPE_BYTES[geom.dtype]
+    room = heap_max - RUNTIME_BYTES
+    if HOST_COPIES * y_bytes <= room:
+        return None
+    return ConvTransposeError(
+        f"the output {list(geom.y_shape)} is {y_bytes / 2**20:.0f} MiB: read to the CPU it needs {HOST_COPIES} copies in "
+        f"this runtime's {heap_max / 2**30:.0f} GiB WebAssembly memory, which has room for about "
+        f"{room / HOST_COPIES / 2**20:.0f} MiB of output; take output='gpu' (in one piece) or call it on fewer images",
+        "y")
+
+
+RUNTIME_BYTES = 512 * 2**20  # of the WebAssembly heap: Pyodide, numpy and the package, with room to spare
+
+
 async def run_pieces(gpu, geom: ConvGeometry, arrays: dict[str, np.ndarray],
                      pieces: list[tuple[Piece, Plan]]) -> tuple[np.ndarray, float | None]:
     """Runs each piece's plan on `gpu` (anything with execute(plan, geom, inputs) -> (y, gpu_ms)) and
-    assembles y. Returns y and the summed GPU time (None when any piece had no timestamp)."""
+    assembles y. Returns y and the summed GPU time (None when any piece had no timestamp).
+
+    Memory: y is allocated once; a gpu with `reads_into` reads each piece straight into its place in y where
+    that place is contiguous (whole images, groups or channels), else into one piece-sized array copied in,
+    so the host holds y plus at most one piece. An output the runtime cannot hold is refused first."""
+    refusal = host_refusal(geom, gpu.heap_max() if hasattr(gpu, "heap_max") else None)
+    if refusal is not None:
+        raise refusal
     try:
         y = np.empty(geom.y_shape, dtype=geom.dtype)
     except MemoryError:
-        raise ConvTransposeError(f"the output {list(geom.y_shape)} does not fit in this runtime's memory") from None
+        raise ConvTransposeError(f"the output {list(geom.y_shape)} does not fit in this runtime's memory", "y") from None
     total: float | None = 0.0
     for piece, plan in pieces:
-        part, gpu_ms = await gpu.execute(plan, piece.geom, piece.inputs(geom, arrays))
-        y[piece.y_index(geom)] = part
+        place = y[piece.y_index(geom)]
+        if getattr(gpu, "reads_into", False) and place.flags.c_contiguous:
+            _, gpu_ms = await gpu.execute(plan, piece.geom, piece.inputs(geom, arrays), into=place)
+        else:
+            part, gpu_ms = await gpu.execute(plan, piece.geom, piece.inputs(geom, arrays))
+            place[...] = part
+            del part
         total = None if gpu_ms is None or total is None else total + gpu_ms
     return y, total

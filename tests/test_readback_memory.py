@@ -1,0 +1,89 @@
+"""An output past the device's maxBufferSize read to the CPU (Node on Dawn/SwiftShader, limits capped so that it
+is small): split, read back piece by piece into one y, right, and the host process's peak memory stays within
+3x the output's size (docs/reliability.md gives the numbers); an output that the WebAssembly heap cannot hold is
+refused before GPU work with field "y", not a RangeError (app/split.py host_refusal)."""
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.host.node import node_env
+from app.split import HOST_COPIES, RUNTIME_BYTES, host_refusal
+from app.shapes import infer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = """
+import { bootNode } from "%(root)s/web/views/dawn-node.mjs";
+import { getKernel } from "%(root)s/web/runtime/index.mjs";
+const MiB = 2 ** 20, cap = %(cap)d * MiB, side = %(side)d;
+const app = await bootNode(process.argv[2]);
+const heap = () => app.pyodide._module.HEAP8.length;
+const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { limits: { maxBufferSize: cap, maxStorageBufferBindingSize: cap } });
+const values = (n, k) => Float32Array.from({ length: n }, (_, i) => ((i * k) %% 13) / 13 - 0.5);
+const w = { data: values(8 * 8 * 64, 7), shape: [8, 8, 8, 8] };
+await kernel({ x: { data: values(8 * 16 * 16, 3), shape: [1, 8, 16, 16] }, w, strides: [8, 8] });  // compiles
+const x = { data: values(8 * side * side, 3), shape: [1, 8, side, side] };
+globalThis.gc();
+const heap0 = heap(), rss0 = process.resourceUsage().maxRSS * 1024, before = kernel.memory().executions;
+const out = await kernel({ x, w, strides: [8, 8] });
+const rss1 = process.resourceUsage().maxRSS * 1024;
+const y = out.y.data;
+// y[0, m, 8i+a, 8j+b] = sum_c x[0, c, i, j] w[c, m, a, b]: checked here at spread points (the whole y is 128 MiB)
+let worst = 0;
+for (let p = 0; p < 4096; p++) {
+  const m = p %% 8, i = (p * 37) %% side, j = (p * 91) %% side, a = p %% 8, b = (p * 5) %% 8;
+  let want = 0;
+  for (let c = 0; c < 8; c++) want += x.data[(c * side + i) * side + j] * w.data[((c * 8 + m) * 8 + a) * 8 + b];
+  const got = y[(m * side * 8 + (8 * i + a)) * side * 8 + 8 * j + b];
+  worst = Math.max(worst, Math.abs(got - want));
+}
+const executions = kernel.memory().executions - before;
+let refused = null;
+const beforeRefusal = kernel.memory().executions;
+try {
+  await kernel({ x: { data: values(8 * 1024 * 128, 3), shape: [1, 8, 1024, 128] }, w: { data: values(8 * 64 * 64, 5), shape: [8, 64, 8, 8] }, strides: [8, 8] });
+} catch (err) { refused = { name: err.name, field: err.field, message: err.message }; }
+console.log(JSON.stringify({ y_bytes: y.byteLength, pieces: out.meta.pieces, worst, executions,
+  wasm_growth: heap() - heap0, rss_growth: rss1 - rss0, refused, refusal_executions: kernel.memory().executions - beforeRefusal }));
+process.exit(0);
+"""
+
+
+@pytest.mark.browser
+def test_an_output_twice_max_buffer_size_reads_back_within_3x_and_a_heap_sized_one_is_refused():
+    from app.host.assets import ensure_pyodide_assets
+    from app.host.server import bundle_bytes
+
+    with tempfile.TemporaryDirectory(prefix="convtranspose-readback-") as tmp:
+        assets = Path(tmp)
+        (assets / "pyodide").symlink_to(ensure_pyodide_assets())
+        (assets / "bundle.zip").write_bytes(bundle_bytes())
+        script = assets / "readback.mjs"
+        script.write_text(SCRIPT % {"root": ROOT, "cap": 64, "side": 256})
+        out = subprocess.run(["node", "--expose-gc", str(script), str(assets)], capture_output=True, text=True,
+                             timeout=600, env=node_env())
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    y_bytes = result["y_bytes"]
+    assert y_bytes == 2 * 64 * 2**20 and result["pieces"] >= 2 and result["worst"] < 1e-4, result
+    # y (1x) in the WebAssembly heap, once; the whole process (JS's y, SwiftShader's buffers included) within 3x
+    assert result["wasm_growth"] <= 1.1 * y_bytes, result
+    assert result["rss_growth"] <= 3 * y_bytes, result
+    refused = result["refused"]
+    assert refused["name"] == "ConvTransposeError" and refused["field"] == "y", refused
+    assert "WebAssembly memory" in refused["message"] and "Traceback" not in refused["message"], refused
+    assert result["refusal_executions"] == 0
+
+
+def test_host_refusal_names_the_output_past_what_the_heap_can_hold():
+    geom = infer([1, 8, 1024, 128], [8, 64, 8, 8], None, {"strides": [8, 8]}, {"x": "float32", "w": "float32"})
+    assert host_refusal(geom, None) is None  # CPython: numpy's MemoryError is the bound
+    assert host_refusal(geom, 64 * 2**30) is None
+    refusal = host_refusal(geom, 4 * 2**30 - 65536)
+    assert refusal is not None and refusal.field == "y" and "2048 MiB" in str(refusal)
+    fits = infer([1, 8, 512, 128], [8, 64, 8, 8], None, {"strides": [8, 8]}, {"x": "float32", "w": "float32"})
+    assert fits.y_size * 4 * HOST_COPIES <= 4 * 2**30 - RUNTIME_BYTES and host_refusal(fits, 4 * 2**30 - 65536) is None
