@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "setup":
         from .host.assets import ensure_pyodide_assets
 
-        from .host.test_cases import CaseFileSetupError, ensure_test_json
+        from .host.case_file_setup import CaseFileSetupError, ensure_test_json
 
         print(ensure_pyodide_assets())
         try:
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_export(args.dir)
     from .host.server import make_server
-    from .host.test_cases import CaseFileSetupError, ensure_test_json
+    from .host.case_file_setup import CaseFileSetupError, ensure_test_json
 
     try:
         ensure_test_json()

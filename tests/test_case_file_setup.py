@@ -1,4 +1,4 @@
-"""test.json is written at set-up (app/host/test_cases.py): generated where missing or not the committed file,
+"""test.json is written at set-up (app/host/case_file_setup.py): generated where missing or not the committed file,
 then held to test.json.sha256. Generators here are stand-ins, so the checks take no 10 s of generation."""
 import hashlib
 import subprocess
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.host.test_cases import CaseFileSetupError, committed_digest, digest, ensure_test_json
+from app.host.case_file_setup import CaseFileSetupError, committed_digest, digest, ensure_test_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
