@@ -52,6 +52,11 @@ def as_array(name: str, value) -> np.ndarray:
         if dtype not in ("float32", "float16"):
             raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: ['float16', 'float32']")
         data = value["data"]
+        if isinstance(data, np.ndarray) and data.dtype != np.dtype(dtype):
+            # one rule in both languages (web/runtime/tensors.mjs): an array carries its dtype, which must be the
+            # request's; numbers of another type are never converted silently (a list of numbers is)
+            raise ConvTransposeError(f"input '{name}': data is a {data.dtype} array; dtype {dtype!r} takes a {dtype} "
+                                     f"array or a list of numbers (allowed: ['float16', 'float32'])", name)
         if isinstance(data, (list, tuple)) and not all(
                 isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
                 for v in data):

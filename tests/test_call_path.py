@@ -100,8 +100,9 @@ def test_unusable_buffers_are_refused_before_any_gpu_work(page):
     assert out["noStorage"]["field"] == "x" and "STORAGE" in out["noStorage"]["message"]
     assert out["foreign"]["field"] == "x" and "another device" in out["foreign"]["message"], out["foreign"]
     assert out["shortData"]["field"] == "x" and "has 11 values" in out["shortData"]["message"]
-    # a Float64Array is numbers: converted to float32, so it runs (12 values match the shape)
-    assert out["wrongType"] is None
+    # a typed array carries its dtype: a Float64Array for float32 is refused, as Python refuses a float64 array
+    assert out["wrongType"]["name"] == "ConvTransposeError" and out["wrongType"]["field"] == "x"
+    assert "Float64Array" in out["wrongType"]["message"], out["wrongType"]
 
 
 def test_errors_reach_javascript_with_a_name_a_field_and_one_line(page):

@@ -253,3 +253,49 @@ def test_the_pages_copy_as_code_marks_the_weights_constant(page):
     assert "w: { data: wData, shape: [2, 2, 3], constant: true }," in code
     assert "b: { data: bData, shape: [2], constant: true }," in code
     assert "uploaded and prepared once" in code and "kernel.forget(wData)" in code
+
+
+def test_constants_given_as_numbers_are_converted_once_and_hit_by_their_source(page):
+    out = unpack(js(page, """
+        const kernel = await window.getKernel(ID, {version: 1});
+        const wList = Array.from(wA), bList = Array.from(bA);
+        const asList = () => ({x: {data: x, shape}, w: {data: wList, shape: wShape, constant: true},
+                               b: {data: bList, shape: [8], constant: true}, ...attrs});
+        const rows = [];
+        for (let i = 0; i < 20; i++) rows.push(await counted(kernel, asList()));
+        const f64 = await kernel({...asList(), w: {data: new Float64Array(wA), shape: wShape, constant: true}})
+          .then(() => null, (e) => ({name: e.name, field: e.field, message: e.message}));
+        const i32 = await kernel({...asList(), x: {data: new Int32Array(256), shape}})
+          .then(() => null, (e) => ({name: e.name, field: e.field, message: e.message}));
+        const f16bits = await kernel({...asList(), x: {data: new Uint16Array(256), shape}})
+          .then(() => null, (e) => ({name: e.name, field: e.field}));
+        const forgot = kernel.forget(wList);
+        const after = await counted(kernel, asList());
+        return {rows, f64, i32, f16bits, forgot, after};
+    """))
+    rows = out["rows"]
+    for row in rows:
+        check(row["y"], "A")
+    assert rows[0]["weight_cache_misses"] >= 1
+    # 20 calls: one entry per input, every call after the first a hit (a new converted copy each call missed)
+    assert all(r["weight_cache_misses"] == 0 and r["weight_cache_hits"] >= 1 and r["weight_bytes_written"] == 0
+               for r in rows[1:]), rows[1:]
+    assert rows[-1]["entries"] == rows[0]["entries"]
+    # the dtype rule of app/tensors.py: a typed array carries its dtype, never converted silently
+    for refused, kind, field in ((out["f64"], "Float64Array", "w"), (out["i32"], "Int32Array", "x")):
+        assert refused["name"] == "ConvTransposeError" and refused["field"] == field and kind in refused["message"]
+    assert out["f16bits"]["field"] == "x"  # Uint16Array is float16's bits: not float32 data
+    assert out["forgot"] is True and out["after"]["weight_bytes_written"] == W_BYTES
+    check(out["after"]["y"], "A")
+
+
+def test_non_finite_or_negative_bounds_are_refused(page):
+    out = page.evaluate("""async () => {
+        const ID = "webgpu-kernels/ai.onnx.ConvTranspose";
+        const bad = [];
+        for (const v of [Infinity, -Infinity, NaN, -1, "1", null]) {
+          bad.push(await window.getKernel(ID, {version: 1, weightCacheBytes: v}).then(() => null, (e) => ({name: e.name, field: e.field})));
+        }
+        return bad;
+    }""")
+    assert out == [{"name": "ConvTransposeError", "field": "weightCacheBytes"}] * 6

@@ -82,8 +82,8 @@ export async function getKernel(id, options = {}) {
   checkOptions(options);
   const { version = 1, revision = null, limits = null, device = null, assets = null, autotune = false,
           weightCacheBytes = WEIGHT_CACHE_BYTES } = options;
-  if (typeof weightCacheBytes !== "number" || !(weightCacheBytes >= 0)) {
-    throw kernelError("ConvTransposeError", `weightCacheBytes must be a number of bytes >= 0, got ${JSON.stringify(weightCacheBytes)}`,
+  if (typeof weightCacheBytes !== "number" || !Number.isFinite(weightCacheBytes) || weightCacheBytes < 0) {
+    throw kernelError("ConvTransposeError", `weightCacheBytes must be a finite number of bytes >= 0, got ${String(weightCacheBytes)}`,
       "weightCacheBytes");
   }
   if (assets !== null) await bootApp({ assets });

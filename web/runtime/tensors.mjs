@@ -8,6 +8,19 @@ const DEFAULT_DTYPE = "float32";  // as app/tensors.py: data given without a dty
 // objects already seen to be GPUBuffers (their size a number): reading `size` is a call into the WebGPU
 // implementation (a native getter in Dawn's Node binding), made once per buffer instead of once per call
 const gpuBuffers = new WeakSet();
+// constant inputs given as numbers (a plain array, a Float16Array): source -> its converted typed array, so that
+// each call binds the same array and the weight cache finds it (a new copy per call missed it every time)
+const constants = new WeakMap();
+
+/** The converted copy of a constant source (null: none made). */
+export function constantCopy(source) {
+  return source !== null && typeof source === "object" ? constants.get(source)?.data ?? null : null;
+}
+
+/** Forgets a constant source's converted copy (the caller changed the source: converted again next call). */
+export function forgetConstant(source) {
+  if (source !== null && typeof source === "object") constants.delete(source);
+}
 
 /** The element count of a shape, or -1 when it is not a list of non-negative integers. */
 function elements(shape) {
@@ -54,11 +67,21 @@ export function tensor(name, t, dtypes) {
     return { buffer, shape, dtype, finite: t.finite };  // the caller's word: finite.mjs reads it
   }
   let data = t.data;
-  if (data instanceof TYPED_ARRAYS[dtype]) {
+  const constant = t.constant === true;
+  const source = data;
+  if (constant && constants.get(source)?.dtype === dtype) {
+    data = constants.get(source).data;
+  } else if (data instanceof TYPED_ARRAYS[dtype]) {
     // the hot path: the caller's own array, written to the GPU as it is
   } else if (dtype === "float16" && globalThis.Float16Array && data instanceof globalThis.Float16Array) {
     data = new Uint16Array(data.buffer, data.byteOffset, data.length);
-  } else if (Array.isArray(data) || ArrayBuffer.isView(data)) {
+  } else if (ArrayBuffer.isView(data)) {
+    // one rule in both languages (app/tensors.py): a typed array carries its dtype, which must be one of
+    // manifest.json's; numbers of another type are never converted silently
+    const want = dtype === "float16" ? "Uint16Array (float16 bits) or a Float16Array" : TYPED_ARRAYS[dtype].name;
+    throw kernelError("ConvTransposeError", `input '${name}': data is a ${data.constructor?.name ?? "typed array"}; ` +
+      `dtype ${JSON.stringify(dtype)} takes a ${want} or a list of numbers (allowed dtypes: ${dtypes.join(", ")})`, name);
+  } else if (Array.isArray(data)) {
     const bad = Array.prototype.find.call(data, (v) => typeof v !== "number" && typeof v !== "bigint");
     if (bad !== undefined || (Array.isArray(data) && data.length !== data.filter(() => true).length)) {
       throw kernelError("ConvTransposeError", `input '${name}': data must be a flat list of numbers, found ${JSON.stringify(bad ?? null)}`, name);
@@ -77,7 +100,8 @@ export function tensor(name, t, dtypes) {
   if (data.length !== count) {
     throw kernelError("ConvTransposeError", `input '${name}': data has ${data.length} values but shape ${JSON.stringify(shape)} needs ${count}`, name);
   }
-  return { data, shape, dtype, constant: t.constant === true };
+  if (constant && data !== source) constants.set(source, { dtype, data });
+  return { data, shape, dtype, constant };
 }
 
 /** A JS request -> the plain request Python's bridge.call reads (typed arrays travel without per-element copies). */

@@ -3,17 +3,27 @@
 // prepared layouts (what a launch's weight-side passes make of it, one per prepare key: the passes, their
 // uniforms and buffer sizes), however many launches (signatures, layers) it serves. A launch alone would hold
 // one layer's weights: two layers of one signature called in turn re-uploaded and re-prepared on every call.
+// A constant given as numbers (a plain array, a Float16Array) is converted once: the converted copy is found
+// again by its source's identity (tensors.mjs constantCopy), so it hits here like a typed array does.
 //
-// Bounded by bytes, least recently used out first. An entry that alone exceeds the bound is not kept (its
-// call writes and prepares into the launch's own buffers, as for plain arrays). What the cache holds is the
-// caller's promise that the array or buffer does not change: forget(key) after changing it in place.
+// Bounded by bytes, least recently used out first, and the bound holds per device: every kernel's cache on one
+// device (one executor) counts against the largest bound any of them was given (512 MiB by default), so a new
+// entry first pushes out other kernels' least recently used entries. An entry that alone exceeds the bound is
+// not kept (its call writes and prepares into the launch's own buffers, as for plain arrays). What the cache
+// holds is the caller's promise that the array or buffer does not change: forget(key) after changing it.
 
+import { constantCopy, forgetConstant } from "./tensors.mjs";
 import { USAGE } from "./usage.mjs";
+
+let ticks = 0;  // one clock for every cache: the least recently used entry across a device's caches
 
 export const WEIGHT_CACHE_BYTES = 512 * 1024 * 1024;
 
 export class WeightCache {
   constructor(executor, limit = WEIGHT_CACHE_BYTES) {
+    if (typeof limit !== "number" || !Number.isFinite(limit) || limit < 0) {
+      throw new RangeError(`a weight cache's bound is a finite number of bytes >= 0, got ${limit}`);
+    }
     this.executor = executor;
     this.limit = limit;
     this.entries = new Map();  // typed array or GPUBuffer -> {upload, layouts, bytes}, least recently used first
@@ -31,9 +41,10 @@ export class WeightCache {
       this.entries.delete(key);
       this.entries.set(key, e);
     } else if (create) {
-      e = { upload: null, layouts: new Map(), bytes: 0 };
+      e = { upload: null, layouts: new Map(), bytes: 0, used: 0 };
       this.entries.set(key, e);
     }
+    if (e) e.used = ++ticks;
     return e;
   }
 
@@ -70,9 +81,43 @@ export class WeightCache {
     return layout;
   }
 
-  /** Whether `size` more bytes for entry `e` (null: a new one) stay within the bound. */
+  /** Whether `size` more bytes for entry `e` (null: a new one) stay within the bound: this cache's own, and the
+   * device's, for which other kernels' least recently used entries go first (never this cache's: the call in
+   * flight may bind them; the executor trims this one after the call). */
   room(size, e) {
-    return (e?.bytes ?? 0) + size <= this.limit;
+    if ((e?.bytes ?? 0) + size > this.limit) return false;
+    const limit = this.deviceLimit();
+    let total = this.deviceBytes();
+    while (total + size > limit) {
+      let oldest = null;
+      for (const cache of this.siblings()) {
+        const first = cache.entries.entries().next().value;
+        if (first && (!oldest || first[1].used < oldest[2].used)) oldest = [cache, first[0], first[1]];
+      }
+      if (!oldest) return total + size <= limit;
+      const [cache, key, entry] = oldest;
+      cache.drop(key, entry);
+      cache.evictions += 1;
+      total -= entry.bytes;
+    }
+    return true;
+  }
+
+  /** The other weight caches on this cache's device (the executor's, one per kernel). */
+  *siblings() {
+    for (const cache of this.executor.caches?.values?.() ?? []) if (cache !== this) yield cache;
+  }
+
+  deviceBytes() {
+    let total = this.bytes;
+    for (const cache of this.siblings()) total += cache.bytes;
+    return total;
+  }
+
+  deviceLimit() {
+    let limit = this.limit;
+    for (const cache of this.siblings()) limit = Math.max(limit, cache.limit);
+    return limit;
   }
 
   hold(entry, size, label) {
@@ -102,8 +147,11 @@ export class WeightCache {
 
   /** Drops what is kept for `key` (after the caller changed it in place); whether there was anything. */
   forget(key) {
-    const e = this.entries.get(key);
-    if (e) this.drop(key, e);
+    const copy = constantCopy(key);
+    if (copy) forgetConstant(key);
+    const k = copy && this.entries.has(copy) ? copy : key;
+    const e = this.entries.get(k);
+    if (e) this.drop(k, e);
     return !!e;
   }
 
@@ -114,6 +162,8 @@ export class WeightCache {
   stats() {
     return { weight_cache_entries: this.entries.size, weight_cache_bytes: this.bytes, weight_cache_limit: this.limit,
              weight_cache_hits: this.hits, weight_cache_misses: this.misses, weight_cache_evictions: this.evictions,
-             weight_cache_bytes_written: this.written };
+             weight_cache_bytes_written: this.written,
+             // every kernel's cache on this device, against the device's bound
+             weight_cache_device_bytes: this.deviceBytes(), weight_cache_device_limit: this.deviceLimit() };
   }
 }
