@@ -43,14 +43,14 @@ def as_array(name: str, value) -> np.ndarray:
     if isinstance(value, dict):
         missing = {"data", "shape"} - set(value)
         if missing:
-            raise ConvTransposeError(f"input '{name}': missing {sorted(missing)}; give {{'data': [...], 'shape': [...]}}")
+            raise ConvTransposeError(f"input '{name}': missing {sorted(missing)}; give {{'data': [...], 'shape': [...]}}", name)
         shape = value["shape"]
         if not isinstance(shape, (list, tuple)) or any(isinstance(d, bool) or not isinstance(d, int) or d < 0
                                                        for d in shape):
-            raise ConvTransposeError(f"input '{name}': shape must be a list of non-negative integers, got {shape!r}")
+            raise ConvTransposeError(f"input '{name}': shape must be a list of non-negative integers, got {shape!r}", name)
         dtype = value.get("dtype", "float32")
         if dtype not in ("float32", "float16"):
-            raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: ['float16', 'float32']")
+            raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: ['float16', 'float32']", name)
         data = value["data"]
         if isinstance(data, np.ndarray) and data.dtype != np.dtype(dtype):
             # one rule in both languages (web/runtime/tensors.mjs): an array carries its dtype, which must be the
@@ -63,15 +63,15 @@ def as_array(name: str, value) -> np.ndarray:
             # numpy would quietly turn None into NaN and "1" into 1.0: a wrong answer, not an error
             bad = next(v for v in data if not isinstance(v, (int, float, np.integer, np.floating))
                        or isinstance(v, (bool, np.bool_)))
-            raise ConvTransposeError(f"input '{name}': data must be a flat list of numbers, found {bad!r}")
+            raise ConvTransposeError(f"input '{name}': data must be a flat list of numbers, found {bad!r}", name)
         try:
             flat = np.frombuffer(data, dtype=dtype) if isinstance(data, (bytes, memoryview)) else np.asarray(data, dtype=dtype)
         except (TypeError, ValueError, OverflowError) as exc:
-            raise ConvTransposeError(f"input '{name}': data is not a flat list of numbers ({exc})") from None
+            raise ConvTransposeError(f"input '{name}': data is not a flat list of numbers ({exc})", name) from None
         if flat.ndim != 1:
-            raise ConvTransposeError(f"input '{name}': data must be flat (row-major), got {flat.ndim} dimensions")
+            raise ConvTransposeError(f"input '{name}': data must be flat (row-major), got {flat.ndim} dimensions", name)
         if flat.size != math.prod(shape):
             raise ConvTransposeError(
-                f"input '{name}': data has {flat.size} values but shape {list(shape)} needs {math.prod(shape)}")
+                f"input '{name}': data has {flat.size} values but shape {list(shape)} needs {math.prod(shape)}", name)
         return flat.reshape(shape)
-    raise ConvTransposeError(f"input '{name}' must be a numpy array or {{'data', 'shape'}}, got {type(value).__name__}")
+    raise ConvTransposeError(f"input '{name}' must be a numpy array or {{'data', 'shape'}}, got {type(value).__name__}", name)
