@@ -228,7 +228,9 @@ def _channel_words(full: ConvGeometry, piece: Piece) -> str:
     return f"[{s.start}, {s.stop})"
 
 
-HOST_COPIES = 2  # y as numpy plus the bytes a JavaScript caller's y travels as (app/bridge.py call)
+# y as numpy, and as much again: the inputs, the piece being read, numpy's temporaries (a JavaScript caller's y
+# leaves the heap as one copy made straight from numpy's: app/bridge.py call)
+HOST_COPIES = 2
 
 
 def host_refusal(geom: ConvGeometry, heap_max: int | None) -> ConvTransposeError | None:
