@@ -1,15 +1,14 @@
 """Autotuning on first use: a kernel opened with `autotune=True` times, on the first call of each request
-signature, the few candidates the planner's rules nominate, keeps the fastest for that signature on this
-adapter, and remembers it in a store, so that later kernels (and later page loads) start from it.
+signature, the candidates the cost model ranks fastest (across variants and their measured tiles), keeps
+the fastest for that signature on this adapter, and remembers it in a store, so that later kernels (and
+later page loads) start from it. The planner (app/planner.py) takes a stored choice before its model.
 
-Candidates (`nominees`) are tested variants only, so a result is exact whichever wins:
-- the variants whose rules cover the request, in the rules' order (the rules' own choice first), each with
-  its params as the planner would give them (forced none: the adapter's table entry, else its defaults);
-- for a tunable variant, also the params the tuning tables in use chose most often for it on any shape class
-  (measured winners elsewhere), where the variant accepts them for this request.
-Timing uses seeded synthetic inputs of the request's shapes (times do not depend on the values), through
-the same GPU path as the benchmarks (app/timing.py time_plan). The search stops once `budget_ms` of it has
-passed (the rules' choice is always timed), so a first call costs at most about the budget more.
+Candidates (`nominees`) are the top MAX_NOMINEES of app/planner.py `ranked` with grid entries: every
+covering variant with its table tiles or defaults, plus the tiles the tables measured best elsewhere, by
+predicted time. They are tested variants only, so a result is exact whichever wins. Timing uses seeded
+synthetic inputs of the request's shapes (times do not depend on the values), through the same GPU path
+as the benchmarks (app/timing.py time_plan). The search stops once `budget_ms` of it has passed (the
+model's first choice is always timed), so a first call costs at most about the budget more.
 
 The store maps a key (the request's shapes, dtypes and attributes, as geometry) to a JSON text recording
 the choice with the adapter and package revision it was measured on. Anything unreadable, from another
@@ -23,8 +22,7 @@ import json
 import statistics
 import time
 import warnings
-from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,9 +33,8 @@ from .timing import time_plan
 
 FORMAT = 1
 BUDGET_MS = 2000.0  # per signature: what a first call may spend searching
-MAX_VARIANTS = 3  # covering variants timed, in the rules' order
-MAX_TABLE_PARAMS = 2  # measured winners per tunable variant
-MAX_NOMINEES = 6
+MAX_NOMINEES = 4  # candidates timed, fastest predicted first (decisions.md: autotune-nominees)
+GRID_PER_VARIANT = 2  # measured tiles from other shape classes offered per tunable variant
 RUNS = 3
 # On a real GPU each timed run is this many back-to-back submissions after untimed work (app/bench.py
 # time_plan): timed between host round trips an H200 sat at a third of its clocks and ranked by luck.
@@ -74,35 +71,9 @@ def key(geom: ConvGeometry) -> str:
                        "finite": geom.finite_data}, sort_keys=True)
 
 
-def _table_params(variant, caps, tables: list[dict] | None) -> list[dict]:
-    """The params the tables chose most often for `variant` over all their shape classes (this adapter's
-    table first), most frequent first."""
-    ordered = sorted(tuning_tables.in_use() if tables is None else tables,
-                     key=lambda t: t.get("adapter") != tuning_tables.adapter_key(caps))
-    counts = Counter()
-    for table in ordered:
-        for entry in table.get("variants", {}).get(variant.tuning_name, {}).values():
-            counts[json.dumps(entry["params"], sort_keys=True)] += 1
-    return [json.loads(p) for p, _ in counts.most_common()]
-
-
 def nominees(geom: ConvGeometry, caps, tables: list[dict] | None = None) -> list[tuple[str, dict | None]]:
-    """(variant, params or None) candidates for the request, the rules' choice first."""
-    out = []
-    for variant in planner.covering(geom, caps, tables)[:MAX_VARIANTS]:
-        out.append((variant.name, None))
-        if variant.tunable is None:
-            continue
-        base = variant.params(geom, caps, None, tuning_tables.lookup(variant.tuning_name, geom, caps, tables))
-        extra = 0
-        for params in _table_params(variant, caps, tables):
-            full = base | params
-            if extra == MAX_TABLE_PARAMS or full == base or variant.tunable.refusal(full, geom, caps) is not None:
-                continue
-            if (variant.name, full) not in out:
-                out.append((variant.name, full))
-                extra += 1
-    return out[:MAX_NOMINEES]
+    """(variant, params or None) candidates for the request, fastest predicted first."""
+    return [(c.variant, c.params) for c, _, _ in planner.ranked(geom, caps, tables, GRID_PER_VARIANT)[:MAX_NOMINEES]]
 
 
 def _inputs(geom: ConvGeometry) -> dict:
@@ -200,11 +171,11 @@ class Autotuner:
         return choice
 
     async def pieces(self, kernel, geom: ConvGeometry, tables=None) -> list:
-        """The request's pieces as the chosen (variant, params) plans them, each plan's reason saying where the
-        choice came from."""
+        """The request's pieces as the planner plans them with the signature's choice as its measurement, each
+        plan's reason saying where the choice came from."""
         choice = await self.choose(kernel, geom, tables)
-        return [(g, replace(p, reason=choice.describe()))
-                for g, p in kernel.pieces(geom, choice.variant, choice.params, tables)]
+        measured = (planner.Candidate(choice.variant, choice.params, "autotune"), choice.describe())
+        return kernel.pieces(geom, tables=tables, measured=measured)
 
     def meta(self, geom: ConvGeometry) -> dict | None:
         """What a call's meta says of the signature's choice (None before its first call)."""

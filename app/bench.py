@@ -127,10 +127,15 @@ async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1,
     walls = [wall for wall, _ in samples]
     timed = all(gpu is not None for _, gpu in samples)
     times = [gpu for _, gpu in samples] if timed else walls
-    return {"variant": plan.variant, "median_ms": statistics.median(times), "min_ms": min(times),
+    return {"variant": plan.variant, "tiles": plan.tiles, "median_ms": statistics.median(times), "min_ms": min(times),
             "wall_median_ms": statistics.median(walls), "wall_min_ms": min(walls), "repeats": repeats,
             "source": "timestamp-query" if timed else "wall", "y": y}
 
 
 def all_variants() -> list[str]:
     return list(VARIANTS)
+
+
+def distinct_kernels() -> list[str]:
+    """Every variant but the seed's names, which run their successors' shaders (`--variants all`)."""
+    return [name for name, v in VARIANTS.items() if not v.tuned_as]

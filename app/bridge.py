@@ -330,7 +330,7 @@ async def bench_rows(case, variants=None, runs: int = 5, warmup: int = 1, repeat
     """One bench case timed: the planner's choice, each listed variant, or every variant ("all"); or the
     choice of a first call with autotuning (`autotune`, with its search's cost)."""
     variants = _plain(variants)
-    chosen = bench.all_variants() if variants == "all" else variants
+    chosen = bench.distinct_kernels() if variants == "all" else variants
     return await bench.run_case(await _kernel(), _plain(case), chosen, runs=runs, warmup=warmup, repeats=repeats,
                                 autotune=bool(autotune))
 

@@ -56,16 +56,17 @@ class ConvTransposeKernel:
         return tuning_tables.revision()
 
     def plan(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,
-             tables: list[dict] | None = None):
+             tables: list[dict] | None = None, measured=None):
         missing = [f for f in contract.dtype_features()[geom.dtype] if not self.gpu.caps.has(f)]
         if missing:
             raise ConvTransposeError(f"dtype {geom.dtype} needs the device feature(s) {missing}, which this adapter lacks")
-        return planner.plan(geom, self.gpu.caps, variant, params, tables)
+        return planner.plan(geom, self.gpu.caps, variant, params, tables, measured)
 
     def pieces(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,
-               tables: list[dict] | None = None):
-        """The request's plan, split into pieces past the device's buffer or dispatch limits (app/split.py)."""
-        return plan_pieces(geom, self.gpu.caps, lambda piece: self.plan(piece, variant, params, tables))
+               tables: list[dict] | None = None, measured=None):
+        """The request's plan, split into pieces past the device's buffer or dispatch limits (app/split.py);
+        `measured`: the autotune store's (planner.Candidate, why) for the signature."""
+        return plan_pieces(geom, self.gpu.caps, lambda piece: self.plan(piece, variant, params, tables, measured))
 
     async def launch(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None,
                      params: dict | None = None, tables: list[dict] | None = None):

@@ -15,10 +15,9 @@ relative to each case's defaults, and only when that beats the defaults by more 
 shared machine is larger than small wins).
 
 With `choose_variants`, every other variant that covers the case is checked and timed the same way (with
-its defaults) against the planner's variant at its best candidate; per shape class and planner's variant
-the table's `choices` name the variant that beats it by more than MARGIN on every case measured there. The
-planner then takes that variant instead, on this adapter (app/planner.py). Rule orders measured on one adapter
-(SwiftShader) are not the best order on another (a real GPU): this is how the package learns that.
+its defaults) against the planner's variant at its best candidate; per shape class the table's `choices`
+name the variant that beats the planner's choice by more than MARGIN on every case measured there. The
+planner then takes that variant for the class, on this adapter, before its cost model (app/planner.py).
 
 `repeats` > 1 times each candidate as `repeats` back-to-back submissions on resident buffers
 (Gpu.time_launch), which a real GPU needs: between separate calls it idles and drops its clocks, and
@@ -177,25 +176,25 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
 
 
 def best_variant_per_class(results: list[dict], margin: float = MARGIN) -> dict:
-    """class -> planner's variant -> entry: the variant whose time relative to the planner's (at its best
-    candidate) is below 1 - margin on every case of that class and planner choice; the geometric mean of
-    those ratios picks among several."""
-    grouped: dict[tuple[str, str], list[dict]] = {}
+    """class -> entry: the variant whose time relative to the planner's choice (at its best candidate) is below
+    1 - margin on every case of that shape class; the geometric mean of those ratios picks among several. The
+    planner takes it for the class before its cost model (app/planner.py), whatever the model would pick."""
+    grouped: dict[str, list[dict]] = {}
     for r in results:
         if r is not None and r.get("variant_ms"):
-            grouped.setdefault((r["class"], r["variant"]), []).append(r)
+            grouped.setdefault(r["class"], []).append(r)
     choices: dict = {}
-    for (cls, planned), rs in sorted(grouped.items()):
+    for cls, rs in sorted(grouped.items()):
         ratios = {}
-        for name in set.intersection(*(set(r["variant_ms"]) for r in rs)) - {planned}:
-            per_case = [r["variant_ms"][name] / r["variant_ms"][planned] for r in rs]
-            if max(per_case) < 1 - margin:
+        for name in set.intersection(*(set(r["variant_ms"]) for r in rs)):
+            per_case = [r["variant_ms"][name] / r["variant_ms"][r["variant"]] for r in rs]
+            if name not in {r["variant"] for r in rs} and max(per_case) < 1 - margin:
                 ratios[name] = math.exp(statistics.fmean(math.log(q) for q in per_case))
         if ratios:
             best = min(ratios, key=ratios.get)
-            choices.setdefault(cls, {})[planned] = {
-                "variant": best, "relative_time": round(ratios[best], 4), "cases": [r["case"] for r in rs],
-                "median_ms": {r["case"]: {n: round(t, 4) for n, t in r["variant_ms"].items()} for r in rs}}
+            choices[cls] = {"variant": best, "params": None, "relative_time": round(ratios[best], 4),
+                            "cases": [r["case"] for r in rs],
+                            "median_ms": {r["case"]: {n: round(t, 4) for n, t in r["variant_ms"].items()} for r in rs}}
     return choices
 
 

@@ -21,7 +21,7 @@ import json
 
 from .contract import ROOT
 
-FORMAT = 1
+FORMAT = 2
 TABLES = ROOT / "tuning"
 # The only state: the tables in use (loaded once) and their revision, which every call signature carries
 # (app/kernel.py signature, and the JS launch key through the kernel's `planning`), so that a launch cached
@@ -35,12 +35,20 @@ def _bucket(n: int, edges: tuple[int, ...]) -> str:
 
 
 def shape_class(geom) -> str:
-    """rank, channels per group in and out, output elements per image: the sizes tiles are shaped by."""
+    """The key measured choices and tiles are filed under: rank, grouping, dtype, channels per group in and
+    out, the deepest stride phase's taps, the stride phases, and output elements (batch included)."""
+    from .variants.base import _group_kind, max_phase_taps
+
     pixels = 1
     for o in geom.out_spatial:
         pixels *= o
-    return (f"r{geom.rank}-cin{_bucket(geom.in_per_group, (8, 32, 128))}"
-            f"-cout{_bucket(geom.out_per_group, (8, 32, 128))}-px{_bucket(geom.batch * pixels, (256, 1024, 4096, 16384, 65536))}")
+    phases = 1
+    for s in geom.strides:
+        phases *= s
+    return (f"r{geom.rank}-{_group_kind(geom)}-{geom.dtype}"
+            f"-cin{_bucket(geom.in_per_group, (8, 32, 128, 512))}-cout{_bucket(geom.out_per_group, (8, 32, 128, 512))}"
+            f"-taps{_bucket(max_phase_taps(geom), (1, 2, 4, 8))}-ph{_bucket(phases, (1, 2, 4, 8, 16))}"
+            f"-px{_bucket(geom.batch * pixels, (256, 1024, 4096, 16384, 65536, 262144))}")
 
 
 def adapter_key(caps) -> dict:
@@ -95,9 +103,34 @@ def lookup(name: str, geom, caps, tables: list[dict] | None = None) -> dict | No
     return dict(entry["params"]) if entry else None
 
 
-def preferred_variant(geom, caps, planned: str, tables: list[dict] | None = None) -> str | None:
-    """The variant this adapter's table measured faster than `planned` (the rules' choice) for the request's
-    shape class (its `choices`), or None."""
+def measured_choice(geom, caps, tables: list[dict] | None = None) -> dict | None:
+    """This adapter's measured choice for the request's shape class ({"variant", "params"}), or None."""
     table = select(caps, tables)
-    entry = (table or {}).get("choices", {}).get(shape_class(geom), {}).get(planned)
-    return entry["variant"] if entry else None
+    entry = (table or {}).get("choices", {}).get(shape_class(geom))
+    return {"variant": entry["variant"], "params": entry.get("params")} if entry else None
+
+
+def grid_params(name: str, caps, tables: list[dict] | None = None) -> list[dict]:
+    """The tiles the tables measured best for variant `name` over all their shape classes (this adapter's
+    table first), most often first: the grid entries a candidate list adds to a variant's defaults."""
+    from collections import Counter
+
+    ordered = sorted(in_use() if tables is None else tables, key=lambda t: t.get("adapter") != adapter_key(caps))
+    counts = Counter()
+    for table in ordered:
+        for entry in table.get("variants", {}).get(name, {}).values():
+            counts[json.dumps(entry["params"], sort_keys=True)] += 1
+    return [json.loads(p) for p, _ in counts.most_common()]
+
+
+def cost_model(caps) -> dict | None:
+    """The cost model calibrated for this adapter (its own table's), else for its class (the first table of
+    an adapter as software or hardware as this one that has one), else None. Read from the tables in use
+    whatever tables a plan is asked with: the model is calibration, not a tuned choice."""
+    own = select(caps)
+    if own is not None and own.get("cost_model"):
+        return own["cost_model"]
+    for table in in_use():
+        if table.get("cost_model") and table.get("adapter", {}).get("is_fallback") == caps.is_fallback:
+            return table["cost_model"]
+    return None

@@ -1,12 +1,20 @@
-"""The planner in CPython: which variant covers what, forced variants, launch geometry."""
+"""The planner in CPython: which variants cover what, the order in which a choice is made (forced, measured,
+predicted), launch geometry."""
 import pytest
 
 from app.caps import DeviceCaps
 from app.errors import ConvTransposeError
 from app.plan import grid
-from app.planner import RULES, plan
+from app.planner import Candidate, candidates, plan, ranked
 from app.shapes import infer
 from app.variants import VARIANTS
+
+SOFTWARE = DeviceCaps(vendor="google", architecture="swiftshader", is_fallback=True,
+                      features=frozenset({"subgroups", "timestamp-query"}))
+
+
+def _names(geom, caps=DeviceCaps()):
+    return [c.variant for c, _ in candidates(geom, caps)]
 
 
 @pytest.mark.parametrize("x, w, name", [
@@ -14,12 +22,56 @@ from app.variants import VARIANTS
     ((1, 2, 5, 5), (2, 3, 3, 3), "nchw2d_gather"),
     ((1, 2, 3, 3, 3), (2, 3, 2, 2, 2), "ncdhw3d_gather"),
 ])
-def test_general_kernel_per_rank(x, w, name):
-    assert plan(infer(x, w), DeviceCaps()).variant == name
+def test_general_kernel_per_rank_covers_and_no_seed_name_is_a_candidate(x, w, name):
+    names = _names(infer(x, w))
+    assert name in names and len(names) == len(set(names))
+    assert not any(VARIANTS[n].tuned_as for n in names)
 
 
-def test_every_rule_names_a_variant():
-    assert {name for name, _, _ in RULES} <= set(VARIANTS)
+def test_candidates_are_exactly_the_variants_that_configure():
+    geom = infer((1, 64, 16, 16), (64, 32, 4, 4), attributes={"strides": [2, 2], "pads": [1] * 4})
+    covering = {n for n, v in VARIANTS.items() if not v.tuned_as and v.why_not(geom, DeviceCaps()) is None}
+    assert set(_names(geom)) == covering
+    for candidate, got in candidates(geom, DeviceCaps()):
+        assert got.dispatches == plan(geom, DeviceCaps(), candidate.variant, candidate.params).dispatches
+
+
+def test_an_empty_input_has_one_candidate_the_fill():
+    geom = infer((1, 4, 0, 5), (4, 2, 3, 3))
+    assert _names(geom) == ["empty_input_fill"]
+    assert plan(geom, DeviceCaps()).reason == "the only covering variant"
+
+
+def test_the_model_picks_the_fastest_prediction_and_says_so():
+    geom = infer((1, 64, 16, 16), (64, 32, 4, 4), attributes={"strides": [2, 2], "pads": [1] * 4})
+    order = ranked(geom, SOFTWARE)
+    assert [ms for _, _, ms in order] == sorted(ms for _, _, ms in order) and order[0][2] > 0
+    chosen = plan(geom, SOFTWARE, tables=[])
+    assert chosen.variant == order[0][0].variant or VARIANTS[chosen.variant].tuned_as == order[0][0].variant
+    assert chosen.reason.startswith(f"predicted fastest of {len(order)} covering variants by the cost model")
+
+
+def test_a_table_choice_for_the_shape_class_comes_before_the_model_and_measured_before_both():
+    from app import tuning_tables
+
+    geom = infer((1, 64, 16, 16), (64, 32, 4, 4), attributes={"strides": [2, 2], "pads": [1] * 4})
+    slowest = ranked(geom, SOFTWARE)[-1][0].variant
+    table = {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(SOFTWARE), "variants": {},
+             "choices": {tuning_tables.shape_class(geom): {"variant": slowest, "params": None}}}
+    chosen = plan(geom, SOFTWARE, tables=[table])
+    assert chosen.variant == slowest and chosen.reason.startswith("measured fastest for its shape class")
+    other = next(c for c, _ in candidates(geom, SOFTWARE) if c.variant != slowest)
+    stored = plan(geom, SOFTWARE, tables=[table], measured=(Candidate(other.variant, other.params), "autotuned"))
+    assert (stored.variant, stored.reason) == (other.variant, "autotuned")
+    # a choice for another shape class does not fire
+    elsewhere = infer((1, 64, 3, 3), (64, 32, 4, 4), attributes={"strides": [2, 2], "pads": [1] * 4})
+    assert not plan(elsewhere, SOFTWARE, tables=[table]).reason.startswith("measured")
+
+
+def test_a_stored_choice_that_no_longer_covers_falls_through_to_the_model():
+    geom = infer((1, 2, 5, 5), (2, 3, 3, 3))
+    chosen = plan(geom, SOFTWARE, tables=[], measured=(Candidate("ncl1d_gather"), "autotuned"))
+    assert chosen.variant != "ncl1d_gather" and chosen.reason != "autotuned"
 
 
 def test_forced_variant_must_cover_the_request():
@@ -27,8 +79,9 @@ def test_forced_variant_must_cover_the_request():
     assert plan(geom, DeviceCaps(), "nchw2d_gather").reason == "forced by the caller"
     with pytest.raises(ConvTransposeError, match="spatial axes is one of \\[1\\]"):
         plan(geom, DeviceCaps(), "ncl1d_gather")
-    with pytest.raises(ConvTransposeError, match="unknown variant"):
+    with pytest.raises(ConvTransposeError, match="unknown variant") as unknown:
         plan(geom, DeviceCaps(), "no_such_variant")
+    assert unknown.value.field == "variant"
 
 
 @pytest.mark.parametrize("count, limit", [(1, 65535), (65535, 65535), (65536, 65535), (10**6, 1000), (4, 2), (3, 2)])
@@ -46,7 +99,7 @@ def test_grid_refuses_what_cannot_fit():
 def test_dispatch_uses_the_device_limit():
     geom = infer((1, 1, 300, 300), (1, 1, 3, 3), attributes={"strides": [2, 2]})  # k3 s2: phases of unequal taps
     small = DeviceCaps(limits={"maxComputeWorkgroupsPerDimension": 1000})
-    d = plan(geom, small).dispatches[0]
+    d = plan(geom, small, "nchw2d_gather").dispatches[0]
     assert d.workgroups[0] <= 1000 and d.workgroups[0] * d.workgroups[1] * 64 >= geom.y_size
 
 
@@ -67,33 +120,36 @@ def test_dispatch_uses_the_device_limit():
     # 3D grouped with many in-channels per group: no columns to write for a few out-channels per group
     ((1, 64, 8, 8, 8), (64, 4, 2, 2, 2), {"group": 2, "strides": [2, 2, 2]}, "ncdhw3d_grouped_stride_phase"),
 ])
-def test_grouped_strided_requests_take_the_grouped_variant(x, w, attributes, name):
-    assert plan(infer(x, w, attributes=attributes), DeviceCaps()).variant == name
+def test_grouped_strided_requests_are_covered_by_the_grouped_variant(x, w, attributes, name):
+    assert plan(infer(x, w, attributes=attributes), DeviceCaps(), name).variant == name
 
 
 def test_grouped_variant_needs_finite_data_and_a_stride():
     from dataclasses import replace
 
     geom = infer((1, 8, 16), (8, 1, 3), attributes={"group": 8, "strides": [2]})
-    assert plan(replace(geom, finite_data=False), DeviceCaps()).variant == "ncl1d_gather"
+    assert "ncl1d_grouped_stride_phase" in _names(geom)
+    nonfinite = _names(replace(geom, finite_data=False))
+    assert "ncl1d_grouped_stride_phase" not in nonfinite and "ncl1d_gather" in nonfinite
     stride1 = infer((1, 8, 4, 4, 4), (8, 1, 3, 3, 3), attributes={"group": 8})
-    assert plan(stride1, DeviceCaps()).variant != "ncdhw3d_grouped_stride_phase"
+    assert "ncdhw3d_grouped_stride_phase" not in _names(stride1)
 
 
 def test_grouped_launch_stores_wide_only_where_rows_stay_aligned():
     aligned = infer((1, 4, 16, 16), (4, 1, 4, 4), attributes={"group": 4, "strides": [2, 2], "pads": [1] * 4})
     odd = infer((1, 4, 9, 7), (4, 1, 4, 4), attributes={"group": 4, "strides": [2, 2], "pads": [1] * 4})
-    wide, narrow = plan(aligned, DeviceCaps()), plan(odd, DeviceCaps())
+    name = "nchw2d_grouped_stride_phase"
+    wide, narrow = plan(aligned, DeviceCaps(), name), plan(odd, DeviceCaps(), name)
     assert wide.tiles["vec"] == 4 and ["y", "read_write", "array<vec4<T>>"] in wide.dispatches[0].params["bindings"]
     assert narrow.tiles["vec"] == 2 and narrow.tiles["outs"] % 2 == 0  # 14 outputs per row: pairs, not quads
     stride3 = infer((1, 4, 5, 5), (4, 1, 3, 3), attributes={"group": 4, "strides": [3, 3]})
-    assert plan(stride3, DeviceCaps()).tiles["outs"] % 3 == 0  # every invocation starts at the same phase
+    assert plan(stride3, DeviceCaps(), name).tiles["outs"] % 3 == 0  # every invocation starts at the same phase
 
 
 def test_grouped_variant_refuses_bodies_too_long_to_unroll():
     huge = infer((1, 4, 8, 8, 8), (4, 1, 15, 15, 15), attributes={"group": 4, "strides": [2, 2, 2]})
     assert "unrolled body" in VARIANTS["ncdhw3d_grouped_stride_phase"].why_not(huge, DeviceCaps())
-    assert plan(huge, DeviceCaps()).variant == "ncdhw3d_gather"
+    assert "ncdhw3d_grouped_stride_phase" not in _names(huge) and "ncdhw3d_gather" in _names(huge)
 
 
 def test_a_plan_carries_its_variants_finite_data_policy():

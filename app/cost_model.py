@@ -1,0 +1,200 @@
+"""Predicted GPU time of a plan, from what it does: the planner ranks every covering candidate by it.
+
+A plan's passes are its main pass (the one that does the multiply-adds) and memory-bound helper passes
+(folds of a column buffer, split-K sums, a channels-last copy of x). The prediction, in ms:
+
+    passes * launch                                  each pass's fixed cost
+  + max(compute, (x + w + y bytes) / bandwidth)      the main pass: arithmetic or its own traffic, whichever is longer
+  + 2 * scratch bytes / bandwidth                    intermediate buffers written once and read once
+  + invocations * per-invocation cost                every pass's threads (a software adapter runs them one by one)
+
+    compute = waves * (multiply-adds / workgroups) / (invocations a workgroup * rate[variant, dtype])
+    waves   = ceil(workgroups / max(1, resident / invocations a workgroup))
+
+so a grid that fills the GPU runs at `resident * rate` multiply-adds a ms, a grid of a few deep
+workgroups (a long reduction in few tiles) pays its whole per-workgroup depth, and a grid just past one
+wave pays for two. `rate` is the variant's arithmetic efficiency per resident invocation, one per variant
+and dtype; `resident`, `launch` and `bandwidth` are the adapter's. All are calibrated per adapter class
+from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's tuning table
+(app/tuning_tables.py `cost_model`), with the revision they were measured at. Pure Python.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from .plan import Plan
+from .render import render
+from .shapes import ConvGeometry
+
+# Passes that move data and do no multiply-adds: folds of a column buffer, split-K sums, a channels-last x.
+HELPER_PASSES = ("col2im", "split-sum", "channels-last", "nonfinite-check")
+DTYPE_BYTES = {"float32": 4, "float16": 2}
+_WORKGROUP_SIZE = re.compile(r"@workgroup_size\(([^)]*)\)")
+# Where a variant and dtype were never measured on an adapter: this fraction of the slowest measured rate, so
+# that an unmeasured kernel wins only where it does far less work.
+UNMEASURED_RATE = 0.5
+
+
+@dataclass(frozen=True)
+class Features:
+    """What the model reads of a plan."""
+
+    variant: str
+    dtype: str
+    passes: int
+    madds: int  # multiply-adds the main pass computes: its tiles' padding included, never fewer than land in y
+    workgroups: int  # the main pass's grid
+    invocations: int  # a main-pass workgroup's invocations
+    io_bytes: int  # x, w, y once each
+    scratch_bytes: int
+    threads: int  # invocations of every pass together: what a software adapter pays for one by one
+
+
+def invocations(template: str, params: dict) -> int:
+    """A pass's workgroup size, read from its rendered WGSL (the render is cached, and the chosen plan's is
+    needed anyway)."""
+    match = _WORKGROUP_SIZE.search(render(template, params))
+    return math.prod(int(v) for v in match.group(1).split(",") if v.strip()) if match else 64
+
+
+def _tile_area(tiles: dict) -> int | None:
+    """Outputs (rows x columns) one workgroup of a GEMM-shaped main pass computes, from its tile params."""
+    if "tm" in tiles and "tn" in tiles:
+        return tiles["tm"] * tiles["tn"]
+    if "tile_m" in tiles:
+        return tiles["tile_m"] * tiles["tile_n"]
+    if "wx" in tiles and "rm" in tiles:
+        return tiles["wx"] * tiles["rm"] * tiles["wy"] * tiles["rn"]
+    if "tx" in tiles and "rm" in tiles:
+        return tiles["tx"] * tiles["rm"] * tiles["ty"] * tiles["rn"]
+    if "tile" in tiles:
+        return tiles["tile"] ** 2
+    return None
+
+
+def computed_madds(plan: Plan, geom: ConvGeometry, workgroups: int) -> int:
+    """The main pass's multiply-adds with its tiles' padding: tiles x tile outputs x reduction depth (the
+    in-channels of a group, times a stride phase's taps unless a fold sums the taps), split-K parts sharing
+    it; never fewer than the multiply-adds that land in y."""
+    from .variants.base import max_phase_taps
+
+    useful = geom.multiply_adds()
+    area = _tile_area(plan.tiles)
+    if area is None:
+        return useful
+    folded = any("col2im" in d.template for d in plan.dispatches)
+    depth = geom.in_per_group * (1 if folded else max_phase_taps(geom))
+    return max(useful, workgroups * area * depth // max(1, plan.tiles.get("kz", 1)))
+
+
+def features(plan: Plan, geom: ConvGeometry) -> Features:
+    sizes = [(d, math.prod(d.workgroups), invocations(d.template, d.params)) for d in plan.dispatches]
+    main = [s for s in sizes if not any(h in s[0].template for h in HELPER_PASSES)] or sizes
+    _, workgroups, threads = max(main, key=lambda s: s[1] * s[2])
+    size = DTYPE_BYTES.get(geom.dtype, 4)
+    return Features(plan.variant, geom.dtype, len(plan.dispatches), computed_madds(plan, geom, workgroups), workgroups,
+                    threads, (geom.x_size + math.prod(geom.w_shape) + geom.y_size) * size, sum(plan.scratch.values()),
+                    sum(w * i for _, w, i in sizes))
+
+
+def rate(model: dict, variant: str, dtype: str) -> float:
+    """The variant's calibrated rate in this dtype, else in another dtype, else UNMEASURED_RATE of the slowest."""
+    rates = model["rates"]
+    known = rates.get(f"{variant}/{dtype}")
+    if known is not None:
+        return known
+    other = [r for k, r in rates.items() if k.split("/")[0] == variant]
+    if other:
+        return min(other)
+    return UNMEASURED_RATE * min(rates.values()) if rates else 1.0
+
+
+def predict(f: Features, model: dict) -> float:
+    """Predicted ms of a plan's features under an adapter's calibrated `model` ({resident, launch_ms,
+    bytes_per_ms, rates: {"variant/dtype": multiply-adds a ms per resident invocation}})."""
+    slots = max(1, model["resident"] // max(1, f.invocations))
+    waves = math.ceil(max(1, f.workgroups) / slots)
+    compute = waves * (f.madds / max(1, f.workgroups)) / (f.invocations * rate(model, f.variant, f.dtype))
+    return (f.passes * model["launch_ms"] + f.threads * model["invocation_ms"]
+            + max(compute, f.io_bytes / model["bytes_per_ms"]) + 2 * f.scratch_bytes / model["bytes_per_ms"])
+
+
+# Calibration -------------------------------------------------------------------------------------------------
+
+
+def _loss(rows: list[tuple[Features, float]], model: dict) -> float:
+    return sum(math.log(predict(f, model) / ms) ** 2 for f, ms in rows)
+
+
+def _golden(err, lo: float, hi: float, steps: int) -> float:
+    """The argument in [lo, hi] that minimises a unimodal `err` (golden section)."""
+    g = (math.sqrt(5) - 1) / 2
+    a, b = lo + (1 - g) * (hi - lo), lo + g * (hi - lo)
+    fa, fb = err(a), err(b)
+    for _ in range(steps):
+        if fa < fb:
+            hi, b, fb = b, a, fa
+            a = lo + (1 - g) * (hi - lo)
+            fa = err(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + g * (hi - lo)
+            fb = err(b)
+    return (lo + hi) / 2
+
+
+# Each global constant's search range, as log10: resident invocations, launch ms, bytes a ms, ms an invocation.
+RANGES = {"resident": (1.5, 6.0), "launch_ms": (-4.0, 1.5), "bytes_per_ms": (4.0, 10.0), "invocation_ms": (-12.0, -2.0)}
+
+
+def _with_rates(rows_by_key: dict, model: dict, steps: int = 40) -> dict:
+    """The model with each variant's rate fitted to its own rows, given the global constants."""
+    model = dict(model, rates=dict(model["rates"]))
+    for key, rows in rows_by_key.items():
+        def err(log_rate, key=key, rows=rows):
+            return _loss(rows, dict(model, rates=dict(model["rates"], **{key: 10 ** log_rate})))
+        model["rates"][key] = 10 ** _golden(err, -4.0, 8.0, steps)
+    return model
+
+
+def fit(rows: list[tuple[Features, float]], sweeps: int = 3) -> dict:
+    """The model that best explains measured (features, ms) rows by squared log error (a ranking's errors are
+    ratios): coordinate descent over the adapter's constants in log space, each variant's rate refitted to its
+    own rows at every step."""
+    keys = sorted({f"{f.variant}/{f.dtype}" for f, _ in rows})
+    by_key = {k: [(f, ms) for f, ms in rows if f"{f.variant}/{f.dtype}" == k] for k in keys}
+    model = {name: 10 ** ((lo + hi) / 2) for name, (lo, hi) in RANGES.items()} | {"rates": {k: 1.0 for k in keys}}
+    model = _with_rates(by_key, model)
+    for _ in range(sweeps):
+        for name, (lo, hi) in RANGES.items():
+            def err(log_value, name=name):
+                return _loss(rows, _with_rates(by_key, dict(model, **{name: 10 ** log_value}), steps=20))
+            model = _with_rates(by_key, dict(model, **{name: 10 ** _golden(err, lo, hi, 18)}))
+    model["resident"] = int(round(model["resident"]))
+    return model
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Rank correlation of two equally long lists (ties share their mean rank)."""
+    def ranks(v):
+        order = sorted(range(len(v)), key=v.__getitem__)
+        out = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                out[order[k]] = (i + j) / 2
+            i = j + 1
+        return out
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    if n < 2:
+        return float("nan")
+    ma, mb = sum(ra) / n, sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    var = math.sqrt(sum((x - ma) ** 2 for x in ra) * sum((y - mb) ** 2 for y in rb))
+    return cov / var if var else float("nan")

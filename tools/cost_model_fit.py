@@ -1,0 +1,179 @@
+"""Calibrates an adapter's cost model (app/cost_model.py) from `bench --variants all` runs, and reports how
+well a model ranks candidates on runs it never saw.
+
+    python3 tools/cost_model_fit.py fit --device h200 --table tuning/nvidia-unknown-nvidia_h200.json \\
+        RUN.json:BENCH.json ...          # rows of every covering variant, with the bench file of their cases
+    python3 tools/cost_model_fit.py check --device h200 RUN.json:BENCH.json ...
+
+A run file's dtype is its cases' (the bench file as run: tools/gpu/as_dtype.py's output) unless its name
+ends in -f16.json or -f32.json. `--device` names a device of tools/wgsl/matrix.py, or a device.json that
+`python -m app device` printed. `fit` writes the model into the table (`cost_model`, with the runs and the
+package revision it was calibrated at) and prints its error; `check` prints the rank correlation between
+predicted and measured times over every covering candidate, and the planner's predicted pick against the
+fastest measured candidate, per layer.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from app import cost_model, tuning_tables  # noqa: E402
+from app.caps import DeviceCaps  # noqa: E402
+from app.plan import Refusal  # noqa: E402
+from app.shapes import infer  # noqa: E402
+from app.variants import VARIANTS  # noqa: E402
+
+
+def device_caps(name: str) -> DeviceCaps:
+    if name.endswith(".json"):
+        info = json.loads(Path(name).read_text())
+        return DeviceCaps(features=frozenset(info["features"]), adapter_features=frozenset(info["adapter_features"]),
+                          limits=dict(info["limits"]), vendor=info["vendor"], architecture=info["architecture"],
+                          device=info["device"], is_fallback=info["is_fallback"],
+                          subgroup_min_size=info["subgroup_sizes"][0], subgroup_max_size=info["subgroup_sizes"][1],
+                          subgroup_matrix_configs=tuple(info.get("subgroup_matrix_configs", ())))
+    from wgsl.matrix import devices
+    return devices()[name]
+
+
+def measured(specs: list[str], caps: DeviceCaps) -> list[dict]:
+    """One record per timed row: its layer, dtype, variant, the plan's features and the measured ms."""
+    out = []
+    for spec in specs:
+        run, _, bench = spec.partition(":")
+        cases = {(c["tier"], c["name"]): c for c in json.loads(Path(bench or ROOT / "bench.json").read_text())["cases"]}
+        forced_dtype = {"-f16.json": "float16", "-f32.json": "float32"}.get(run[-9:])
+        for row in json.loads(Path(run).read_text()):
+            case = cases.get((row["tier"], row["case"]))
+            if case is None:
+                continue  # a case the bench file no longer has
+            dtype = forced_dtype or case.get("dtype", "float32")
+            b = [case["w"][1] * case["attributes"].get("group", 1)] if case.get("bias") else None
+            geom = infer(case["x"], case["w"], b, case["attributes"], {n: dtype for n in ("x", "w", "b")})
+            plan = VARIANTS[row["variant"]].configured(geom, caps, forced=row.get("tiles") or None)
+            if isinstance(plan, Refusal) or not row["check"]["ok"]:
+                continue
+            plan = type(plan)(**{**plan.__dict__, "variant": VARIANTS[row["variant"]].tuning_name})
+            out.append({"layer": f"{row['tier']}/{row['case']}/{dtype}", "tier": row["tier"], "variant": plan.variant,
+                        "class": tuning_tables.shape_class(geom),
+                        "features": cost_model.features(plan, geom), "ms": row["median_ms"]})
+    return out
+
+
+def check(records: list[dict], model: dict) -> dict:
+    """Rank correlations (pooled, and per layer's candidates) and the predicted pick against the fastest."""
+    layers: dict[str, list[dict]] = {}
+    for r in records:
+        r["predicted"] = cost_model.predict(r["features"], model)
+        layers.setdefault(r["layer"], []).append(r)
+    per_layer, picks = [], []
+    for name, rs in sorted(layers.items()):
+        best = min(rs, key=lambda r: r["ms"])
+        pick = min(rs, key=lambda r: r["predicted"])
+        picks.append({"layer": name, "pick": pick["variant"], "pick_ms": pick["ms"], "best": best["variant"],
+                      "best_ms": best["ms"], "ratio": pick["ms"] / best["ms"], "candidates": len(rs)})
+        if len(rs) >= 3:
+            per_layer.append(cost_model.spearman([r["predicted"] for r in rs], [r["ms"] for r in rs]))
+    ratios = [p["ratio"] for p in picks]
+    return {"pooled_spearman": cost_model.spearman([r["predicted"] for r in records], [r["ms"] for r in records]),
+            "mean_layer_spearman": statistics.fmean(per_layer) if per_layer else float("nan"),
+            "layers": len(picks), "within_10pct": sum(q <= 1.10 for q in ratios), "within_25pct": sum(q <= 1.25 for q in ratios),
+            "geomean_ratio": math.exp(statistics.fmean(math.log(q) for q in ratios)) if ratios else float("nan"),
+            "picks": picks}
+
+
+MARGIN = 0.05  # a measured choice must beat the model's pick by this much on every layer of its class
+UNTUNED_TIERS = ("holdout", "fresh")
+
+
+def choose(records: list[dict], table_path: Path) -> int:
+    """The table's `choices`: per shape class, the variant that beat the model's pick by more than MARGIN on every
+    measured layer of the class (tuned tiers only), by geometric mean among several."""
+    table = json.loads(table_path.read_text())
+    model = table["cost_model"]
+    tuned = [r for r in records if r["tier"] not in UNTUNED_TIERS]
+    result = check(tuned, model)
+    by_layer = {}
+    for r in tuned:
+        by_layer.setdefault(r["layer"], []).append(r)
+    by_class: dict[str, list[list[dict]]] = {}
+    for rs in by_layer.values():
+        by_class.setdefault(rs[0]["class"], []).append(rs)
+    choices = {}
+    for cls, layers in sorted(by_class.items()):
+        ratios = {}
+        common = set.intersection(*({r["variant"] for r in rs} for rs in layers))
+        for name in common:
+            per_layer = []
+            for rs in layers:
+                pick = min(rs, key=lambda r: r["predicted"])
+                per_layer.append(min(r["ms"] for r in rs if r["variant"] == name) / pick["ms"])
+            if max(per_layer) < 1 - MARGIN:
+                ratios[name] = math.exp(statistics.fmean(math.log(q) for q in per_layer))
+        if ratios:
+            best = min(ratios, key=ratios.get)
+            choices[cls] = {"variant": best, "params": None, "relative_time": round(ratios[best], 4),
+                            "cases": [rs[0]["layer"] for rs in layers],
+                            "median_ms": {rs[0]["layer"]: {r["variant"]: round(r["ms"], 4) for r in rs} for rs in layers}}
+            print(f"{cls}: {best} at {ratios[best]:.2f}x the model's pick on {len(layers)} layer(s)")
+    table["choices"] = choices
+    table_path.write_text(json.dumps(table, indent=1) + "\n")
+    print(f"{len(choices)} measured choices written into {table_path} ({result['within_10pct']}/{result['layers']} "
+          "tuned layers already within 10% by the model)")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["fit", "check", "choose"])
+    parser.add_argument("runs", nargs="+", help="RUN.json[:BENCH.json]")
+    parser.add_argument("--device", required=True)
+    parser.add_argument("--table", help="fit: the tuning table to store the model in; check: the one to read it from")
+    parser.add_argument("--json", help="write the check's result here")
+    args = parser.parse_args()
+    caps = device_caps(args.device)
+    records = measured(args.runs, caps)
+    if args.mode == "fit":
+        from app.metadata import recorded
+
+        model = cost_model.fit([(r["features"], r["ms"]) for r in records])
+        model["calibrated_on"] = {"runs": [Path(s.partition(":")[0]).name for s in args.runs], "rows": len(records),
+                                  "revision": recorded()["revision"]}
+        result = check(records, model)
+        print(f"fit on {len(records)} rows: resident {model['resident']}, launch {model['launch_ms']} ms, "
+              f"{model['bytes_per_ms'] / 1e6:.0f} GB/s; in-sample pooled Spearman {result['pooled_spearman']:.3f}, "
+              f"per layer {result['mean_layer_spearman']:.3f}, picks within 10% {result['within_10pct']}/{result['layers']}")
+        if args.table:
+            path = Path(args.table)
+            table = json.loads(path.read_text())
+            table["cost_model"] = model
+            path.write_text(json.dumps(table, indent=1) + "\n")
+            print(f"wrote the model into {path}")
+        return 0
+    if args.mode == "choose":
+        return choose(records, Path(args.table))
+    model = json.loads(Path(args.table).read_text())["cost_model"] if args.table else tuning_tables.cost_model(caps)
+    result = check(records, model)
+    for p in result["picks"]:
+        flag = "" if p["ratio"] <= 1.10 else "  <-- miss"
+        print(f"{p['layer']:60s} pick {p['pick']:28s} {p['pick_ms']:8.4f}  best {p['best']:28s} {p['best_ms']:8.4f}  "
+              f"{p['ratio']:.2f}x{flag}")
+    print(f"rank correlation, predicted vs measured over {sum(p['candidates'] for p in result['picks'])} candidates: "
+          f"pooled {result['pooled_spearman']:.3f}, per layer mean {result['mean_layer_spearman']:.3f}; predicted pick "
+          f"within 10% of the fastest on {result['within_10pct']}/{result['layers']}, within 25% on "
+          f"{result['within_25pct']}/{result['layers']}, geometric mean {result['geomean_ratio']:.3f}x")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
