@@ -44,7 +44,7 @@ def test_export_writes_a_self_contained_folder(tmp_path):
     # started as the module loads
     code = [line for line in entry.splitlines() if not line.lstrip().startswith("//")]
     assert "const here = import.meta.url;" in code and not [line for line in code if "new URL(" in line]
-    assert f'bootDefaults({{ ...packageAssets(here, "{ENTRY}"), early: true }})' in entry
+    assert f'bootDefaults({{ ...packageAssets(here, "{ENTRY}"), early: true, plans: true }})' in entry
     assert report["first_visit"] < report["total"] - (out / "package.json").stat().st_size  # Node's files not counted
     # Again in place (an earlier export is replaced), but never over a folder that is not one.
     (out / "stale.txt").write_text("left from before")

@@ -40,12 +40,12 @@ ENTRY_MODULE = """\
 // The ConvTranspose kernel on WebGPU: getKernel(id, {{version, device?, limits?, assets?, ...}}). See README.txt.
 // bundle.zip and pyodide/ are found beside this module when it is loaded as itself, or in webgpu-convtranspose/
 // beside the page once a bundler moved it into a bundle (docs/npm.md); getKernel's `assets` option names
-// another folder. Python starts loading as this module loads.
+// another folder. Python starts loading as this module loads; plans persist between visits (docs/npm.md).
 import {{ bootDefaults, packageAssets }} from "./web/runtime/boot.mjs";
 
 // through a variable: bundlers rewrite `new URL("...", import.meta.url)` as an asset of their own
 const here = import.meta.url;
-bootDefaults({{ ...packageAssets(here, "{entry}"), early: true }});
+bootDefaults({{ ...packageAssets(here, "{entry}"), early: true, plans: true }});
 export * from "./web/{runtime}";
 """
 README = """{mark}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine (NVIDIA H200, no network), from the repo root, after tools/gpu/pack.sh here:
 #   bash tools/gpu/run.sh [STAGE...]     stages: device cases variants tune bench autotune torch report ort breakdown chain sweep scaling ab
+#                                        firstresult
 #                                        (default: device cases variants tune bench torch report)
 # Results go to $OUT (the device tool's output folder) or ./out. VARIANTS=a,b limits the variants stage.
 # sweep: tunes VARIANT (forced) on every TIER case (or CASES=a,b) in DTYPE over its bench.json grid (or GRID,
@@ -124,6 +125,24 @@ open(sys.argv[2], 'wb').write(m.chain_model(ml, m.chain(ml)).SerializeToString()
         cp -r "$keep"/. .
         tar -C "$runs" -czf "$OUT/ab.tgz" .
         python3 tools/gpu/ab_summary.py "$runs" | tee "$OUT/ab.md" ;;
+    firstresult) # process start to a first result on one layer (tools/first_result.mjs), each run a new Node process:
+                 # ours on a first visit (no plan store) and a revisit (the store the first left), onnxruntime-web's
+                 # session + first run beside it; ROUNDS (3) alternated rounds. $OUT/firstresult.jsonl and .md
+                 fr=/tmp/gpu/firstresult; rm -rf "$fr"; mkdir -p "$fr"
+                 python3 -m app export "$fr/kernel" >/dev/null || status=1
+                 "$NODE" tools/gpu/first_result.mjs model "$fr/layer.onnx" || status=1
+                 for i in $(seq "${ROUNDS:-3}"); do
+                   for run in "first ours" "revisit ours" "first ort"; do
+                     set -- $run
+                     [ "$1" = first ] && rm -f "$fr/plans.json"
+                     if [ "$2" = ours ]; then args=(ours "$fr/kernel" "$fr/plans.json")
+                     else args=(ort "$fr/layer.onnx" "$PWD/node_modules/onnxruntime-web/dist"); fi
+                     "$NODE" tools/gpu/first_result.mjs "${args[@]}" 2>>"$fr/stderr.txt" | grep '^{' \
+                       | sed "s/^{/{\"visit\":\"$1\",\"round\":$i,/" | tee -a "$OUT/firstresult.jsonl" | cut -c1-200 \
+                       || status=1
+                   done
+                 done
+                 python3 tools/first_result.py summary "$OUT/firstresult.jsonl" | tee "$OUT/firstresult.md" ;;
     *) echo "unknown stage $stage" >&2; status=2 ;;
   esac
 done

@@ -9,6 +9,7 @@
 import * as deviceModule from "./device.mjs";
 import { kernelError } from "./errors.mjs";
 import * as executorModule from "./executor.mjs";
+import { revisionOf } from "./plan-store.mjs";
 
 const PACKAGE_DIR = "/home/pyodide/convtranspose";
 // Where the assets are unless told otherwise: the checkout's root (this module is web/runtime/boot.mjs), or
@@ -16,9 +17,11 @@ const PACKAGE_DIR = "/home/pyodide/convtranspose";
 // through a variable: bundlers rewrite `new URL("…", import.meta.url)` as an asset of their own (Vite
 // inlines it as a data: URL).
 const here = import.meta.url;
-const defaults = { base: new URL("../../", here).href, how: "the default" };
+// plans: whether getKernel persists plans by default (the npm package's entries: yes; the checkout's own page, hosts
+// and tests, whose first calls must plan: no)
+const defaults = { base: new URL("../../", here).href, how: "the default", plans: false };
 
-let current = null;  // the boot under way or done: {base, promise, speculative}
+let current = null;  // the boot under way or done: {base, promise, speculative, revision}
 let booted = null;
 let phases = [];
 let lastMessage = null;
@@ -40,7 +43,10 @@ async function phase(list, name, step) {
   }
 }
 
-/** What later boots use unless told otherwise: {base, readBytes, loadPyodide, how}; `early: true` starts
+/** Whether getKernel persists plans unless told (its `planStore` option): the package's entries turn it on. */
+export const storesPlans = () => defaults.plans;
+
+/** What later boots use unless told otherwise: {base, readBytes, loadPyodide, how, plans}; `early: true` starts
  * the boot as soon as this turn ends, unless an app names its own folder first (the package's entries). */
 export function bootDefaults({ early = false, ...options }) {
   Object.assign(defaults, options);
@@ -120,12 +126,24 @@ function boot(settings, list) {
     if (bytes[0] !== 0x50 || bytes[1] !== 0x4b) throw await assetError(bundleUrl, settings, "not a zip file");
     return bytes;
   });
+  list.revision = bundle.then(revisionOf);
+  list.revision.catch(() => {});
   // a bad bundle.zip fails the boot at once, not after Pyodide has loaded
   return Promise.race([load(settings, list, bundle, started), bundle.then(() => new Promise(() => {}))]);
 }
 
+// What may hold Python's start back (kernel.mjs: on a revisit, until the stored plans' first call has run, so
+// that Pyodide's start, which keeps the thread busy for seconds, does not delay it): gate(revision) -> a promise.
+let gate = null;
+export function gatePython(fn) { gate = fn; }
+
 async function load(settings, list, bundle, started) {
   const { base, loadPyodide } = settings;
+  if (gate) {
+    let revision = null;
+    try { revision = await list.revision; } catch { /* the bundle's error ends the boot */ }
+    if (revision) await phase(list, "wait for stored plans", () => gate(revision));
+  }
   let loader = loadPyodide;
   if (!loader) {
     const url = `${base}pyodide/pyodide.mjs`;
@@ -210,3 +228,11 @@ export const bootedApp = () => booted;
 
 /** The start-up phases of the boot under way or done: [{phase, startMs, ms (null while running)}]. */
 export const bootPhases = () => phases.map((p) => ({ ...p }));
+
+/** A step outside the boot that a first result waits for (opening the device, a stored plan), among its phases. */
+export function timedPhase(name, step) {
+  return phase(phases, name, step);
+}
+
+/** The package revision the boot under way loads (sha-256 of bundle.zip, known once it is fetched), or null. */
+export const bootRevision = () => phases.revision ?? null;

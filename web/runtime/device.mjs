@@ -21,8 +21,12 @@ function noAdapterHint() {
     "without a GPU needs --enable-unsafe-webgpu)";
 }
 
+// navigator.gpu while the Node entry has the app's navigator set aside (Pyodide starting: node.mjs)
+let asideGpu = null;
+export function holdGpu(gpu) { asideGpu = gpu ?? null; }
+
 async function open(features, limitNames) {
-  const gpu = globalThis.navigator?.gpu;
+  const gpu = globalThis.navigator?.gpu ?? asideGpu;
   if (!gpu) {
     throw kernelError("GpuError", inNode()
       ? "WebGPU is not available here: in Node.js give navigator.gpu from npm webgpu (docs/npm.md)"
@@ -45,7 +49,7 @@ export function openDevice(features, limitNames) {
   limitNames = [...limitNames];
   const key = JSON.stringify([features, limitNames]);
   if (opening?.key !== key || opening.lost) {
-    const entry = { key, lost: false, promise: open(features, limitNames) };
+    const entry = { key, features, limitNames, lost: false, promise: open(features, limitNames) };
     entry.promise.then(({ device }) => device.lost.then(() => { entry.lost = true; }), () => {
       if (opening === entry) opening = null;
     });
@@ -54,10 +58,27 @@ export function openDevice(features, limitNames) {
   return opening.promise;
 }
 
+/** An executor that remembers each pipeline's WGSL, so that a launch can be stored (plan-store.mjs). */
+class RecordingExecutor extends Executor {
+  constructor(device) {
+    super(device);
+    this.sources = new WeakMap();  // pipeline -> {key, source, label}
+  }
+
+  async pipeline(key, source, label) {
+    const made = await super.pipeline(key, source, label);
+    this.sources.set(made, { key, source, label });
+    return made;
+  }
+}
+
+/** The shared device as last asked for: {features, limitNames (what it was asked with), promise} or null. */
+export const sharedDevice = () => (opening && !opening.lost ? opening : null);
+
 /** The executor of a device: one per device, whoever asks (Python's Gpu or the JS side). */
 export function executorFor(device) {
   let executor = executors.get(device);
-  if (!executor || executor.lost) executors.set(device, executor = new Executor(device));
+  if (!executor || executor.lost) executors.set(device, executor = new RecordingExecutor(device));
   return executor;
 }
 

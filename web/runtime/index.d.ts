@@ -155,6 +155,9 @@ export interface Kernel {
   /** After rewriting constant weights (an array, a GPUBuffer or a tensor holding one) in place. */
   forget(weights: TensorData | GPUBuffer | Tensor): void;
   memory(): KernelMemory;
+  /** Resolves once Python has opened the kernel (a revisit's getKernel may resolve before): device(), validate(),
+   * reference() and the case and bench runners need it; calls never do. */
+  readonly ready: Promise<true>;
   /** The adapter, its features and the limits the package plans with. */
   device(): DeviceInfo;
   /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
@@ -195,11 +198,22 @@ export interface GetKernelOptions {
   assets?: string | URL | null;
   /** A signature's first call times the candidate variants and keeps the fastest (stored for later runs). */
   autotune?: boolean | { store?: AutotuneStore; budgetMs?: number | null };
+  /** Where plans persist between visits, so that a revisit runs the signatures it has seen before Python is up
+   * (the package's default: IndexedDB in a browser, $CONVTRANSPOSE_PLANS or ~/.cache/webgpu-convtranspose/plans.json
+   * in Node; false: none). Used for the package's own device, without limits, revision or autotune. */
+  planStore?: PlanStore | false | null;
+}
+
+/** A store of persisted plans (web/runtime/plan-store.mjs): JSON text by key. */
+export interface PlanStore {
+  get(key: string): Promise<string | null>;
+  set(key: string, text: string): Promise<void>;
 }
 
 export function getKernel(id: KernelId, options?: GetKernelOptions): Promise<Kernel>;
 
-/** The base of the errors below: `field` names the input or attribute at fault ("x", "strides", "output"...),
+/** The base of the errors below, and itself the error of an assets folder that cannot serve the runtime (field
+ * "assets", the message naming the URL): `field` names the input or attribute at fault ("x", "strides", "output"...),
  * `pythonTraceback` is Python's traceback when Python raised it. */
 export class KernelError extends Error {
   constructor(message: string, field?: string | null, traceback?: string | null);
@@ -223,6 +237,14 @@ export interface BootOptions {
   assets?: string | URL | null;
   progress?: (message: string) => void;
 }
+/** One start-up phase: its name, start (ms since the page's or process's time origin) and length (null: running). */
+export interface BootPhase {
+  phase: string;
+  startMs: number;
+  ms: number | null;
+}
+/** The phases of the start-up under way or done (fetch bundle.zip, start Python, open the device, ...). */
+export function bootPhases(): BootPhase[];
 /** Loads Pyodide and the package once per page (getKernel does it on first use). */
 export function bootApp(options?: BootOptions): Promise<{ pyodide: unknown; bridge: unknown; manifest: unknown; loadMs: number }>;
 /** app.bridge.<name>(...args) in Pyodide, once booted; plain JS data back. */

@@ -2,8 +2,14 @@
 // variant, and the tuning tables' revision that decides its plan) goes through Python, which validates,
 // plans, renders and compiles, and leaves a launch in the executor (executor.mjs). Every later call with
 // that signature is checked and run here, in JavaScript, without entering Python.
+//
+// Launches are also persisted (plan-store.mjs): on a revisit, getKernel resolves as soon as the device is open
+// and the stored plans are read, and calls of the signatures stored run at once, while Python boots behind them.
 import { defaultStore } from "./autotune-store.mjs";
-import { bootApp } from "./boot.mjs";
+import { bootApp, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
+import { CONTRACT_VERSION, KERNEL_ID } from "./contract.mjs";
+import { adapterKey, executorFor, openDevice, sharedDevice } from "./device.mjs";
+import { PlanRecord, defaultPlanStore, runnable, storable } from "./plan-store.mjs";
 import { kernelError } from "./errors.mjs";
 import { forgetFinite, runFinite } from "./finite.mjs";
 import { callPython, callPythonNow } from "./python.mjs";
@@ -12,7 +18,48 @@ import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
 import { WEIGHT_CACHE_BYTES } from "./weight-cache.mjs";
 
 let kernels = 0;
-const OPTIONS = ["version", "revision", "limits", "device", "assets", "autotune", "weightCacheBytes"];
+const OPTIONS = ["version", "revision", "limits", "device", "assets", "autotune", "weightCacheBytes", "planStore"];
+const signatureOf = (key) => key.slice(key.indexOf("|") + 1);  // a launch key without the kernel's serial
+const HOLD_MS = 2000;  // the longest a revisit holds Python back for its stored plans' first call
+
+// Python's start waits, on a revisit, for the first call that runs from stored plans (or HOLD_MS): both on one
+// thread, the call would otherwise wait seconds for Pyodide's start. It does not wait on a first visit (no plans
+// stored for this package revision in the default store), nor where no getKernel is under way (a page that
+// needs Python first).
+let firstStoredRun = null;
+let gettingKernels = 0;
+gatePython(async (revision) => {
+  if (!gettingKernels || !storesPlans()) return;
+  let text = null;
+  try {
+    text = await (await defaultPlanStore()).get(`plans|${revision}`);
+  } catch { /* no store here: nothing to wait for */ }
+  if (!text) return;
+  let release;
+  firstStoredRun = new Promise((resolve) => { release = resolve; });
+  firstStoredRun.release = release;
+  setTimeout(release, HOLD_MS);
+  await firstStoredRun;
+});
+
+/** A revisit's head start: the stored plans of the package revision being booted, and the shared device opened
+ * as they were planned on; null when there are none for this adapter (then everything waits for Python). */
+async function storedPlans(store) {
+  let revision;
+  try {
+    revision = await bootRevision();
+  } catch {
+    return null;  // bundle.zip did not load: the boot's error is getKernel's
+  }
+  const record = await timedPhase("read stored plans", async () => PlanRecord.open(store ?? await defaultPlanStore(), revision));
+  const wanted = record.device;
+  if (!wanted) return { record };
+  const opened = await timedPhase("open the device", () => openDevice(wanted.features, wanted.limitNames));
+  const adapter = adapterKey(opened);
+  const stored = record.planning(adapter);
+  return { record, adapter, planning: stored, dtypes: record.data.dtypes, exec: executorFor(opened.device),
+           device: opened.device };
+}
 
 /** getKernel's options: an object of known names (a misspelt one would be silently ignored). */
 function checkOptions(options) {
@@ -79,28 +126,88 @@ const replanned = (result) => {
  * bound of the GPU memory the kernel keeps for constant arrays and weight GPUBuffers (weight-cache.mjs).
  */
 export async function getKernel(id, options = {}) {
+  gettingKernels += 1;
+  try {
+    return await openKernel(id, options);
+  } finally {
+    gettingKernels -= 1;
+  }
+}
+
+async function openKernel(id, options) {
   checkOptions(options);
   const { version = 1, revision = null, limits = null, device = null, assets = null, autotune = false,
-          weightCacheBytes = WEIGHT_CACHE_BYTES } = options;
+          weightCacheBytes = WEIGHT_CACHE_BYTES, planStore = null } = options;
   if (typeof weightCacheBytes !== "number" || !Number.isFinite(weightCacheBytes) || weightCacheBytes < 0) {
     throw kernelError("ConvTransposeError", `weightCacheBytes must be a finite number of bytes >= 0, got ${String(weightCacheBytes)}`,
       "weightCacheBytes");
   }
-  if (assets !== null) await bootApp({ assets });
-  const pyKernel = await callPython("open_kernel", id, version, revision, limits, device, await autotuning(autotune));
-  const dtypes = inputDtypes((await bootApp()).manifest);
+  const booting = bootApp(assets !== null ? { assets } : {});
+  // Python opens the kernel (checks the id, version, revision and limits; opens or adopts the device)
+  const opening = booting.then(async () => callPython("open_kernel", id, version, revision, limits, device,
+    await autotuning(autotune)));
+  opening.catch(() => {});
+  // plans are persisted for the package's own device, planned with no caps and no autotuning
+  const persist = planStore !== false && (planStore !== null || storesPlans()) && device === null && limits === null &&
+    revision === null && !autotune && id === KERNEL_ID && version === CONTRACT_VERSION;
+  const stored = persist ? await storedPlans(planStore) : null;
+  const early = stored?.planning != null && stored.dtypes ? stored : null;
+  let pyKernel = null, dtypes = early?.dtypes ?? null, exec = early?.exec ?? null, weights = null;
   const serial = ++kernels;
-  replanned({ planning: pyKernel.planning });
-  let exec = await callPython("executor", pyKernel);
   // this kernel's weight cache on the executor it runs on now (a new one on a device reopened after a loss)
-  let weights = exec.weightCache(serial, weightCacheBytes);
   const adopt = (executor) => {
-    if (executor !== exec) { exec = executor; weights = exec.weightCache(serial, weightCacheBytes); }
+    if (executor !== exec || weights === null) { exec = executor; weights = exec.weightCache(serial, weightCacheBytes); }
   };
+  if (early) {
+    if (!planning) planning = early.planning;
+    adopt(early.exec);
+  }
+  const python = opening.then(async (opened) => {
+    pyKernel = opened;
+    if (early && opened.planning !== early.planning) {
+      console.warn("webgpu-convtranspose: stored plans follow other tuning tables than this session's; planned afresh");
+    }
+    replanned({ planning: opened.planning });
+    dtypes = inputDtypes((await bootApp()).manifest);
+    adopt(await callPython("executor", opened));
+    return opened;
+  });
+  python.catch(() => {});
+  if (!early) await python;
+  const shared = () => persist && stored && sharedDevice()?.promise;
+
+  /** A stored launch for a key, rebuilt on this executor, or null (none, or it no longer builds: dropped). */
+  async function fromStore(key) {
+    if (!stored?.adapter || exec !== stored.exec) return null;
+    const spec = stored.record.entry(stored.adapter, planning, signatureOf(key));
+    if (!spec) return null;
+    try {
+      const made = await timedPhase("compile a stored plan", () => runnable(spec, exec));
+      return exec.cached(key) ?? exec.launch(made, key);
+    } catch (err) {
+      console.warn(`webgpu-convtranspose: a stored plan was ignored (${err?.message ?? err}); planned afresh`);
+      stored.record.drop(stored.adapter, signatureOf(key));
+      return null;
+    }
+  }
+
+  /** After Python planned a launch: stored for the next visit (the shared device's, under the planning in use). */
+  async function keep(key, launch) {
+    const device = shared();
+    if (!device || !launch?.spec || !exec.sources) return;
+    const opened = await device;
+    if (opened.device !== exec.device) return;
+    const { features, limitNames } = sharedDevice();
+    stored.adapter ??= adapterKey(opened);
+    stored.exec ??= exec;
+    await stored.record.keep({ adapter: adapterKey(opened), planning, features, limitNames, dtypes }, signatureOf(key),
+      storable(launch.spec, exec.sources));
+  }
   const pending = new Map();  // signature -> the Python planning under way (concurrent first calls share it)
   const special = new Map();  // signatures that never get a launch: empty outputs, requests split into pieces
 
   async function plan(key, tensors, attributes, variant, finite, profile) {
+    await python;
     if (!pending.has(key)) {
       const meta = Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, { shape: t.shape, dtype: t.dtype }]));
       const job = callPython("launch", pyKernel, { ...meta, attributes, variant, finite }, key)
@@ -110,7 +217,11 @@ export async function getKernel(id, options = {}) {
     const out = await pending.get(key);
     if (profile) Object.assign(profile, { python: out.timings });
     if (out.executor) adopt(out.executor);
-    if (out.launch) return out.launch;
+    if (out.launch) {
+      // stored before the first result returns (a few ms beside planning), so that a process that exits then keeps it
+      await keep(key, out.launch).catch((err) => console.warn(`webgpu-convtranspose: a plan was not stored (${err?.message ?? err})`));
+      return out.launch;
+    }
     special.set(key, out);
     return null;
   }
@@ -118,6 +229,7 @@ export async function getKernel(id, options = {}) {
   /** What runs in Python, on numpy arrays: requests split into pieces past the device's limits, and float16
    * given as plain numbers where JavaScript has no Float16Array. Neither takes GPU tensors. */
   async function slowPath(inputs, output, pieces = null) {
+    await python;
     const resident = INPUTS.find((n) => inputs[n]?.buffer !== undefined);
     if (resident || output === "gpu") {
       const why = pieces ? `this request runs as ${pieces} pieces (past the device's limits)`
@@ -160,18 +272,22 @@ export async function getKernel(id, options = {}) {
       key += t ? `|${t.dtype}[${t.shape}]` : "|";
     }
     key += `|${JSON.stringify(attributes)}`;
-    if (exec.lost) adopt(await callPython("executor", pyKernel));  // reopened after a loss (or the loss reported)
+    if (exec.lost) adopt(await callPython("executor", await python));  // reopened after a loss (or the loss reported)
     if (profile) profile.checked = performance.now();
     // one object per call: runFinite hands it to the policy below, and Launch.run reads its options from it
-    return intoArray(await runFinite(key, { tensors, attributes, variant, inputs, output, timing, profile, weights, into },
-      policy), into);
+    try {
+      return intoArray(await runFinite(key, { tensors, attributes, variant, inputs, output, timing, profile, weights, into },
+        policy), into);
+    } finally {
+      firstStoredRun?.release();  // a revisit's first result is out: Python may start
+    }
   };
 
   // runFinite's side of a call (finite.mjs), made once per kernel
   const policy = {
     cached: (k) => exec.cached(k),
-    launchFor: async (k, finite, call) => exec.cached(k) ??
-      (special.has(k) ? null : await plan(k, call.tensors, call.attributes, call.variant, finite, call.profile)),
+    launchFor: async (k, finite, call) => exec.cached(k) ?? (special.has(k) ? null : await fromStore(k) ??
+      await plan(k, call.tensors, call.attributes, call.variant, finite, call.profile)),
     run: (launch, call) => launch.run(call.tensors, call),
     without: (k, call) => {
       const info = special.get(k);
@@ -185,6 +301,9 @@ export async function getKernel(id, options = {}) {
     planned: (call) => { if (call.profile) call.profile.planned = performance.now(); },
   };
 
+  /** Resolves once Python has opened the kernel: what device(), validate(), reference() and the runners need
+   * (calls never wait for it where a stored plan runs them). */
+  kernel.ready = python.then(() => true);
   kernel.device = () => callPythonNow("device_info", pyKernel);
   /** The GPU memory the executor holds (launches, weight caches), its counters, and this kernel's weight cache. */
   kernel.memory = () => exec.memory(serial);

@@ -5,6 +5,7 @@
 import { readFile } from "node:fs/promises";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { bootDefaults } from "./boot.mjs";
+import { holdGpu } from "./device.mjs";
 
 const asPath = (where) => (where.startsWith("file:") ? fileURLToPath(where) : where);
 
@@ -25,14 +26,20 @@ async function loadPyodide(options) {
   const pyodide = await import(pathToFileURL(`${indexURL}pyodide.mjs`).href);
   const navigator = Object.getOwnPropertyDescriptor(globalThis, "navigator");
   const setAside = navigator?.configurable && typeof globalThis.navigator?.userAgent !== "string";
-  if (setAside) delete globalThis.navigator;
+  if (setAside) {
+    holdGpu(globalThis.navigator.gpu);  // a revisit opens the device meanwhile (kernel.mjs)
+    delete globalThis.navigator;
+  }
   try {
     return await pyodide.loadPyodide({ ...options, indexURL, lockFileURL: asPath(options.lockFileURL) });
   } finally {
-    if (setAside) Object.defineProperty(globalThis, "navigator", navigator);
+    if (setAside) {
+      Object.defineProperty(globalThis, "navigator", navigator);
+      holdGpu(null);
+    }
   }
 }
 
 // Python starts as the package loads (its folder is the assets folder unless getKernel names another)
-bootDefaults({ readBytes, loadPyodide, how: "the package's folder", early: true });
+bootDefaults({ readBytes, loadPyodide, how: "the package's folder", early: true, plans: true });
 export * from "./index.mjs";

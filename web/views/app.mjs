@@ -1,6 +1,6 @@
 // The app: one page, three views (#/run, #/tests, #/bench) sharing one Pyodide and one GPU device, and a
 // device panel on top. Sets window.getKernel and window.appReady (resolves once the kernel is ready).
-import { bootApp, getKernel } from "../runtime/index.mjs";
+import { bootApp, bootPhases, getKernel } from "../runtime/index.mjs";
 import { CONTRACT_VERSION, KERNEL_ID } from "../runtime/contract.mjs";
 import { initBench } from "./bench-view.mjs";
 import { adapterLabel, showDevice, showDeviceProblem, webgpuMissingReason } from "./device-panel.mjs";
@@ -49,7 +49,9 @@ async function start() {
   enableRun(kernel, adapter);
   initTests(kernel);
   await initBench(kernel, info);
-  status.textContent = `Ready (Python runtime loaded in ${(loadMs / 1000).toFixed(1)} s)`;
+  // each start-up phase, as the runtime timed it (docs/npm.md "Start-up")
+  const phases = bootPhases().map((p) => `${p.phase} ${((p.ms ?? 0) / 1000).toFixed(1)} s`).join(", ");
+  status.textContent = `Ready (Python runtime loaded in ${(loadMs / 1000).toFixed(1)} s: ${phases})`;
   $("loading").classList.add("done");
   return true;
 }

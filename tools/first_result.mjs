@@ -1,0 +1,53 @@
+// Time to a first result, ours beside onnxruntime-web's, on one layer: what a page (or a Node process) that shows a
+// decoder layer's output waits for from its start (performance.now(): ms since navigation start in a browser,
+// since process start in Node). Shared by the browser page (tools/first_result.html, driven by
+// tools/first_result.py) and the Node runs (tools/gpu/first_result.mjs, `bash tools/gpu/run.sh firstresult`).
+//   ours: the package's getKernel, then one call with the layer's data (w marked constant, as a model's weights).
+//   ort:  onnxruntime-web's InferenceSession.create on the one-node model of the same layer (w an initializer,
+//         the same numbers), then one run with x, y read back.
+
+export const ID = "webgpu-kernels/ai.onnx.ConvTranspose";
+// A decoder's upsampling layer, small enough for SwiftShader (software WebGPU) to run in about a second.
+export const LAYER = { x: [1, 32, 16, 16], w: [32, 16, 4, 4], attributes: { strides: [2, 2], pads: [1, 1, 1, 1] } };
+
+const count = (shape) => shape.reduce((a, d) => a * d, 1);
+
+/** The layer's x and w: uniform [-1, 1) from a fixed 32-bit LCG, the same numbers in every host. */
+export function layerData(seed = 7) {
+  let state = seed >>> 0;
+  const draw = (n) => Float32Array.from({ length: n }, () => {
+    state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
+    return state / 2 ** 31 - 1;
+  });
+  return { x: draw(count(LAYER.x)), w: draw(count(LAYER.w)) };
+}
+
+/** Our first result: module is the package's entry ({getKernel, bootPhases}). */
+export async function ours(module, data) {
+  const kernel = await module.getKernel(ID, { version: 1 });
+  const kernelMs = performance.now();
+  const { y, meta } = await kernel({ x: { data: data.x, shape: LAYER.x },
+                                     w: { data: data.w, shape: LAYER.w, constant: true }, ...LAYER.attributes });
+  const resultMs = performance.now();
+  return { who: "ours", kernelMs, resultMs, variant: meta.variant, y: y.data, phases: module.bootPhases?.() ?? [],
+           fromStore: meta.fromStore ?? false };
+}
+
+/** onnxruntime-web's first result: ort is its module (already imported: the import is counted by the caller's
+ * clock), model the one-node model's bytes. */
+export async function ortFirst(ort, model, data) {
+  const session = await ort.InferenceSession.create(model, { executionProviders: ["webgpu"] });
+  const sessionMs = performance.now();
+  const out = await session.run({ x: new ort.Tensor("float32", data.x, LAYER.x) });
+  const y = await out.y.getData();
+  const resultMs = performance.now();
+  await session.release();
+  return { who: "ort", sessionMs, resultMs, y };
+}
+
+export function maxDiff(a, b) {
+  if (a.length !== b.length) return Infinity;
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i] - b[i]));
+  return worst;
+}

@@ -1,0 +1,68 @@
+// Time to a first result in Node on Dawn, ours beside onnxruntime-web's (tools/first_result.mjs: the layer, the
+// data, what is timed), each run a new process timed from its start, as a server or a CLI pays it:
+//   node tools/gpu/first_result.mjs model OUT.onnx                 the layer's one-node model (for ort runs)
+//   node tools/gpu/first_result.mjs ours KERNEL_DIR STORE.json      KERNEL_DIR: `python -m app export` of this tree;
+//                                                                   STORE: the plan store file (absent: a first visit)
+//   node tools/gpu/first_result.mjs ort MODEL.onnx ORT_DIST/
+// Prints one JSON line: {who, kernelMs | sessionMs, resultMs, ...}. tools/gpu/run.sh's firstresult stage runs them.
+import { readFile, writeFile } from "node:fs/promises";
+import { pathToFileURL } from "node:url";
+import { create, globals } from "webgpu";
+import { LAYER, layerData, ortFirst, ours } from "../first_result.mjs";
+
+const [what, ...args] = process.argv.slice(2);
+const data = layerData();
+
+function dawn() {
+  // as web/views/dawn-node.mjs: the GPU's f16 and subgroup matrices where it has them, exact timestamps
+  Object.assign(globalThis, globals);
+  globalThis.navigator = { gpu: create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
+    "disable-dawn-features=timestamp_quantization"]) };
+}
+
+// ORT uploads from its shared wasm memory, which Dawn's writeBuffer refuses: copied into a plain buffer first, on
+// ORT's clock (as web/views/dawn-node.mjs does for the Node host, not imported here: its imports would load our runtime)
+function shareableWrites(queue) {
+  const writeBuffer = queue.writeBuffer;
+  queue.writeBuffer = function (buffer, offset, data, dataOffset = 0, size) {
+    const view = ArrayBuffer.isView(data) ? data : null;
+    const backing = view ? view.buffer : data;
+    if (!(typeof SharedArrayBuffer !== "undefined" && backing instanceof SharedArrayBuffer)) {
+      return writeBuffer.apply(this, arguments);
+    }
+    const unit = view?.BYTES_PER_ELEMENT ?? 1;
+    const start = (view ? view.byteOffset : 0) + dataOffset * unit;
+    const bytes = size !== undefined ? size * unit : (view ? view.byteLength : backing.byteLength) - dataOffset * unit;
+    return writeBuffer.call(this, buffer, offset, new Uint8Array(backing, start, bytes).slice());
+  };
+}
+
+let out;
+if (what === "model") {
+  const { convTransposeModel } = await import("../../web/views/onnx-convtranspose.mjs");
+  await writeFile(args[0], convTransposeModel({ x: LAYER.x, w: LAYER.w, attributes: LAYER.attributes, w_data: data.w }));
+  process.exit(0);
+} else if (what === "ours") {
+  const [kernelDir, store] = args;
+  process.env.CONVTRANSPOSE_PLANS = store;
+  dawn();
+  const module = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
+  const got = await ours(module, data);
+  out = { ...got, y: Array.from(got.y.slice(0, 8)) };
+} else if (what === "ort") {
+  const [model, dist] = args;
+  dawn();
+  shareableWrites(globals.GPUQueue.prototype);
+  const ort = await import(pathToFileURL(`${dist}/ort.webgpu.min.mjs`).href);
+  ort.env.wasm.numThreads = 1;
+  ort.env.wasm.wasmPaths = pathToFileURL(`${dist}/`).href;
+  ort.env.logLevel = "error";
+  ort.env.webgpu.adapter = await navigator.gpu.requestAdapter({ powerPreference: "high-performance" });
+  const got = await ortFirst(ort, new Uint8Array(await readFile(model)), data);
+  out = { ...got, y: Array.from(got.y.slice(0, 8)) };
+} else {
+  console.error("usage: first_result.mjs model OUT | ours KERNEL_DIR STORE | ort MODEL ORT_DIST");
+  process.exit(2);
+}
+console.log(JSON.stringify(out));
+process.exit(0);
