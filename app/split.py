@@ -27,7 +27,8 @@ from .shapes import ConvGeometry
 from .variants.base import DTYPE_BYTES
 
 BYTE_LIMITS = ("maxStorageBufferBindingSize", "maxBufferSize")
-READ_PARTS = 4  # a split request's y comes back in pieces of at most this fraction of it (plan_pieces)
+READ_PARTS = 8  # a split request's y comes back in pieces of at most this fraction of it (plan_pieces) ...
+READ_PARTS_FROM = 8 * 2**20  # ... once y is this large: below, a piece's transient copies cost nothing
 MAX_PIECES = 4096  # past this the request is refused: that many submissions would be a hang, not a result
 
 
@@ -181,7 +182,8 @@ def plan_pieces(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeomet
     if geom.y_size == 0:  # nothing runs on the GPU
         return [(whole(geom), plan(geom))]
     limit = byte_limit(caps)
-    read_part = -(-buffer_bytes(geom)["y"] // READ_PARTS)
+    y_bytes = buffer_bytes(geom)["y"]
+    read_part = -(-y_bytes // READ_PARTS) if y_bytes >= READ_PARTS_FROM else 0
     split = False
     done: list[tuple[Piece, Plan]] = []
     todo = [whole(geom)]
@@ -196,7 +198,7 @@ def plan_pieces(geom: ConvGeometry, caps: DeviceCaps, plan: Callable[[ConvGeomet
                 fault = ("grid", str(exc))
             else:
                 fault = overflow(piece.geom, piece_plan, limit)
-        if fault is None and split and buffer_bytes(piece.geom)["y"] > read_part:
+        if fault is None and split and read_part and buffer_bytes(piece.geom)["y"] > read_part:
             # A request that splits anyway reads y back in parts of at most a READ_PARTS-th of it: what a piece
             # holds outside y while it is read (its GPU buffers, the mapped copy) stays a fraction of y.
             halves = bisect(geom, piece, SHRINKS["y"])
