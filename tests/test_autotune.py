@@ -1,4 +1,4 @@
-"""Autotuning on first use (app/autotune.py): the candidates the rules nominate, the stored choice's checks
+"""Autotuning on first use (app/autotune.py): the candidates the cost model ranks first across variants, the stored choice's checks
 (CPython), and the whole path in the page: getKernel({autotune}) times the candidates on a signature's first
 call, remembers the fastest in IndexedDB or the caller's store, and a stale or broken stored choice is ignored
 with a warning (SwiftShader)."""
@@ -22,21 +22,25 @@ PROJ = infer([1, 512, 128, 128], [512, 256, 1, 1], None, {}, {"x": "float16", "w
 
 
 @pytest.mark.parametrize("device, geom", [("swiftshader", DCGAN), ("h200", PROJ), ("h200", DCGAN)])
-def test_nominees_are_covering_variants_with_the_rules_choice_first(device, geom):
+def test_nominees_are_the_best_predicted_candidates_across_variants(device, geom):
     caps = DEVICES[device]
     found = autotune.nominees(geom, caps)
-    assert found[0] == (planner.plan(geom, caps).variant, None)
+    ranked = planner.ranked(geom, caps, grid=autotune.GRID_PER_VARIANT)
+    assert found == [(c.variant, c.params) for c, _, _ in ranked[:autotune.MAX_NOMINEES]]
+    assert [ms for _, _, ms in ranked] == sorted(ms for _, _, ms in ranked)
+    assert len({v for v, _ in found}) >= 2, "the search spans variants, not the tiles of one"
     assert 2 <= len(found) <= autotune.MAX_NOMINEES and len({json.dumps(n, sort_keys=True) for n in found}) == len(found)
     for variant, params in found:  # each a plan the planner makes when forced: a tested variant, exact
         assert planner.plan(geom, caps, variant, params).variant == variant
 
 
-def test_nominees_take_the_tables_measured_params_the_variant_accepts():
+def test_candidates_with_grid_entries_take_the_tables_measured_params_the_variant_accepts():
     caps = DEVICES["h200"]
-    tunable = [(v, p) for v, p in autotune.nominees(PROJ, caps) if p is not None]
-    assert tunable, "the H200 table's winners give phase_gemm_sgmat and phase_gemm extra candidates"
-    for variant, params in tunable:
-        assert planner.VARIANTS[variant].tunable.refusal(params, PROJ, caps) is None
+    grid = [(c, p) for c, p in planner.candidates(PROJ, caps, grid=2) if c.origin == "grid"]
+    assert grid, "the H200 table's measured tiles give a tunable variant extra candidates"
+    for candidate, got in grid:
+        assert planner.VARIANTS[candidate.variant].tunable.refusal(candidate.params, PROJ, caps) is None
+        assert got.tiles == candidate.params
 
 
 def _entry(**changes):

@@ -10,7 +10,7 @@ import pytest
 from app.caps import DeviceCaps
 from app.errors import ConvTransposeError
 from app.metadata import METADATA_PATH
-from app.planner import RULES, covering, plan
+from app.planner import Candidate, candidates, plan
 from app.render import TEMPLATES, render
 from app.shapes import infer
 from app.variants import VARIANTS
@@ -176,7 +176,7 @@ def test_a_seed_variant_refuses_what_the_seed_did_not_cover(name):
 
 def test_forced_on_a_software_adapter_a_blocked_seed_variant_takes_the_smallest_block():
     geom, caps = _geom(GROUPED_G32, False, {}), devices()["swiftshader"]
-    assert plan(geom, caps).tiles["chans"] == 1  # the planner's choice: the successor's software defaults
+    assert plan(geom, caps, "nchw2d_grouped_stride_phase").tiles["chans"] == 1  # the successor's software defaults
     seed = plan(geom, caps, "nchw2d_grouped_stride_phase_blocked")
     assert seed.tiles["chans"] == 2
     assert _sources(seed) == _sources(plan(geom, caps, "nchw2d_grouped_stride_phase", {"chans": 2}))
@@ -187,31 +187,20 @@ def test_the_blocked_seed_variants_refuse_plans_without_channel_blocks():
         plan(_geom(DEPTHWISE, False), devices()["h200"], "nchw2d_grouped_stride_phase_blocked")
 
 
-def test_each_seed_rule_comes_just_before_its_successor_with_the_same_when():
-    rules = [(name, when, why) for name, when, why in RULES]
-    names = [name for name, _, _ in rules]
-    for name, (successor, _) in SEED_VARIANTS.items():
-        at, then = names.index(name), names.index(successor)
-        assert at < then and all(n in SEED_VARIANTS for n in names[at:then]), (name, names[at:then + 1])
-        gpus_only = {"adapter": "hardware"} if name.startswith("nchw2d") else {}  # software defaults never block
-        assert rules[at][1] == rules[then][1] | gpus_only and rules[at][2] == rules[then][2]
-        assert VARIANTS[name].tuned_as == successor
-
-
-# The halo's seed names: since session 16 the split GEMM takes the 3D shapes the halo won (tests/test_halo_sgmat.py),
-# so they are what autotuning nominates there (app/planner.py covering), not the planner's choice.
 HALO_SEEDS = sorted(name for name, (successor, _) in SEED_VARIANTS.items() if successor == "stride1_halo_sgmat")
 
 
+def _chosen(geom, caps, successor):
+    """The planner's plan where its choice is the successor (as a stored measurement)."""
+    return plan(geom, caps, tables=[], measured=(Candidate(successor), "measured"))
+
+
 @pytest.mark.parametrize("name", sorted(SEED_VARIANTS))
-def test_the_rules_pick_the_seed_name_where_it_applies(name):
+def test_the_planner_reports_the_seed_name_where_it_applies(name):
     successor, _ = SEED_VARIANTS[name]
     request, bias = COVERED[name]
     geom, caps = _geom(request, bias), devices()["h200"]
-    if name in HALO_SEEDS:
-        chosen = next(plan(geom, caps, v.name) for v in covering(geom, caps) if v.tuning_name == successor)
-    else:
-        chosen = plan(geom, caps)
+    chosen = _chosen(geom, caps, successor)
     assert chosen.variant == name
     assert _sources(chosen) == _sources(plan(geom, caps, successor))
 
@@ -221,23 +210,25 @@ def test_the_rules_pick_the_seed_name_where_it_applies(name):
     (GROUPED_G32, "swiftshader", "nchw2d_grouped_stride_phase"),  # software: one channel per invocation
 ])
 def test_the_planner_keeps_the_successors_name_where_no_seed_name_applies(request_, caps, name):
-    assert plan(_geom(request_, False), devices()[caps]).variant == name
+    assert _chosen(_geom(request_, False), devices()[caps], name).variant == name
 
 
-def test_autotuning_nominates_the_halo_under_its_own_name_in_2d():
+def test_the_halo_is_a_candidate_under_its_own_name_and_no_seed_name_is():
     request = ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4})
-    names = [v.name for v in covering(_geom(request, False), devices()["h200"])]
-    assert "stride1_halo_sgmat" in names and not set(HALO_SEEDS) & set(names)
+    names = [c.variant for c, _ in candidates(_geom(request, False), devices()["h200"])]
+    assert "stride1_halo_sgmat" in names and not set(SEED_VARIANTS) & set(names)
 
 
-def test_a_table_choice_measured_against_the_successor_still_applies_under_a_seed_name():
-    # The H200 table measured phase_gemm_sgmat faster than nchw2d_grouped_stride_phase for this class (float16).
+def test_a_table_choice_of_the_successor_applies_under_a_seed_name():
+    from app import tuning_tables
+
     request = ((1, 64, 32, 32), (64, 16, 4, 4), {"group": 4, "strides": [2, 2], "pads": [1] * 4})
     geom, caps = _geom(request, False), devices()["h200"]
-    assert plan(geom, caps, "nchw2d_grouped_stride_phase_blocked").tiles["chans"] > 1
-    chosen = plan(geom, caps)
-    assert chosen.variant == "phase_gemm_sgmat"
-    assert chosen.reason.startswith("measured faster than nchw2d_grouped_stride_phase ")
+    table = {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(caps), "variants": {},
+             "choices": {tuning_tables.shape_class(geom): {"variant": "nchw2d_grouped_stride_phase", "params": None}}}
+    chosen = plan(geom, caps, tables=[table])
+    assert chosen.variant == "nchw2d_grouped_stride_phase_blocked" and chosen.tiles["chans"] > 1
+    assert chosen.reason.startswith("measured fastest for its shape class")
 
 
 def test_swiftshader_caps_are_software():
