@@ -1,0 +1,125 @@
+"""The planner's choice against the fastest covering variant, and both against cuDNN, from one GPU call's runs
+(tools/gpu/choice_run.sh: `bench --variants all` of each tier in both dtypes, and tools/gpu/torch_bench.py).
+
+    python3 tools/choice_report.py RUNS_DIR [--markdown OUT.md] [--json OUT.json]
+
+The planner's choice is planned here, with this tree, for the run's device (RUNS_DIR/device.json): the same
+deterministic plan the GPU machine made, whose time is that variant's row in the same run (every covering
+variant was timed). The fastest is the least median of the layer's rows. Ratios against cuDNN are throughput
+(cuDNN's time over ours), cuDNN timed in the same call. A layer's autotuned time is the fastest of the
+candidates autotuning would time (app/autotune.py nominees) as measured in the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from app import autotune, planner  # noqa: E402
+from app.shapes import infer  # noqa: E402
+from app.variants import VARIANTS  # noqa: E402
+from cost_model_fit import device_caps  # noqa: E402
+
+
+def _geom(case: dict, dtype: str):
+    b = [case["w"][1] * case["attributes"].get("group", 1)] if case.get("bias") else None
+    return infer(case["x"], case["w"], b, case["attributes"], {n: dtype for n in ("x", "w", "b")})
+
+
+def _gmean(values):
+    values = [v for v in values if v]
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else float("nan")
+
+
+def rows(runs: Path) -> list[dict]:
+    caps = device_caps(str(runs / "device.json"))
+    benches = {"fresh": json.loads((runs / "fresh.json").read_text()) if (runs / "fresh.json").exists() else None,
+               None: json.loads((ROOT / "bench.json").read_text())}
+    torch = {}
+    for path in runs.glob("torch-*.json"):
+        for r in json.loads(path.read_text()):
+            for dtype in ("float32", "float16"):
+                if r.get(dtype):
+                    torch[(r["tier"] if "tier" in r else path.stem[6:], r["case"], dtype)] = r[dtype]["median_ms"]
+    layers: dict[tuple, list[dict]] = {}
+    for path in sorted(runs.glob("all-*.json")):
+        dtype = "float16" if "float16" in path.name else "float32"
+        for r in json.loads(path.read_text()):
+            if r["check"]["ok"]:
+                layers.setdefault((r["tier"], r["case"], dtype), []).append(r)
+    out = []
+    for (tier, name, dtype), rs in sorted(layers.items()):
+        doc = benches["fresh"] if tier == "fresh" else benches[None]
+        case = next(c for c in doc["cases"] if c["name"] == name and c["tier"] == tier)
+        geom = _geom(case, dtype)
+        chosen = planner.plan(geom, caps)
+        kernel = VARIANTS[chosen.variant].tuning_name
+        mine = [r for r in rs if VARIANTS[r["variant"]].tuning_name == kernel]
+        best = min(rs, key=lambda r: r["median_ms"])
+        nominated = {v for v, _ in autotune.nominees(geom, caps)}
+        tuned = [r["median_ms"] for r in rs if VARIANTS[r["variant"]].tuning_name in nominated]
+        ours = mine[0]["median_ms"] if mine else None
+        cudnn = torch.get((tier, name, dtype)) or torch.get((tier if tier != "fresh" else "fresh", name, dtype))
+        out.append({"tier": tier, "case": name, "dtype": dtype, "planner": chosen.variant, "planner_ms": ours,
+                    "reason": chosen.reason, "best": best["variant"], "best_ms": best["median_ms"],
+                    "ratio_to_best": ours / best["median_ms"] if ours else None,
+                    "autotuned_ms": min(tuned) if tuned else None, "cudnn_ms": cudnn,
+                    "vs_cudnn": cudnn / ours if cudnn and ours else None,
+                    "best_vs_cudnn": cudnn / best["median_ms"] if cudnn else None,
+                    "group": "dense" if geom.group == 1 else "grouped", "candidates": len(rs)})
+    return out
+
+
+def summary(out: list[dict]) -> list[str]:
+    lines = []
+    for tier in sorted({r["tier"] for r in out}):
+        for dtype in ("float32", "float16"):
+            rs = [r for r in out if r["tier"] == tier and r["dtype"] == dtype and r["ratio_to_best"]]
+            if not rs:
+                continue
+            q = [r["ratio_to_best"] for r in rs]
+            auto = [r["autotuned_ms"] / r["best_ms"] for r in rs if r["autotuned_ms"]]
+            lines.append(
+                f"{tier} {dtype}: {len(rs)} layers; planner within 10% of the fastest covering variant on "
+                f"{sum(x <= 1.10 for x in q)} ({100 * sum(x <= 1.10 for x in q) / len(q):.0f}%), within 25% on "
+                f"{sum(x <= 1.25 for x in q)}, worst {max(q):.2f}x; autotune's candidates within 5% on "
+                f"{sum(a <= 1.05 for a in auto)}/{len(auto)}; vs cuDNN (throughput, geometric mean): planner "
+                f"{_gmean(r['vs_cudnn'] for r in rs):.2f}, fastest covering {_gmean(r['best_vs_cudnn'] for r in rs):.2f}")
+    return lines
+
+
+def markdown(out: list[dict]) -> str:
+    head = ("| tier | layer | dtype | planner | ms | fastest covering | ms | planner / fastest | cuDNN ms | "
+            "ours vs cuDNN |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    body = "".join(
+        f"| {r['tier']} | `{r['case']}` | {r['dtype'][5:]} | {r['planner']} | {r['planner_ms'] or float('nan'):.4f} | "
+        f"{r['best']} | {r['best_ms']:.4f} | {r['ratio_to_best'] or float('nan'):.2f} | "
+        f"{r['cudnn_ms'] or float('nan'):.4f} | {r['vs_cudnn'] or float('nan'):.2f} |\n" for r in out)
+    return head + body + "\n" + "\n".join(f"- {line}" for line in summary(out)) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("runs", type=Path)
+    parser.add_argument("--markdown")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    out = rows(args.runs)
+    for line in summary(out):
+        print(line)
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(out))
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The choice check on the GPU machine, in one device call: every covering variant of a fresh tier drawn from SEED
+# (app/fresh.py), of the holdout and of TIERS, in float32 and float16, with cuDNN timed on the same cases in the
+# same call; then tools/choice_report.py reads $OUT/choice-runs.tgz here. Steps run in order while DEADLINE
+# seconds (from the start) leave room, so that whatever finished comes back:
+#   SEED=2026 COUNT=60 TIERS="large" DEADLINE=560 bash tools/gpu/choice_run.sh
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+if [ "${1:-}" = --all ]; then  # one `bench --variants all` run: NAME TIER BENCH DTYPE [CASES]
+  shift
+  python3 tools/gpu/as_dtype.py "$4" --bench "$3" ${5:+--cases "$5"} >"/tmp/gpu/$1.json"
+  python3 -m app bench --tier "$2" --host node --runs "${RUNS:-3}" --repeats "${REPEATS:-10}" --variants all \
+    --bench "/tmp/gpu/$1.json" --out "/tmp/gpu/runs/all-$1.json" >"/tmp/gpu/runs/all-$1.txt" 2>&1
+  echo "  all-$1: $(grep -c ' ok ' "/tmp/gpu/runs/all-$1.txt") rows ($(date -u +%T))"
+  exit 0
+fi
+OUT=${OUT:-out}; mkdir -p "$OUT" /tmp/gpu/runs
+start=$(date +%s)
+left() { echo $(( ${DEADLINE:-560} - ($(date +%s) - start) )); }
+step() {  # step SECONDS_NEEDED COMMAND...: runs it under the time left, or says it was skipped
+  local need=$1; shift
+  if [ "$(left)" -lt "$need" ]; then echo "skipped (time): $*"; return; fi
+  timeout "$(( $(left) - 15 ))" "$@" || echo "failed or cut: $*"
+}
+bash tools/gpu/run.sh device >/dev/null 2>&1; cp "$OUT/device.json" /tmp/gpu/runs/ 2>/dev/null
+python3 -m app.fresh "${SEED:?SEED: the seed of the fresh tier}" --count "${COUNT:-60}" >/tmp/gpu/runs/fresh.json
+names=$(python3 -c "import json; print(' '.join(c['name'] for c in json.load(open('/tmp/gpu/runs/fresh.json'))['cases']))")
+set -- $names; third=$(( ($# + 2) / 3 ))
+chunks=("$(echo "$names" | tr ' ' '\n' | sed -n "1,${third}p" | paste -sd,)"
+        "$(echo "$names" | tr ' ' '\n' | sed -n "$((third + 1)),$((2 * third))p" | paste -sd,)"
+        "$(echo "$names" | tr ' ' '\n' | sed -n "$((2 * third + 1)),\$p" | paste -sd,)")
+holdout=$(python3 -c "import json; print(','.join(c['name'] for c in json.load(open('bench.json'))['cases'] if c['tier'] == 'holdout' and c['name'] != 'istft_n4096_h1024'))")
+
+for d in float32 float16; do
+  for i in 0 1 2; do step 60 bash "$0" --all "fresh$i-$d" fresh /tmp/gpu/runs/fresh.json "$d" "${chunks[$i]}"; done
+done
+step 90 python3 tools/gpu/torch_bench.py --tier fresh --bench /tmp/gpu/runs/fresh.json --runs 5 --repeats 20 \
+  --out /tmp/gpu/runs/torch-fresh.json >/tmp/gpu/runs/torch-fresh.txt 2>&1
+for d in float32 float16; do step 60 bash "$0" --all "holdout-$d" holdout bench.json "$d" "$holdout"; done
+step 40 python3 tools/gpu/torch_bench.py --tier holdout --skip istft_n4096_h1024 --runs 5 --repeats 20 \
+  --out /tmp/gpu/runs/torch-holdout.json >/tmp/gpu/runs/torch-holdout.txt 2>&1
+for tier in ${TIERS:-}; do
+  for d in float32 float16; do step 60 bash "$0" --all "$tier-$d" "$tier" bench.json "$d"; done
+  step 40 python3 tools/gpu/torch_bench.py --tier "$tier" --runs 5 --repeats 20 --out "/tmp/gpu/runs/torch-$tier.json" \
+    >"/tmp/gpu/runs/torch-$tier.txt" 2>&1
+done
+tar -C /tmp/gpu/runs -czf "$OUT/choice-runs.tgz" .
+echo "done at $(( $(date +%s) - start )) s"
