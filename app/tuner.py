@@ -144,7 +144,8 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
     times = await _medians(kernel, [(variant, p) for p in passing], geom, arrays, attributes, runs, repeats)
     medians = {_key(p): t for p, t in zip(passing, times)}
     default_key = _key(passing[0]) if passing else None
-    result = {"case": case["name"], "variant": variant, "class": tuning_tables.shape_class(geom),
+    result = {"case": f"{case.get('tier', '')}/{case['name']}/{geom.dtype}", "variant": variant,
+              "class": tuning_tables.shape_class(geom),
               "defaults": default_key if tunable else None, "medians": medians if tunable else {},
               "rejected": rejected, "keys": sorted(grid)}
     if choose_variants and passing:

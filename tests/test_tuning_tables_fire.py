@@ -1,0 +1,87 @@
+"""Every entry of every shipped tuning table fires on the layer it was measured on: a measured choice is what the
+planner takes for that layer (and says so), and a tile entry is what that variant plans with there. Tables are
+keyed by shape class, never by the variant some rule happened to pick, so no entry can be orphaned silently."""
+import json
+from pathlib import Path
+
+import pytest
+
+from app import tuning_tables
+from app.caps import DeviceCaps
+from app.planner import plan
+from app.shapes import infer
+from tools.wgsl.matrix import devices
+
+ROOT = Path(__file__).resolve().parents[1]
+TABLES = sorted((ROOT / "tuning").glob("*.json"))
+BENCH = json.loads((ROOT / "bench.json").read_text())
+
+
+def _caps(table: dict) -> DeviceCaps:
+    """A device of the shader matrix that is the table's adapter."""
+    return next(caps for caps in devices().values() if tuning_tables.adapter_key(caps) == table["adapter"])
+
+
+def _geom(layer: str, dtype: str = "float32"):
+    """A layer named `tier/case[/dtype]` (as the tables record them) or `case` of the tuned tiers."""
+    parts = layer.split("/")
+    if len(parts) >= 2:
+        tier, name = parts[0], parts[1]
+        dtype = parts[2] if len(parts) > 2 else dtype
+        case = next(c for c in BENCH["cases"] if c["tier"] == tier and c["name"] == name)
+    else:
+        case = next(c for c in BENCH["cases"] if c["name"] == parts[0] and c["tier"] in ("full", "small"))
+    b = [case["w"][1] * case["attributes"].get("group", 1)] if case.get("bias") else None
+    return infer(case["x"], case["w"], b, case["attributes"], {n: dtype for n in ("x", "w", "b")})
+
+
+def _choices():
+    for path in TABLES:
+        table = json.loads(path.read_text())
+        for cls, entry in table.get("choices", {}).items():
+            for layer in entry["cases"]:
+                yield pytest.param(table, cls, entry, layer, id=f"{path.stem}:{layer}")
+
+
+def _tiles():
+    for path in TABLES:
+        table = json.loads(path.read_text())
+        for variant, classes in table.get("variants", {}).items():
+            for cls, entry in classes.items():
+                for layer in entry["cases"]:
+                    yield pytest.param(table, variant, cls, entry, layer, id=f"{path.stem}:{variant}:{layer}")
+
+
+def test_there_are_tables_with_entries():
+    assert TABLES and any(json.loads(p.read_text()).get("choices") for p in TABLES)
+
+
+@pytest.mark.parametrize("table, cls, entry, layer", list(_choices()))
+def test_every_measured_choice_fires_on_its_layer(table, cls, entry, layer):
+    caps, geom = _caps(table), _geom(layer)
+    assert tuning_tables.shape_class(geom) == cls
+    chosen = plan(geom, caps)
+    assert chosen.reason.startswith("measured fastest for its shape class"), chosen.reason
+    assert entry["variant"] in (chosen.variant, tuning_tables_successor(chosen.variant))
+
+
+def tuning_tables_successor(name: str) -> str:
+    from app.variants import VARIANTS
+
+    return VARIANTS[name].tuning_name
+
+
+@pytest.mark.parametrize("table, variant, cls, entry, layer", list(_tiles()))
+def test_every_tile_entry_fires_on_its_layer(table, variant, cls, entry, layer):
+    caps, geom = _caps(table), _geom(layer)
+    assert tuning_tables.shape_class(geom) == cls
+    tiles = plan(geom, caps, variant).tiles
+    assert {k: tiles[k] for k in entry["params"]} == entry["params"]
+
+
+@pytest.mark.parametrize("path", TABLES, ids=[p.stem for p in TABLES])
+def test_every_table_has_a_cost_model_calibrated_at_a_recorded_revision(path):
+    model = json.loads(path.read_text())["cost_model"]
+    assert {"resident", "launch_ms", "bytes_per_ms", "invocation_ms", "rates"} <= set(model)
+    assert model["rates"] and all(r > 0 for r in model["rates"].values())
+    assert len(model["calibrated_on"]["revision"]) == 40
