@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The choice check on the GPU machine, in one device call: every covering variant of a fresh tier drawn from SEED
-# (app/fresh.py), of the holdout and of TIERS, in float32 and float16, with cuDNN timed on the same cases in the
+# The choice check on the GPU machine, in one device call: every covering variant of TIERS (tuned tiers, which a
+# calibration may use), of a fresh tier drawn from SEED (app/fresh.py) and of the holdout, in float32 and float16, with cuDNN timed on the same cases in the
 # same call; then tools/choice_report.py reads $OUT/choice-runs.tgz here. Steps run in order while DEADLINE
 # seconds (from the start) leave room, so that whatever finished comes back:
 #   SEED=2026 COUNT=60 TIERS="large" DEADLINE=560 bash tools/gpu/choice_run.sh
@@ -31,6 +31,11 @@ chunks=("$(echo "$names" | tr ' ' '\n' | sed -n "1,${third}p" | paste -sd,)"
         "$(echo "$names" | tr ' ' '\n' | sed -n "$((2 * third + 1)),\$p" | paste -sd,)")
 holdout=$(python3 -c "import json; print(','.join(c['name'] for c in json.load(open('bench.json'))['cases'] if c['tier'] == 'holdout' and c['name'] != 'istft_n4096_h1024'))")
 
+for tier in ${TIERS:-}; do  # tuned tiers first: the calibration may use them
+  for d in float32 float16; do step 60 bash "$0" --all "$tier-$d" "$tier" bench.json "$d"; done
+  step 40 python3 tools/gpu/torch_bench.py --tier "$tier" --runs 5 --repeats 20 --out "/tmp/gpu/runs/torch-$tier.json" \
+    >"/tmp/gpu/runs/torch-$tier.txt" 2>&1
+done
 for d in float32 float16; do
   for i in 0 1 2; do step 60 bash "$0" --all "fresh$i-$d" fresh /tmp/gpu/runs/fresh.json "$d" "${chunks[$i]}"; done
 done
@@ -39,10 +44,5 @@ step 90 python3 tools/gpu/torch_bench.py --tier fresh --bench /tmp/gpu/runs/fres
 for d in float32 float16; do step 60 bash "$0" --all "holdout-$d" holdout bench.json "$d" "$holdout"; done
 step 40 python3 tools/gpu/torch_bench.py --tier holdout --skip istft_n4096_h1024 --runs 5 --repeats 20 \
   --out /tmp/gpu/runs/torch-holdout.json >/tmp/gpu/runs/torch-holdout.txt 2>&1
-for tier in ${TIERS:-}; do
-  for d in float32 float16; do step 60 bash "$0" --all "$tier-$d" "$tier" bench.json "$d"; done
-  step 40 python3 tools/gpu/torch_bench.py --tier "$tier" --runs 5 --repeats 20 --out "/tmp/gpu/runs/torch-$tier.json" \
-    >"/tmp/gpu/runs/torch-$tier.txt" 2>&1
-done
 tar -C /tmp/gpu/runs -czf "$OUT/choice-runs.tgz" .
 echo "done at $(( $(date +%s) - start )) s"
