@@ -48,61 +48,26 @@ PARAMS = ("tm", "tn", "rm", "rn", "tk", "ks", "kz")
 # were before they existed (tools/plan_digest.py compares them).
 CL = "cl"
 RV = "rv"  # the vector structure on A gathered from x (cl, when on, runs it on xc instead, whatever rv says)
-# direct: software adapters load each reduction step straight into workgroup memory, in WGSL loops (on in their
-# defaults, so in every tuning candidate there). A CPU has no load latency for the registers' double buffering to
-# hide, and SwiftShader compiles the unrolled loads of the tuning grid's GPU-shaped tiles slowly (rank 3, 64 x 64
-# tiles of 8 x 8 blocks, step 16: 19.5 s of CPU unrolled, 2.7 s direct; the tuning test's 145 sources 178 -> 94 s;
-# docs/testing.md). GPUs keep the unrolled loads: H200, session 13, the loads as a loop over a register array
-# (sweep param `al`) against unrolled, over the 14 bench cases the gathering kernel takes
-# (docs/h200/session13/sweep-phase_gemm-*-al-*.json): 0.96-1.0x the time on 13, 1.26x on `large` unet3d_256_k2s2
-# (0.139 against 0.111 ms).
-# ri: in the vector template, where y does not leave as vectors, a staged vector of A holds 4 rows tm/rm apart (in
-# blocks of 4*tm/rm) instead of 4 consecutive ones, so that consecutive invocations own consecutive rows and a warp's
-# scalar stores of a column land on consecutive rows of y (with runs of 4, each lane's store was a sector of its own).
-# H200, session 18 (docs/h200/session18/): probed on `large` cyclegan_up (k3 s2, 64 x 128 tiles), the kernel with its
-# reduction cut out ran 0.0295 ms before, 0.0167 with ri; whole, 0.1338 against 0.1364: the reduction ran slower, for
-# a reason not found (the staging stores stay conflict-free). Side by side, ri forced on every rv plan against off,
-# two rounds, GPU ms: faster on the tuned tiers' 1D and one-tap layers (`large` hifigan_512_k16s8p4 0.324 -> 0.302,
-# unet_1024_k2s2 0.163 -> 0.160; `full` hifigan_k16s8p4 0.0815 -> 0.0763, unet_up_k2s2 0.0631 -> 0.0563), slower on
-# the 2D layers of several taps a phase (grouped_g2_wide_k4s2p1 0.322 -> 0.439, cyclegan_up 0.133 -> 0.137; batch16
-# 0.162 -> 0.160). So ri is on for rv's tiles of 1D GEMMs and of GEMMs with one tap a phase (where y does not
-# leave as vectors: those stores are whole vectors already). Elsewhere ri does nothing: a tuning-table entry measured
-# on the gathering kernel (rv 0) keeps it, whatever ri the rule adds.
+# direct: each reduction step loads straight into workgroup memory, in WGSL loops: on in software adapters' defaults
+# (no load latency to hide; unrolled loads compile slowly there), off on GPUs (docs/decisions.md#phase-gemm-direct).
+# ri: in the vector template a staged vector of A holds 4 rows tm/rm apart, so that a warp's scalar stores of a column
+# land on consecutive rows of y; on for rv's 1D and one-tap-a-phase GEMMs (docs/decisions.md#phase-gemm-ri).
 RI = "ri"
 DIRECT = "direct"  # the gathering kernel's: cl and rv run the vector template whatever it says
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
-# Tile shapes (tm, tn, rm, rn, tk, ks, kz), from a sweep of every combination of tm, tn in {64, 128}, rm in {4, 8},
-# rn 8, tk in {8, 16} over bench.json's `large` tier on an H200 (docs/h200/large/): 8x8 register blocks won
-# everywhere; columns sized to the out-channels (64 wide up to 64 of them: wider tiles idled half their
-# invocations, 1.5-2x slower); 128 x 128 with short steps when that still makes 256 workgroups, else 64 x 128
-# with long steps (within 10% of the best on every case). An output too small to fill the GPU even so, with
-# a long reduction (a DCGAN head: 4096 in-channels x taps), splits the reduction among 8 slices of the
-# workgroup: 0.08 ms against 0.20 unsplit; where its small tiles still make too few workgroups, 4 slices and
-# split-K across kz workgroups (the smallest kz of SPLIT_K_CHOICES that makes FILL of them, as below). H200,
-# session 9, every (ks, kz, tn, tk) of 16 x 32 and 16 x 64 tiles on `large` dcgan_1024_k4s2p1 (64 workgroups
-# unsplit; docs/h200/session9/sweep-phase_gemm-*-dcgan.json): 16 ways in all won, 0.052 ms (ks 4 kz 4, ks 8
-# kz 2, ks 2 kz 8, both dtypes) against 0.077 for 8 slices alone; `full` dcgan_g2 (32 steps a slice of 8)
-# 0.029 ms against 0.043; dcgan_g3 (16 steps a slice: short already) 0.028 against 0.0275, so only slices of
-# SPLIT_ACROSS_MIN_STEPS or more are split further (sweep-phase_gemm-*-dcgan-full.json). Software adapters
-# run few, small invocations best (SwiftShader compiles each unrolled multiply, and runs a workgroup's
-# invocations as fibers on a few cores).
+# GPU tiles (tm, tn, rm, rn, tk, ks, kz): 8 x 8 register blocks, 64 columns up to 64 out-channels, 128 x 128 at
+# step 8 where that makes FILL workgroups, else 64 x 128 at step 16 (docs/decisions.md#phase-gemm-tiles).
+# Under SPLIT_BELOW workgroups a reduction of SPLIT_DEPTH or more splits among slices of the workgroup (_GPU_SPLIT),
+# and slices of SPLIT_ACROSS_MIN_STEPS steps or more also across workgroups (docs/decisions.md#phase-gemm-slices).
+# Software adapters run few, small invocations best (_CPU_SHAPE).
 _GPU_NARROW = (128, 64, 8, 8, 16, 1, 1)
 _FEW_RM = 4  # 4 x 8 blocks: twice the invocations of 8 x 8 on the same tile, where invocations are few (below)
-# Narrow GEMMs (out_per_group <= 64) that the rules below leave unsplit run the tiles above with _FEW_RM (the splits
-# keep deciding on 8 x 8 blocks, which they were measured on), and columns as wide as the out-channels rounded up to
-# 32 or 64, at step 16, or 8 on 32 columns (each of 128 invocations then loads 8 A values a step, not 16). H200,
-# session 14, every tm in {64, 128}, tn in {32, 64}, rm in {4, 8}, tk in {8, 16}
-# (docs/h200/session14/sweep-phase_gemm-float32-tn-*.json, -narrow-*.json), against 128 x 64 tiles of 8 x 8 blocks
-# at step 16: `large` vocoder_64 (32 out-channels) 0.126 -> 0.074 ms (the best, 0.074, was 64 rows);
-# unet_128_k2s2_256px 0.296 -> 0.269 (the best); `full` unet3d_up_k2s2 0.045 -> 0.040 (the best) and
-# hifigan_k4s2p1_long 0.046 -> 0.041 (the best, 0.039, was 64 rows).
+# Narrow GEMMs (out_per_group <= 64) left unsplit: 4 x 8 blocks (_FEW_RM), columns as wide as the out-channels
+# rounded up to 32 or 64, at step 16, or 8 on 32 columns (docs/decisions.md#phase-gemm-narrow).
 _GPU_NARROWEST = (32, 8)  # tn where out_per_group fits in it, and its step
 # Past 64 out-channels the wide tiles take 64 columns where 128 would compute more (wide_columns: 192 out-channels
-# make three 64-column tiles, not two of 128 that compute 256): H200, session 15, every tm in {64, 128}, tn in {32,
-# 64, 128} (docs/h200/session15/sweep-phase_gemm-float32-fit.json): `full` depthanything_b_k2s2 (192) 0.050 ms on
-# 64 x 128 tiles, 0.042 on 64 x 64; dac_dec4_k4s2p1 (96: 128 computed either way) 0.391 on 128 x 128, within 2% of
-# the best (0.383 on 32 columns). `holdout` hdemucs (192, never tuned on) then ran 2.467 -> 1.929 ms.
+# make three 64-column tiles, not two of 128) (docs/decisions.md#phase-gemm-wide-columns).
 _GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
 _GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
 _GPU_SPLIT = (16, 32, 4, 4, 8, 8, 1)
@@ -112,64 +77,28 @@ _CPU_SHAPE = (32, 32, 4, 4, 8, 1, 1)
 FILL = 256  # workgroups for the largest tiles: about two per multiprocessor of a large GPU (an H200 has 132)
 SPLIT_BELOW = 64  # workgroups under which a long reduction is split
 SPLIT_DEPTH = 1024  # reduction length from which splitting it among slices pays
-# Split-K across workgroups, from an H200 sweep of kz 1-8 on 64 x 64 tiles over three small, deep GEMMs of
-# the `full` tier (docs/h200/sweeps/phase_gemm-full-kz-f32.json): kz 4 (256 workgroups) won on all three,
-# 0.84-0.90x the time of the best unsplit tiles; kz 8 was 10-20% slower than 4. A GEMM of 128 workgroups
-# (`large` stride1_256_3x3) ran 0.32 ms split against 0.265 unsplit, so only GEMMs whose tiles above make
-# fewer than SPLIT_BELOW workgroups are split. There, where the reduction per phase is at least
-# SPLIT_K_DEPTH and a phase has rows for a 64-row tile, 64 x 64 tiles (narrower for fewer out-channels)
-# split the reduction over the smallest kz of SPLIT_K_CHOICES that makes FILL workgroups, keeping
-# SPLIT_K_MIN_STEPS reduction steps per split (else the largest kz that keeps them). Fewer rows (a DCGAN
-# head: 16 per phase) keep the in-workgroup split, one dispatch: a 64-row tile would idle most of its rows.
+# Split-K across workgroups: a GEMM under SPLIT_BELOW workgroups, SPLIT_K_DEPTH deep and SPLIT_K_MIN_ROWS tall a
+# phase, runs _GPU_DEEP tiles over the smallest kz of SPLIT_K_CHOICES that makes FILL workgroups, keeping
+# SPLIT_K_MIN_STEPS steps a split (docs/decisions.md#phase-gemm-split-k). Fewer rows keep the slices above.
 _GPU_DEEP = (64, 64, 8, 8, 16, 1, 1)
 SPLIT_K_DEPTH = 512
 SPLIT_K_CHOICES = (2, 4, 8, 16)
 SPLIT_K_MIN_STEPS = 8
-# A phase of one 64-row tile (DCGAN x[1,256,8,8] k4 s2) ran 0.042 ms split across workgroups on the H200 against
-# 0.028 with the in-workgroup split: split-K needs a few row tiles per phase.
+# Split-K needs a few row tiles per phase (docs/decisions.md#phase-gemm-split-k).
 SPLIT_K_MIN_ROWS = 4 * _GPU_DEEP[0]
-# cl (x channels-last) where base.channels_last_pays and the rules above leave the GEMM unsplit (whole tiles
-# keep the GPU busy; the splits were measured on the gathering kernel and keep it; cl splits across
-# workgroups where forced or tuned): 8 x 8 outputs per invocation in 4-row runs by vec4 columns, 128 x 128
-# where that makes FILL workgroups, else 64 rows; 64 columns up to 64 out-channels, as above; a reduction step
-# of 16. H200, float32, session 8 (docs/h200/session8/sweep-phase_gemm-float32-cl.json): step 16 against 8,
-# stride1_3d_64_3x3x3 0.295 ms against 0.377 (128 rows), stride1_256_3x3 0.261 against 0.322 (64 rows).
-# Session 9 (sweep-phase_gemm-float32-cl-occupancy.json, every tm, tn in {64, 128}, rm in {4, 8}, kz in {1, 2}):
-# what counts is invocations, not workgroups. stride1_256_3x3 ran 0.201 ms as 128 x 128 tiles split in two
-# (32K invocations) against 0.261 as 64 x 128 unsplit (16K) and 0.34 as 128 x 128 unsplit; stride1_3d_64_3x3x3,
-# 32K invocations unsplit, was slower split (0.336 against 0.295). So where 128-row tiles make too few
-# workgroups, they are split across the smallest kz that makes FILL_INVOCATIONS (for GEMMs split_k would split)
-# rather than shrunk to 64 rows.
+# cl where base.channels_last_pays and the rules above leave the GEMM unsplit: 8 x 8 blocks at step 16, 128 x 128
+# tiles where they make FILL workgroups, else those split across the smallest kz that makes FILL_INVOCATIONS
+# (invocations count, not workgroups), else 64 rows (docs/decisions.md#phase-gemm-cl).
 _CL_BLOCK = (8, 8, 16)  # rm, rn, tk
 FILL_INVOCATIONS = 32768
-# rv (the vector structure on A gathered from x) on the gathering tiles, float32, where the multiply's vector
-# reads pay for the write-out's runs of 4 rows (a warp's stores 4 rows apart): where y leaves as vectors
-# (vector_y: one phase, rows are y's pixels), or where each workgroup reduces at least RV_MIN_DEPTH products per
-# output. H200, session 10, the gathering tiles with rv on against off (docs/h200/session10/sweep-phase_gemm-
-# float32-rv-*.json), GPU ms: `large` proj_512_1x1 0.208 -> 0.187, hifigan_512 0.367 -> 0.345, grouped_g2_wide
-# 0.375 -> 0.356, unet_1024 0.188 -> 0.180, batch16 0.189 -> 0.178 (reductions of 512-1024); `full` stride1_3x3
-# 0.099 -> 0.089 and stride1_3x3x3 0.090 -> 0.073 split 4 ways (432-576 a workgroup, vector y). Shorter
-# reductions with y stored a row at a time lost: unet3d_256 (256) 0.111 -> 0.126, unet_128 (128) 0.296 ->
-# 0.321, dcgan_batch8 split to 256 a workgroup 0.060 -> 0.063.
+# rv on the gathering tiles, float32, where its vector reads pay for the stores' runs of 4 rows: y leaves as vectors
+# (vector_y), or each workgroup reduces RV_MIN_DEPTH or more products an output (docs/decisions.md#phase-gemm-rv).
 RV_MIN_DEPTH = 512
 # rv's tiles are the gathering kernel's, but 64 rows where that takes 128 x 128 in 2D and 3D: twice the workgroups
-# of half the invocations (same sweeps, 128 -> 64 rows at step 8): grouped_g2_wide 0.356 -> 0.341 ms, proj_512_1x1
-# 0.187 -> 0.188; then also hifigan_512 (1D) 0.345 -> 0.337. With the step state (session 14) 1D turned: H200,
-# session 16, 64 against 128 rows in one call (docs/h200/session16/call2/x/sweep-phase_gemm-float32-rvrows.json):
-# hifigan_512 0.332 -> 0.325 ms on 128 rows (0.333 -> 0.325 in the call before, sweep-phase_gemm-float32-hifi.json,
-# the best of 48 shapes), grouped_g2_wide 0.323 -> 0.327 and proj_512_1x1 0.181 -> 0.183. One 1D layer of the
-# tuned tiers takes these tiles, and none of the holdout: the 1D half of this rule rests on that one layer.
+# of half the invocations (docs/decisions.md#phase-gemm-rv-rows).
 _RV_WIDE_ROWS = 64
-# rv's tiles under FILL_INVOCATIONS first take 4 x 8 blocks (_FEW_RM: twice the invocations on the same tiles),
-# then split across workgroups as cl's do, but only as far as each split still reduces RV_MIN_DEPTH products an
-# output (rv's own condition above). H200, session 14 (docs/h200/session14/sweep-phase_gemm-float32-rv-full.json):
-# `full` hifigan_k16s8p4 (8 phases of 256 rows, 1024 products; 8K invocations on rv's tiles) 0.118 ms as they were,
-# 0.082 with 4 x 8 blocks split in two (0.085 with 8 x 8 blocks split in two, 0.086 with 4 x 8 unsplit); the H200
-# table's entry for its class (the gathering kernel in two slices, measured before rv existed) ran 0.088 in the
-# same call and is gone. H200, session 12 (docs/h200/session12/sweep-phase_gemm-float32-kz-*.json), kz forced over
-# rv's tiles: `full` unet_up_k2s2 (16K invocations, 512 products) 0.073 ms unsplit against 0.079 in two; `large`
-# unet_1024_k2s2 and batch16 (32K invocations) 0.180 and 0.178 unsplit against 0.230 and 0.210; `full` stride1_3x3
-# (16K invocations, 2304 products) 0.258 unsplit against 0.088 in four.
+# rv's tiles under FILL_INVOCATIONS take 4 x 8 blocks (_FEW_RM), then split across workgroups as cl's do, as far as
+# each split still reduces RV_MIN_DEPTH products an output (docs/decisions.md#phase-gemm-rv-fill).
 
 
 def split_k(geom, caps, tm: int, tn: int, step: int, target: int = FILL, min_depth: int = 0) -> int:
