@@ -32,64 +32,26 @@ STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
 PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd", "va", "vs", "cl")
 SWITCHES = ("bd", "va", "vs", "cl")  # 0 or 1
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
-# (sg_m, sg_n, cm, cn, kb, kz, bd, va, vs) for 16 x 16 matrices where vs is refused (float16 on f32
-# matrices, float32, packed weight rows not a multiple of 8 out-channels), from H200 sweeps (f16,
-# docs/h200/sweeps/phase_gemm_sgmat-f16-*.json): 2 x 2 subgroups, the tallest tile that still makes FILL
-# workgroups: 128 x 128 (4 x 4 matrices each) where there are more than 64 out-channels, else 128 x 64, else
-# 64 x 64. Two matrix K-blocks per step. The tall tiles read their right matrices straight from the packed
-# weights, a step ahead (bd): 1.2-3.2x faster on all nine `large` cases swept (the 1x1 projection 0.083 ms
-# against 0.267 staged); 64 x 64 tiles stage them: bd was up to 1.3x slower there (`full` hifigan_k16s8p4,
-# 0.071 ms against 0.055), never more than 2% faster.
+# (sg_m, sg_n, cm, cn, kb, kz, bd, va, vs) for 16 x 16 matrices where vs is refused: 2 x 2 subgroups, the tallest tile
+# that makes FILL workgroups, two K-blocks a step; bd on the tall tiles only (docs/decisions.md#sgmat-tiles).
 _WIDE = (2, 2, 4, 4, 2, 1, 1, 1, 0, 0)
 _TALL = (2, 2, 4, 2, 2, 1, 1, 1, 0, 0)
 _SMALL = (2, 2, 2, 2, 2, 1, 0, 1, 0, 0)
-# vs where it runs: 1.4-1.9x faster than the shapes above on all seven `large` fp16 cases this variant
-# serves (docs/h200/sweeps/phase_gemm_sgmat-f16-vs-large.json: proj_512_1x1 0.079 -> 0.040 ms, hifigan_512
-# 0.127 -> 0.090, vocoder_64 0.105 -> 0.040). 2 x 2 subgroups, two K-blocks per step, tiles no wider than
-# the out-channels (2 subgroups of 16 columns per matrix: vocoder_64's 32 out-channels ran 0.040 ms on 32
-# columns against 0.050 on 64), 4 result matrices tall, or 2 where each output sums at most
-# SHORT_REDUCTION products: a tile's few steps then do not cover its prologue and write-out, and twice
-# the workgroups overlap them (unet_128_k2s2 and vocoder_64, 128 deep: 0.109 and 0.040 ms on 64 rows against
-# 0.126 and 0.047 on 128; unet3d, 256 deep: 0.039 on 128 rows against 0.043). Where the widest tile makes
-# fewer than FILL workgroups, 2 matrices wide, then the small tile with split-K, as above.
-# Columns: one block of 2 matrices up to 32 out-channels, else 4 blocks (128 columns), 3 (96) or 2 (64), whichever
-# computes the fewest columns, the wider on a tie; spread tiles (below) take 4 or 2 only. H200, session 15
-# (docs/h200/session15/sweep-phase_gemm_sgmat-float16-fit.json): `full` dac_dec4 (96 out-channels) 0.106 ms on 128
-# columns, 0.137 on 64, 0.151 on 32 (128 rows; 96 computed on 32 did not pay for the narrow tiles); `holdout` hdemucs
-# (192, never tuned on) 0.702 -> 0.659 ms on 64 columns. Session 19 (docs/h200/session19/call5/): 3 blocks, B's rows of
-# 12 vectors staged through a flat count (the template's b_flat), dac_dec4 0.1071 -> 0.0952 ms side by side, three
-# rounds. A first version also spread 3 blocks (rows over 4 x 2 subgroups of 2 x 3 matrices), a shape no tuned layer
-# measured: hdemucs, the one layer it reached, ran 0.6213 -> 0.7402 ms, so spread tiles keep 4 or 2 blocks.
-# In 2D and 3D, kernels of 2+ taps, the tile's matrices are spread over more subgroups, each holding at most
-# VS_SPREAD x VS_SPREAD of them (a 128 x 128 tile as 4 x 4 subgroups of 2 x 2 matrices, 512 invocations, not 2 x 2
-# subgroups of 4 x 4): two or four times the invocations share the staging of a step's A and B, for twice the matrix
-# loads from workgroup memory per multiply. Those shapes count as 2 or 4 workgroups towards FILL. H200, session 15,
-# every sg_m, sg_n, cm, cn in {2, 4} (docs/h200/session15/sweep-phase_gemm_sgmat-float16-{subgroups,spread-*}.json),
-# against the shapes before: `large` batch16 0.058 -> 0.044 ms (128 x 64 tiles -> 128 x 128 spread), unet_1024
-# 0.047 -> 0.040 (the same), grouped_g2_wide 0.085 -> 0.083, stride1_3d 0.078 -> 0.072 (128 x 64 spread), unet3d_256
-# 0.038 -> 0.036; `full` unet_up_k2s2 0.0282 -> 0.0271 and depthanything_b 0.0224 -> 0.0216 (64 x 64 -> 128 x 128 and
-# 128 x 64 spread). Spread lost on 1x1 kernels (`large` proj_512 0.034 -> 0.042, `full` proj_1x1 0.023 -> 0.025)
-# and on the 1D layer swept (`large` hifigan_512 0.079 -> 0.088, its best 0.072 on 8 subgroups of 4 x 4 matrices):
-# those keep 2 x 2 subgroups.
+# vs where it runs: 2 x 2 subgroups, two K-blocks a step, tiles no wider than the out-channels, 4 result matrices
+# tall, or 2 where each output sums at most SHORT_REDUCTION products (a few steps do not cover a tile's prologue and
+# write-out); short of FILL workgroups, 2 matrices wide, then split-K (docs/decisions.md#sgmat-vs).
+# vs columns: one block of 2 matrices up to 32 out-channels, else 4, 3 or 2 blocks, whichever computes the fewest
+# columns (the wider on a tie); spread tiles take 4 or 2 only (docs/decisions.md#sgmat-vs-columns).
+# In 2D and 3D, kernels of 2+ taps, a tile's matrices are spread over more subgroups of at most VS_SPREAD x VS_SPREAD
+# each (more invocations share a step's staging); they count as 2 or 4 workgroups towards FILL
+# (docs/decisions.md#sgmat-spread).
 VS_SPREAD = 2
-# A workgroup runs on one multiprocessor however many subgroups it has: a spread tile whose own workgroups are
-# fewer than SPREAD_MIN_WORKGROUPS (about one per multiprocessor of a large GPU: an H200 has 132) is split across
-# workgroups to make that many, by phase_gemm's split-K rule, where each split still reduces SPLIT_K_DEPTH products
-# an output. H200, session 16, every sg_m, sg_n, cm, cn in {2, 4}, kz in {1, 2, 4} and cl in {0, 1}
-# (docs/h200/session16/sweep-phase_gemm_sgmat-float16-s1kz.json): `large` stride1_256_3x3 (2304 products) on 4 x 4
-# subgroups of 2 x 2 matrices (64 workgroups) 0.079 ms unsplit, 0.060 in two (gathered; 0.062 with cl) and 0.066 in
-# four; the best, 0.059, was 2 x 2 subgroups of 4 x 4 in four (256 workgroups). `full` unet_up_k2s2 (64 workgroups
-# of the same shape, 512 products) ran 0.027 unsplit against 0.033 in two (session16/call2/).
+# A spread tile of fewer own workgroups than SPREAD_MIN_WORKGROUPS (about one a multiprocessor) splits across
+# workgroups by phase_gemm's split-K rule, each split reducing SPLIT_K_DEPTH or more
+# (docs/decisions.md#sgmat-spread-split).
 SPREAD_MIN_WORKGROUPS = FILL // 2
-# Where that would split such a tile, its rows are halved onto half the subgroup rows instead, each step twice as
-# deep (DEEP_K_BLOCKS: 64 in-channels a step, half the steps and barriers), if that alone makes SPREAD_MIN_WORKGROUPS:
-# a grid of about one workgroup per multiprocessor waits on each step's loads and barriers more than on its
-# multiplies; at one workgroup per multiprocessor the doubled staging memory costs no occupancy; a split adds a pass.
-# H200, session 23, f16 (docs/h200/session23/call5/): `large` stride1_256_3x3 on 2 x 4 subgroups of 2 x 2 matrices,
-# 4 K-blocks, unsplit (128 workgroups) 0.0546 ms (0.0542 gathered) against 0.0601 for 4 x 4 subgroups split in two,
-# the best shape of 2 K-blocks in the session-16 and session-23 sweeps. Deeper steps lost where the workgroups
-# already fill the GPU (`large` stride1_3d: 0.079 against 0.073 ms) and were within 3% on the split 2 x 2 subgroups
-# of the rule below (session23/call6/: `full` stride1_3x3x3, dcgan_batch8, hifigan_k16s8p4).
+# Where that would split it, half the subgroup rows at DEEP_K_BLOCKS a step instead, if that alone makes
+# SPREAD_MIN_WORKGROUPS: such grids wait on loads and barriers more than on multiplies (docs/decisions.md#sgmat-deep).
 DEEP_K_BLOCKS = 4
 VS_SUBGROUPS = (2, 2)
 VS_K_BLOCKS = 2
@@ -97,14 +59,8 @@ VS_MAX_MATRICES = 4
 VS_COLUMN_MATRICES = (VS_MAX_MATRICES, 3, 2)  # cn to fit where the out-channels pass one column block
 VS_SPREAD_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # the same for spread tiles: 3 was measured unspread only
 SHORT_REDUCTION = 128
-# Large GEMMs: where the out-channels fill the unspread 128 x 128 tiles and those make LARGE_GEMM workgroups (about
-# four a multiprocessor on an H200), tiles stay 2 x 2 subgroups of 4 x 4 matrices, and phases of 2+ taps read A from
-# the channels-last copy (cl) at any stride. H200, session 21, f16 (docs/h200/session21/): on `tools/gpu/scaling.py`'s
-# largest cases, with every tile of sg_m, sg_n, cm, cn in {2, 4} and cl in {0, 1} swept, the unspread 4 x 4 tiles were
-# the fastest on all four (k4s2p1_c1024_128px 2.05 ms against 2.20 spread; s1k3_c512_128px 0.44 against 0.55), and
-# with the loads masked where stored the rule took k4s2p1_c1024_128px from 2.24 to 1.47 ms, k4s2p1_c512_128px 0.567
-# -> 0.432, s1k3_c512_256px 2.11 -> 1.52 (202 TFLOP/s). Out-channels that do not fill the tile ran slower from the
-# copy: `large` vocoder_64 (32 of them) 0.040 -> 0.055 ms, `full` dac_dec4 (96) 0.096 -> 0.135.
+# Large GEMMs (out-channels that fill the unspread 128 x 128 tiles, making LARGE_GEMM workgroups): 2 x 2 subgroups of
+# 4 x 4 matrices, unspread, multi-tap phases from the channels-last copy at any stride (docs/decisions.md#sgmat-large).
 LARGE_GEMM = 2 * FILL
 
 
@@ -279,10 +235,8 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
         min_depth products an output, else unsplit); A gathered from x where it splits."""
         tm, tn, tks = _tile(t, config)
         t = t | {"kz": split_k(geom, caps, tm, tn, tks, target, min_depth)}
-        # Split across workgroups, A gathered from x beat cl's repacked copy (its pass costs what it saves on a
-        # short multiply): H200 float16, session 12, `full` stride1_3x3 and stride1_3x3x3 (kz 4) 0.040 and 0.039
-        # ms gathered against 0.044 and 0.044 with cl; unsplit, `large` stride1_3d_64 and stride1_256 ran 6%
-        # faster with cl (docs/h200/session12/sweep-phase_gemm_sgmat-float16-cl-s1-*.json).
+        # Split across workgroups, A gathered from x beats cl's copy, whose pass costs what it saves on a short
+        # multiply (docs/decisions.md#sgmat-split-gathers).
         if t["kz"] > 1 and t["cl"] and runs(gathered := t | {"cl": 0}):
             t = gathered
         return t
@@ -328,10 +282,8 @@ def default_tiles(geom, caps) -> dict:
         t, workgroups = shape(values)
         if workgroups >= FILL:
             return t
-    # Short of FILL workgroups even on 64 x 64 tiles, a deep reduction is split across workgroups by
-    # phase_gemm's rule: on an H200, `full` stride1_3x3 and stride1_3x3x3 (64 workgroups unsplit) took
-    # 0.057 and 0.050 ms with kz 4 against 0.114 and 0.095 unsplit (docs/h200/sweeps/
-    # phase_gemm_sgmat-f16-ad-full.json); `large` stride1_3d, already at 256 workgroups, ran slower split.
+    # Short of FILL workgroups even on 64 x 64 tiles, a deep reduction splits across workgroups by phase_gemm's
+    # rule (docs/decisions.md#sgmat-split-k).
     t, workgroups = shape(_SMALL)
     if workgroups < FILL:
         tm, tn, tks = _tile(t, config)
