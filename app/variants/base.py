@@ -231,12 +231,9 @@ def tall_gemm_tiles(geom: ConvGeometry) -> int:
 def channels_last_pays(geom: ConvGeometry) -> bool:
     """Whether the stride-phase GEMMs should read A from x repacked channels-last (`cl`): at stride 1 with a
     kernel of 2+ taps. There every tap reads the same pixels shifted, and the GEMM's rows fetch 16-byte runs of
-    in-channels from the copy. Measured on an H200 (docs/performance.md, session 8): float16 stride1_256_3x3
-    0.088 ms against 0.092 gathered, stride1_3d_64_3x3x3 0.094 against 0.100; float32 0.261 against 0.265 and
-    0.295 against 0.339. At stride 2+ and on 1x1 kernels the gathered or vector rows of NCHW x were as fast or
-    faster on every `large` case in both dtypes (float16 batch16 0.061 against 0.066, 1x1 0.041 against
-    0.077): their rows are already runs of x's pixels, and the copy is a pass of its own. phase_gemm_sgmat
-    gathers A where it splits a stride-1 GEMM across workgroups (its own rule)."""
+    in-channels from the copy; at stride 2+ and on 1x1 kernels the rows are already runs of x's pixels, and the
+    copy is a pass of its own (docs/decisions.md#channels-last). phase_gemm_sgmat gathers A where it splits a
+    stride-1 GEMM across workgroups (its own rule)."""
     return all(s == 1 for s in geom.strides) and math.prod(geom.kernel) >= 2
 
 

@@ -25,17 +25,8 @@ from .phase_gemm import FILL_INVOCATIONS
 # The vector GEMM into columns: tm x tn tiles of rows x pixels, rm x rn per invocation, tk in-channels a step, the
 # reduction split kz ways; fc: the fold, 0 with the attributes as uniforms, 1 as literals, 2 by cells (every tap
 # written out: kernels of up to CELL_MAX_TAPS taps, strides of up to CELL_MAX_PHASES phases); fr: outputs a fold
-# invocation sums (fc 0 and 1). H200, session 20 (docs/h200/session20/):
-# - 64 x 64 tiles of 8 x 8, a step of 8: the fastest or within 4% of it on 8 of the 10 `large` and `full` layers
-#   swept over 24 tile shapes (call1/sweep-*.json);
-# - the fold of cyclegan_up alone: 0.071 ms with uniforms, 0.026-0.028 as literals, 0.0155 by cells; the layer
-#   0.156, 0.112 and 0.101 (kernel probe, call2/ and call3/probe.txt);
-# - splits: the smallest kz of COLS_SPLITS that makes phase_gemm's FILL_INVOCATIONS, keeping COLS_MIN_STEPS steps a
-#   split (kz 2 won on the sweep's GEMMs of 16K invocations: `full` hifigan_k16s8p4 0.063 ms against 0.073,
-#   dcgan_batch8 0.047 against 0.051).
-# Session 24 (docs/performance.md): 128 x 64 tiles with a step of 16 won on the tuned layers whose grid was one wave
-# (256 workgroups) and lost 1.19-1.25x on the holdout's encodec and bigvgan (320, 384): this GEMM times as if about 256
-# invocations a multiprocessor were resident, and a grid just past a wave pays a second one.
+# invocation sums (fc 0 and 1). Defaults: 64 x 64 tiles of 8 x 8 at step 8, the fold by cells where they fit; kz the
+# smallest of COLS_SPLITS that makes FILL_INVOCATIONS, COLS_MIN_STEPS steps a split (docs/decisions.md#cols-gemm).
 COLS_VEC4 = "conv-transpose-cols-gemm-vec4.wgsl.jinja"
 COLS_VEC4_SHAPE = {"tm": 64, "tn": 64, "rm": 8, "rn": 8, "tk": 8, "fc": 2, "fr": 4}
 COL2IM_CELLS = "conv-transpose-col2im-cells.wgsl.jinja"

@@ -131,20 +131,10 @@ def resolved(params: dict, geom) -> tuple[int, int]:
 
 
 def default_params(geom, caps) -> dict:
-    # GPUs: one 16-byte store per row per invocation (a vec4 of f32, or eight packed halves), so that each
-    # store instruction of a warp covers 512 contiguous bytes, and about 32 outputs per invocation through
-    # more stride cells of the next-to-last axis (they share window rows and the index arithmetic). On an
-    # H200 (tools/gpu/kernel_probe.mjs; docs/h200/sweeps/grouped-cells-*, grouped-probe.txt) the depthwise
-    # `large` case took 0.0328 ms in float32 with 4 cells against 0.0337 with 1 (0.0378 before the grid
-    # took the output's shape), and 0.0248 ms in float16 with 2 cells against 0.0254. Wider rows per
-    # invocation (8 float32 outputs: two stores a row) were slower everywhere.
-    # With several output channels per group, the 32 accumulators go to up to 4 channels first (each loaded
-    # input then feeds 4 channels' taps: the grouped g32 case is bound by loads, not multiply-adds), in vec4
-    # rows whatever the dtype: g32 took 0.0498 ms in float32 and 0.0479 in float16 with 4 channels of one
-    # cell, against 0.054 / 0.061 with 1 channel of 4 / 2 cells (docs/h200/sweeps/grouped-chans-*.json).
-    # Software adapters run invocations as SIMD lanes of CPU threads: fewer, longer invocations (16 outputs
-    # per row, at most 32 per invocation over the prod(outer strides) rows of a cell; SwiftShader's tuning
-    # found 16 over 8 and 4) win there.
+    # GPUs: one 16-byte store a row per invocation (a warp's store covers 512 contiguous bytes) and about 32 outputs
+    # an invocation, through more stride cells of the next-to-last axis (they share window rows and index arithmetic)
+    # or, with several out-channels a group, up to 4 channels first (docs/decisions.md#grouped-defaults). Software
+    # adapters: fewer, longer invocations (16 outputs a row, at most 32 an invocation), as SwiftShader's tuning found.
     rows = math.prod(geom.strides[:-1])
     widest = _widest_store(geom)
     if caps.is_software:
@@ -168,12 +158,8 @@ def default_params(geom, caps) -> dict:
 
 
 def _reads_vectors(geom, caps, params: dict) -> bool:
-    # x as vectors pays for float16, whose scalar reads move 2 bytes each: on the H200 through the bench
-    # path, depthwise `large` 0.024 ms against 0.028 read by scalars, g32 0.042 against 0.048. In float32 it
-    # does not: depthwise 0.037 against 0.034, g32 with 4 channels 0.058-0.060 against 0.050 (the kernel
-    # timed alone, tools/gpu/kernel_probe.mjs, had g32 the other way round, 0.0525 against 0.0577; the
-    # bench path is what a caller gets). docs/h200/sweeps/grouped-xv-probe.txt, docs/h200/grouped-check/.
-    # Software adapters keep scalar reads.
+    # x as vectors pays for float16, whose scalar reads move 2 bytes each; float32 and software adapters read scalars
+    # (docs/decisions.md#grouped-x-vectors).
     return geom.dtype == "float16" and not caps.is_software and x_vector(geom, resolved(params, geom)[1]) > 1
 
 
@@ -254,11 +240,9 @@ def configure(geom, caps, params: dict) -> Plan | Refusal:
                   min(cells["zs"], limit))
     if max(workgroups[:2]) > limit:
         return Refusal(f"{workgroups[:2]} workgroups along x, y exceed the device's {limit} per dimension")
-    # On GPUs each (channel, out-channel) row of taps is padded to whole vec4s of f32 by a weight pass, once
-    # per weight content: a tap costs a quarter of a load and no conversion in the kernel (the H200's g32
-    # case 0.0554 -> 0.0513 ms f32, 0.0605 -> 0.0562 f16; docs/h200/sweeps/grouped-wt-chans-probe.txt).
-    # SwiftShader ran the small tier's grouped_up case slower with it (1.07-1.30 ms against 0.79-0.83 by
-    # scalar taps, min of 10, two rounds each), so software adapters read w as it is.
+    # On GPUs each (channel, out-channel) row of taps is padded to whole vec4s of f32 by a weight pass, once per
+    # weight content (a tap: a quarter of a load, no conversion); software adapters read w as it is
+    # (docs/decisions.md#grouped-packed-weights).
     taps = math.prod(geom.kernel)
     packed_w = not caps.is_software
     row_vec4s = -(-taps // 4)

@@ -21,12 +21,8 @@ from .phase_gemm_sgmat import (FEATURES, ROW_PAD_BYTES, component_bytes, direct_
 NAME = "stride1_halo_sgmat"
 TEMPLATE = "conv-transpose-stride1-halo-sgmat.wgsl.jinja"
 PARAMS = ("sg_m", "sg_n", "kt", "cm", "cn", "kb", "tw", "th")
-# (sg_m, sg_n, kt, cm, cn, kb) from an H200 sweep of the bench.json grid (f16, docs/h200/sweeps/
-# halo-f16-kt.json): 2 x 2 subgroups of 4 x 2 matrices (a 128-output x 64-out-channel tile), the taps dealt
-# to 4 groups of them (512 invocations), one K-block per chunk: the fastest on both `large` stride-1 cases
-# (stride1_3d 0.114 ms, stride1_256_3x3 0.076), though only 128 workgroups fill the GPU on the second.
-# Without the tap groups (kt 1) the same tiles took 0.30 ms on stride1_3d: one subgroup per 16 x 32
-# outputs left the GPU's schedulers waiting on latency; 4 x 4 matrices per subgroup took 0.45.
+# (sg_m, sg_n, kt, cm, cn, kb): 2 x 2 subgroups of 4 x 2 matrices (a 128-output x 64-out-channel tile), the taps
+# dealt to 4 groups of them (512 invocations), one K-block a chunk (docs/decisions.md#halo-tiles).
 _SHAPE = (2, 2, 4, 4, 2, 1)
 BOX_WIDTHS = (16, 32)  # the default's choices of tw; th is a power of two
 

@@ -18,22 +18,13 @@ NAME = "uniform_phase_gemm"
 TEMPLATE = "conv-transpose-uniform-phase-gemm.wgsl.jinja"
 PARAMS = ("tm", "tn", "rm", "rn", "tk")
 F32_BYTES = 4  # staged as f32 whatever the storage dtype
-# GPU tiles (tm, tn, rm, rn, tk): H200, session 22, a sweep of each grid below forced on `full` layers
-# (docs/h200/session22/call2/sweep-*.json). Over fcn8s_upscore8_k16s8 (1344 rows) and vnet_up_k2s2_c16 (128),
-# every tm, tn in {64, 128}, rm, rn in {4, 8}, tk in {8, 16}: 128 x 64 tiles of 8 x 4 blocks were the best over both
-# (1.07x each case's best, geometric mean): fcn8s 0.081 ms against its best 0.072 (128 x 128 of 8 x 8, which took
-# 0.335 against 0.251 on vnet), vnet 0.2525 against its best 0.2512 (64 x 128 of 8 x 4); 128 x 64 of 8 x 8 took
-# 0.080 and 0.314. Where every row fits 16 (fsrcnn_deconv_k9s3p4: 1 out-channel x 9 phases;
-# dcgan_rgb_k4s2p1: 3 x 4), tm in {16, 32}, tn in {64, 128, 256}, rm in {2, 4}, rn in {4, 8}, tk in {8, 16}: 16 x 128
-# of 2 x 8 won both in float32 (0.089 and 0.062 ms, against 0.322 and 0.240 on 128-row tiles) and was within 4% of
-# the best in float16.
+# GPU tiles (tm, tn, rm, rn, tk): 128 x 64 of 8 x 4 blocks, or 16 x 128 of 2 x 8 where every row fits 16
+# (docs/decisions.md#uniform-phase-tiles).
 _GPU = (128, 64, 8, 4, 8)
 _GPU_FEW_ROWS = (16, 128, 2, 8, 8)
 _CPU = (32, 32, 4, 4, 8)  # few invocations on software adapters, as the other GEMMs' CPU tiles
-# No tuning grid in bench.json: its candidates are rendered for the software adapters too (the tuner runs there), and
-# SwiftShader compiles a fully unrolled GPU tile slowly; a grid of the sweeps' sizes made 120 shader structures that
-# tools/wgsl/check.py compiles there, over 10 minutes and 14 GB of memory for tint.mjs. The tuner and autotuning take
-# the defaults above; the sweeps ran with `as_dtype.py --grid` (tools/gpu/run.sh sweep).
+# No tuning grid in bench.json: its candidates are rendered for the software adapters too, where SwiftShader compiles
+# unrolled GPU tiles too slowly; the tuner takes the defaults above (docs/decisions.md#uniform-phase-tiles).
 
 
 def gemm_rows(geom) -> int:
