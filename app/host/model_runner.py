@@ -329,7 +329,7 @@ def _run_all(ml, layers, counts, host, against, dtype, chain, runs, warmup, sett
 def _run_chain(ml, layers, counts, host, dtype, common, tmp: Path) -> None:
     # A host of its own, as an app runs its decoder: after the layer-by-layer runs (a kernel and two ORT
     # sessions each, and their garbage) the same chain in the same Node process took 10.2 ms end to
-    # end on the H200 against 3.7 in a fresh one, ORT's session 6.5 against 8.0.
+    # end on the H200 against 3.7 in a fresh one, and ORT 6.5 ms against 8.0.
     dropped = onnx_model.dropped_between(ml, layers)
     label = (f"chain {' -> '.join(l.name for l in layers)} ({len(layers)} layers"
              + (f"; {', '.join(dropped)} between them dropped" if dropped else "") + ")")
