@@ -32,9 +32,8 @@ COL2IM_NAMES = {1: "ncl1d_col2im", 2: "nchw2d_col2im", 3: "ncdhw3d_col2im"}
 
 TILE = 16  # the plain tiled GEMM: TILE x TILE invocations, one output each, k-step TILE
 # The register-blocked GEMM: wx * wy invocations, each rm x rn outputs; tiles of (wy*rm) x (wx*rn), k-step tk.
-# 8x8 invocations of 4x4 (32x32 tiles, 4 KiB of workgroup memory) measured as fast as 16x16 on SwiftShader and
-# wastes less on small sizes. 8x8 outputs per invocation made SwiftShader's compiler grow to 12 GB (OOM-killed),
-# and unrolled tile loads (tk 32) crashed its GPU process: keep the body small.
+# 8 x 8 invocations of 4 x 4 outputs (32 x 32 tiles, 4 KiB of workgroup memory): a body small enough for
+# SwiftShader's compiler (docs/decisions.md#gemm-register-blocks).
 REG_SHAPE = {"wx": 8, "wy": 8, "rm": 4, "rn": 4, "tk": 16}
 ELEMENTWISE_WORKGROUP = 256
 COLS_BYTES = 4  # the column buffer is f32 for every storage dtype: col2im sums its entries again

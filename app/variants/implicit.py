@@ -14,8 +14,8 @@ from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, Tunable, Variant, io, wor
 
 STRIDE1_NAME = "stride1_implicit_gemm"
 PORTABLE = "conv-transpose-stride1-implicit-gemm.wgsl.jinja"
-# Below 8 channels per group a tile is mostly padding and the gather kernel wins (SwiftShader: 2x at 4
-# in/out channels, 10x depthwise; the GEMM wins 2x from 8 up), so the GEMM variants leave those to it.
+# Below 8 channels per group a tile is mostly padding and the gather kernel wins, so the GEMM variants leave those to
+# it (docs/decisions.md#implicit-min-channels).
 MIN_CHANNELS = 8
 
 # Workgroup shapes (tx, ty, rm, rn) by out-channels per group: tx*rm pixels x ty*rn out-channels per tile,
