@@ -193,7 +193,7 @@ def test_loads_through_registers_and_straight_into_workgroup_memory_both_match_o
     grid = {"direct": [0, 1]}
     table = checked_tuning(node_host, SPLIT_K_CASES, grid, 7)
     measured = {m["case"]: {json.loads(k).get("direct", 0) for k in m["medians"]} for m in table["measured"]}
-    assert measured == {name: {0, 1} for name, *_ in SPLIT_K_CASES}
+    assert measured == {f"t/{name}/float32": {0, 1} for name, *_ in SPLIT_K_CASES}
 
 
 def test_forced_split_k_matches_the_reference_on_swiftshader(node_host):
@@ -203,7 +203,7 @@ def test_forced_split_k_matches_the_reference_on_swiftshader(node_host):
     wanted = {(1, 1)} | {(ks, kz) for ks in SPLIT_K_GRID["ks"] for kz in SPLIT_K_GRID["kz"]}
     measured = {m["case"]: {(json.loads(k)["ks"], json.loads(k)["kz"]) for k in m["medians"]}
                 for m in table["measured"]}
-    assert measured == {name: wanted for name, *_ in SPLIT_K_CASES}
+    assert measured == {f"t/{name}/float32": wanted for name, *_ in SPLIT_K_CASES}
 
 
 F16 = {"x": "float16", "w": "float16"}
@@ -212,24 +212,26 @@ F16 = {"x": "float16", "w": "float16"}
 WIDEST = {"sg_m": 2, "sg_n": 2, "cm": 4, "cn": 4}
 
 
-@pytest.mark.parametrize("x, w, attrs, dtypes, forced, decoded", [
+@pytest.mark.parametrize("x, w, attrs, dtypes, variant, forced, decoded", [
     # phase_gemm_sgmat's widest tiles (4 x 4 result matrices a subgroup) on A gathered in 2D: `large`
     # grouped_g2_wide ran 0.150 ms with the step state against 0.085 decoding per load (H200, session 14); its
-    # rule's tiles now spread over 4 x 4 subgroups of 2 x 2 matrices, which keep the state (0.083, session 15)
-    ((1, 512, 64, 64), (512, 128, 4, 4), {"group": 2, "strides": [2, 2], "pads": [1] * 4}, F16, WIDEST, True),
-    ((1, 512, 64, 64), (512, 128, 4, 4), {"group": 2, "strides": [2, 2], "pads": [1] * 4}, F16, None, False),
+    # default tiles now spread over 4 x 4 subgroups of 2 x 2 matrices, which keep the state (0.083, session 15)
+    ((1, 512, 64, 64), (512, 128, 4, 4), {"group": 2, "strides": [2, 2], "pads": [1] * 4}, F16, "phase_gemm_sgmat",
+     WIDEST, True),
+    ((1, 512, 64, 64), (512, 128, 4, 4), {"group": 2, "strides": [2, 2], "pads": [1] * 4}, F16, "phase_gemm_sgmat",
+     None, False),
     # the same tiles in 1D (`large` hifigan_512: 0.089 -> 0.080 ms with the state), and on A loaded as vectors
     # (`large` proj_512: 0.036 -> 0.034)
-    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, F16, None, False),
-    ((1, 512, 128, 128), (512, 256, 1, 1), {}, F16, None, False),
+    ((1, 512, 2000), (512, 256, 16), {"strides": [8], "pads": [4, 4]}, F16, "phase_gemm_sgmat", None, False),
+    ((1, 512, 128, 128), (512, 256, 1, 1), {}, F16, "phase_gemm_sgmat", None, False),
     # phase_gemm, both structures (`large` dcgan_1024 0.052 -> 0.044 ms, unet3d_256 0.110 -> 0.093)
-    ((1, 1024, 4, 4), (1024, 512, 4, 4), {"strides": [2, 2], "pads": [1] * 4}, None, None, False),
-    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, None, None, False),
+    ((1, 1024, 4, 4), (1024, 512, 4, 4), {"strides": [2, 2], "pads": [1] * 4}, None, "phase_gemm", None, False),
+    ((1, 1024, 32, 32), (1024, 512, 2, 2), {"strides": [2, 2]}, None, "phase_gemm", None, False),
 ])
 def test_loads_keep_the_step_state_but_on_the_widest_matrix_tiles_over_gathered_2d_or_3d_a(x, w, attrs, dtypes,
-                                                                                          forced, decoded):
+                                                                                          variant, forced, decoded):
     geom = infer(x, w, None, attrs, dtypes)
-    launch = plan(geom, h200_caps(), "phase_gemm_sgmat", forced) if forced else plan(geom, h200_caps())
+    launch = plan(geom, h200_caps(), variant, forced)
     assert not forced or all(launch.tiles[k] == v for k, v in forced.items())
     gemm = next(d for d in launch.dispatches if "gemm" in d.template)
     source = render(gemm.template, gemm.params)
