@@ -1,9 +1,9 @@
 """phase_gemm's vector structure (docs/ceiling.md's f32 GEMM): cl (float32 GEMMs on A from x repacked
-channels-last) and rv (on A gathered from x): when the planner's defaults take them and with which tiles, what
+channels-last) and rv (on A gathered from x): when phase_gemm's defaults take them and with which tiles, what
 they refuse and why, the repack pass and the buffers it binds; and their results against test.json's expected
 outputs and the float64 reference on SwiftShader (headless Chromium, and Dawn in Node), where they run only when
-forced. Where the planner now runs a layer on col2im_gemm_vec4 (tests/test_cols_gemm.py), phase_gemm is forced: its
-own defaults are what these tests are about."""
+forced. phase_gemm is forced throughout: its own defaults are what these tests are about (which covering variant
+the planner runs on a layer is its cost model's or a measurement's choice, app/planner.py)."""
 import json
 import math
 
@@ -21,7 +21,7 @@ from tests.test_phase_gemm import checked_tuning
 F16 = {"x": "float16", "w": "float16"}
 SOFTWARE = h200_caps(architecture="swiftshader", is_fallback=True)
 
-# bench.json's `large` stride-1 dense float32 layers: (x, w, attributes, (tm, tn, kz) of the rule, yv)
+# bench.json's `large` stride-1 dense float32 layers: (x, w, attributes, (tm, tn, kz) of its defaults, yv)
 STRIDE1 = [
     # 128 x 128 tiles make 64 workgroups, 16K invocations: split in two across workgroups
     ((1, 256, 64, 64), (256, 256, 3, 3), {"pads": [1] * 4}, (128, 128, 2), 1),
@@ -42,8 +42,8 @@ STRIDED = [
 
 @pytest.mark.parametrize("x, w, attrs, rv", STRIDED)
 def test_strided_and_1x1_float32_layers_read_nchw_x_in_the_structure_that_pays(x, w, attrs, rv):
-    launch = plan(infer(x, w, [w[1]], attrs), h200_caps())
-    assert launch.variant == "phase_gemm" and "cl" not in launch.tiles
+    launch = plan(infer(x, w, [w[1]], attrs), h200_caps(), "phase_gemm")
+    assert "cl" not in launch.tiles
     assert launch.tiles.get("rv", 0) == rv
     want = phase_gemm.VEC4 if rv else phase_gemm.TEMPLATE
     assert launch.dispatches[-1].template == want and launch.dispatches[-1].params.get("xc", 0) == 0
@@ -54,7 +54,7 @@ def test_tiles_a_table_measured_on_the_gathering_kernel_keep_it():
     # for this class until session 14, when the rules beat it (app/variants/phase_gemm.py)
     h200 = h200_caps(vendor="nvidia", device="nvidia-h200")
     geom = infer((1, 512, 400), (512, 256, 16), [256], {"strides": [8], "pads": [4, 4]})
-    assert plan(geom, h200_caps(), "phase_gemm").tiles["rv"] == 1  # the rule, with no table
+    assert plan(geom, h200_caps(), "phase_gemm").tiles["rv"] == 1  # its defaults, with no table
     entry = {"params": {"ks": 2, "rm": 4, "rn": 8, "tk": 8, "tm": 64, "tn": 64, "kz": 1, "rv": 0}}
     table = {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(h200),
              "variants": {"phase_gemm": {tuning_tables.shape_class(geom): entry}}}
@@ -280,7 +280,7 @@ def test_rv_takes_64_row_tiles_in_2d_and_3d_where_the_gathering_kernel_takes_128
     geom = infer(x, w, [w[1]], attrs)
     gathering = phase_gemm._gathering_defaults(geom, h200_caps())
     assert (gathering["tm"], gathering["tn"], gathering["tk"]) == (128, 128, 8)
-    t = plan(geom, h200_caps()).tiles
+    t = plan(geom, h200_caps(), "phase_gemm").tiles
     assert (t["tm"], t["tn"], t["tk"], t["rv"]) == (rows, 128, 8, 1)
 
 
@@ -318,7 +318,7 @@ def test_rv_fills_the_gpu_with_smaller_blocks_then_splits_a_deep_reduction_acros
     # and 0.296)
     ((1, 128, 8192), (128, 64, 4), {"strides": [2], "pads": [1, 1]}, (128, 64, 4, 16)),
     ((1, 128, 256, 256), (128, 64, 2, 2), {"strides": [2, 2]}, (128, 64, 4, 16)),
-    # 21 out-channels (an FCN head; the planner gives it uniform_phase_gemm, tests/test_uniform_phase.py): 32 columns
+    # 21 out-channels (an FCN head, which uniform_phase_gemm covers too, tests/test_uniform_phase.py): 32 columns
     ((1, 21, 16, 16), (21, 21, 64, 64), {"strides": [32, 32]}, (128, 32, 4, 8)),
 ])
 def test_narrow_unsplit_gemms_take_tiles_as_wide_as_their_out_channels(x, w, attrs, tiles):
@@ -329,7 +329,8 @@ def test_narrow_unsplit_gemms_take_tiles_as_wide_as_their_out_channels(x, w, att
 def test_narrow_gemms_decide_their_splits_on_the_tiles_the_splits_were_measured_on():
     # `full` stride1_3x3x3 (64 out-channels, 1728 products): 32 workgroups of 128 x 64 tiles, under SPLIT_BELOW,
     # so split across workgroups on 64 x 64 tiles as before the narrow tiles existed
-    t = plan(infer((1, 64, 16, 16, 16), (64, 64, 3, 3, 3), None, {"pads": [1] * 6}), h200_caps(), tables=[]).tiles
+    t = plan(infer((1, 64, 16, 16, 16), (64, 64, 3, 3, 3), None, {"pads": [1] * 6}), h200_caps(), "phase_gemm",
+             tables=[]).tiles
     assert (t["tm"], t["tn"], t["rm"], t["kz"]) == (64, 64, 8, 4)
 
 
@@ -338,7 +339,7 @@ def test_wide_tiles_take_the_columns_that_compute_the_fewest(columns, want):
     # `full` depthanything_b_k2s2 (192 out-channels): 0.042 ms on 64-column tiles against 0.050 on 128 (H200,
     # session 15, docs/h200/session15/sweep-phase_gemm-float32-fit.json); `holdout` hdemucs (192) 2.467 -> 1.929 ms
     geom = infer((1, 256, 64, 64), (256, columns, 2, 2), None, {"strides": [2, 2]})
-    assert plan(geom, h200_caps(), tables=[]).tiles["tn"] == want
+    assert plan(geom, h200_caps(), "phase_gemm", tables=[]).tiles["tn"] == want
 
 
 def test_devices_refusing_the_wide_tiles_keep_the_columns_their_variants_were_measured_against():
