@@ -44,22 +44,27 @@ NODE_SWIFTSHADER = DeviceCaps(features=frozenset({"subgroups", "timestamp-query"
                               subgroup_max_size=4)
 
 _FILL = {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 3}
-# tests/test_tuning_candidates.py tunes these in the page: odd sizes, so tile edges and tails are hit.
+# tests/test_tuning_candidates.py tunes these in the page: odd sizes, so tile edges and tails are hit. Each names
+# the variant whose grid it explores (the planner's choice is its cost model's, not fixed per shape).
 TUNING_CASES = [
     {"name": "phase_gemm", "tier": "t", "x": [2, 12, 3, 3], "w": [12, 10, 3, 3], "bias": True,
-     "attributes": {"strides": [2, 2], "pads": [1, 1, 0, 0]}, "fill": _FILL},
+     "attributes": {"strides": [2, 2], "pads": [1, 1, 0, 0]}, "fill": _FILL, "variant": "nchw2d_phase_gemm_tiled"},
     {"name": "stride1", "tier": "t", "x": [1, 10, 5, 4], "w": [10, 12, 3, 2], "bias": True,
      "attributes": {"pads": [1, 0, 0, 1]}, "fill": _FILL, "variant": "stride1_implicit_gemm"},
     {"name": "one_by_one", "tier": "t", "x": [1, 20, 5, 5], "w": [20, 18, 1, 1], "bias": False,
-     "attributes": {}, "fill": _FILL},
+     "attributes": {}, "fill": _FILL, "variant": "conv1x1_gemm_tiled_reg"},
     {"name": "phase1d", "tier": "t", "x": [2, 10, 37], "w": [10, 6, 5], "bias": True,
-     "attributes": {"strides": [3], "pads": [1, 2], "output_padding": [1]}, "fill": _FILL},
+     "attributes": {"strides": [3], "pads": [1, 2], "output_padding": [1]}, "fill": _FILL,
+     "variant": "ncl1d_phase_tiled"},
     {"name": "grouped1d", "tier": "t", "x": [2, 6, 19], "w": [6, 2, 3], "bias": True,
-     "attributes": {"group": 3, "strides": [2], "pads": [1, 1], "output_padding": [1]}, "fill": _FILL},
+     "attributes": {"group": 3, "strides": [2], "pads": [1, 1], "output_padding": [1]}, "fill": _FILL,
+     "variant": "ncl1d_grouped_stride_phase"},
     {"name": "depthwise2d", "tier": "t", "x": [1, 8, 5, 7], "w": [8, 1, 4, 4], "bias": False,
-     "attributes": {"group": 8, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "fill": _FILL},
+     "attributes": {"group": 8, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "fill": _FILL,
+     "variant": "nchw2d_grouped_stride_phase"},
     {"name": "grouped3d", "tier": "t", "x": [1, 4, 3, 4, 5], "w": [4, 3, 3, 3, 3], "bias": True,
-     "attributes": {"group": 2, "strides": [2, 3, 2], "pads": [1, 0, 1, 1, 0, 1]}, "fill": _FILL},
+     "attributes": {"group": 2, "strides": [2, 3, 2], "pads": [1, 0, 1, 1, 0, 1]}, "fill": _FILL,
+     "variant": "ncdhw3d_grouped_stride_phase"},
     {"name": "phase_gemm3d", "tier": "t", "x": [1, 9, 3, 4, 3], "w": [9, 10, 3, 2, 3], "bias": True,
      "attributes": {"strides": [2, 1, 3], "pads": [1, 0, 0, 0, 1, 2]}, "fill": _FILL, "variant": "phase_gemm"},
     {"name": "cols", "tier": "t", "x": [1, 20, 6, 6], "w": [20, 6, 3, 3], "bias": True,
