@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from dataclasses import dataclass
 
 from .plan import Plan
@@ -35,6 +36,7 @@ _WORKGROUP_SIZE = re.compile(r"@workgroup_size\(([^)]*)\)")
 # Where a variant and dtype were never measured on an adapter: this fraction of the slowest measured rate, so
 # that an unmeasured kernel wins only where it does far less work.
 UNMEASURED_RATE = 0.5
+MAX_RATE_OVER_MEDIAN = 20.0
 
 
 @dataclass(frozen=True)
@@ -172,6 +174,9 @@ def fit(rows: list[tuple[Features, float]], sweeps: int = 3) -> dict:
             def err(log_value, name=name):
                 return _loss(rows, _with_rates(by_key, dict(model, **{name: 10 ** log_value}), steps=20))
             model = _with_rates(by_key, dict(model, **{name: 10 ** _golden(err, lo, hi, 18)}))
+    # A variant whose rows the fixed costs explain alone fits an unbounded rate: capped, it never predicts free arithmetic.
+    cap = MAX_RATE_OVER_MEDIAN * statistics.median(model["rates"].values())
+    model["rates"] = {k: min(r, cap) for k, r in model["rates"].items()}
     model["resident"] = int(round(model["resident"]))
     return model
 
