@@ -34,7 +34,7 @@ async def get_kernel(kernel_id: str, version: int = 1, revision: str | None = No
     GPU-resident tensors must live on it); without it, one device the package opens and shares.
     `limits` caps the device limits the package plans with (names in app.device.CAPPABLE): requests past
     them are split into pieces (app/split.py); tests use it to split tiny tensors.
-    `autotune`: each signature's first call times the candidates the rules nominate and keeps the fastest
+    `autotune`: each signature's first call times the candidates the cost model ranks first and keeps the fastest
     (app/autotune.py), remembered in `autotune_store` (async get/set of JSON text; default: this session's
     memory, in JS IndexedDB or a JSON file), searching at most `autotune_budget_ms` per signature."""
     if kernel_id != contract.kernel_id():

@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--verbose", action="store_true", help="log every request")
     bench = sub.add_parser("bench", help="time bench.json's cases on real WebGPU")
     bench.add_argument("--tier", default="small",
-                       help="the bench file's tier: bench.json has small, full, large and holdout (shapes kept out of tuning, to check the rules generalise)")
+                       help="the bench file's tier: bench.json has small, full, large and holdout (shapes kept out of tuning, to check that choices generalise)")
     bench.add_argument("--host", choices=["browser", "node"], default="browser")
     bench.add_argument("--variants", help="'all' (every covering variant per case) or a comma-separated list; "
                                           "default: the planner's choice")
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     tune = sub.add_parser("tune", help="measure the best tile params per variant and shape class on this adapter "
                                        "and write tuning/<adapter>.json")
     tune.add_argument("--tier", default="small",
-                      help="a tier of the bench file (default small); never holdout, which checks the rules on "
+                      help="a tier of the bench file (default small); never holdout, which checks choices on "
                            "shapes nothing was tuned on")
     tune.add_argument("--host", choices=["browser", "node"], default="browser")
     tune.add_argument("--runs", type=int, default=3)

@@ -33,8 +33,8 @@ from .timing import time_plan
 
 FORMAT = 1
 BUDGET_MS = 2000.0  # per signature: what a first call may spend searching
-MAX_NOMINEES = 4  # candidates timed, fastest predicted first (decisions.md: autotune-nominees)
-GRID_PER_VARIANT = 2  # measured tiles from other shape classes offered per tunable variant
+MAX_NOMINEES = 4  # candidates timed, fastest predicted first (docs/decisions.md#autotune-nominees)
+GRID_PER_VARIANT = 2  # measured tiles from other shape classes offered per tunable variant (same entry)
 RUNS = 3
 # On a real GPU each timed run is this many back-to-back submissions after untimed work (app/bench.py
 # time_plan): timed between host round trips an H200 sat at a third of its clocks and ranked by luck.
@@ -90,12 +90,12 @@ def stored_choice(text, geom: ConvGeometry, caps, revision: str, tables) -> Choi
     try:  # bounded in size and depth before parsing, then checked against the entry's schema
         entry = store_entries.parse(text, FORMAT, planner.VARIANTS, geom, caps)
     except store_entries.EntryError as exc:
-        warnings.warn(f"autotune: a stored choice is unreadable ({exc}); ignored, the rules decide", stacklevel=2)
+        warnings.warn(f"autotune: a stored choice is unreadable ({exc}); ignored, the planner decides", stacklevel=2)
         return None
     variant, params = entry["variant"], entry["params"]
     if entry.get("adapter") != tuning_tables.adapter_key(caps) or entry.get("revision") != revision:
         warnings.warn("autotune: the stored choice was measured on another adapter or package revision; ignored, "
-                      "the rules decide", stacklevel=2)
+                      "the planner decides", stacklevel=2)
         return None
     try:
         planner.plan(geom, caps, variant, params, tables)
@@ -103,8 +103,8 @@ def stored_choice(text, geom: ConvGeometry, caps, revision: str, tables) -> Choi
     except ConvTransposeError as exc:
         why = str(exc)
     if why:
-        warnings.warn(f"autotune: the stored choice no longer covers this request ({why}); ignored, the rules "
-                      "decide", stacklevel=2)
+        warnings.warn(f"autotune: the stored choice no longer covers this request ({why}); ignored, the planner "
+                      "decides", stacklevel=2)
         return None
     return Choice(variant, params, "store")
 

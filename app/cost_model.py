@@ -16,7 +16,8 @@ workgroups (a long reduction in few tiles) pays its whole per-workgroup depth, a
 wave pays for two. `rate` is the variant's arithmetic efficiency per resident invocation, one per variant
 and dtype; `resident`, `launch` and `bandwidth` are the adapter's. All are calibrated per adapter class
 from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's tuning table
-(app/tuning_tables.py `cost_model`), with the revision they were measured at. Pure Python.
+(app/tuning_tables.py `cost_model`), with the revision they were measured at (docs/decisions.md#cost-model).
+Pure Python.
 """
 from __future__ import annotations
 
@@ -33,10 +34,9 @@ from .shapes import ConvGeometry
 HELPER_PASSES = ("col2im", "split-sum", "channels-last", "nonfinite-check")
 DTYPE_BYTES = {"float32": 4, "float16": 2}
 _WORKGROUP_SIZE = re.compile(r"@workgroup_size\(([^)]*)\)")
-# Where a variant and dtype were never measured on an adapter: this fraction of the slowest measured rate, so
-# that an unmeasured kernel wins only where it does far less work.
+# An unmeasured variant: this fraction of the slowest measured rate (docs/decisions.md#unmeasured-rate).
 UNMEASURED_RATE = 0.5
-MAX_RATE_OVER_MEDIAN = 20.0
+MAX_RATE_OVER_MEDIAN = 20.0  # no fitted rate above 20x the adapter's median (docs/decisions.md#rate-cap)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import math
 import random
 
 TIER = "fresh"
-MAX_MADDS = 3_000_000_000
+MAX_MADDS = 3_000_000_000  # a tier of 60 fits one device call (docs/decisions.md#fresh-tier)
 MAX_ELEMENTS = 24_000_000
 CHANNELS = (1, 3, 8, 16, 21, 32, 48, 64, 96, 128, 192, 256, 320, 384, 512, 768, 1024, 1536, 2048)
 STRIDES = (1, 1, 2, 2, 2, 2, 3, 4, 4, 5, 8)

@@ -47,7 +47,7 @@ class ConvTransposeKernel:
         # A DeviceHandle (app/device.py): the current Gpu, reopened after a loss, and the (capped) caps to plan
         # with. Named `gpu` because callers and the README use kernel.gpu.memory() and its counters.
         self.gpu = gpu
-        self.autotuner = autotuner  # app/autotune.py Autotuner: the rules' choice timed against its rivals
+        self.autotuner = autotuner  # app/autotune.py Autotuner: the best predicted candidates timed on first use
 
     @property
     def planning(self) -> str:

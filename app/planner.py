@@ -13,6 +13,7 @@ request's shape class, else its defaults. Who *should* is decided here, in this 
 3. predicted: the candidate the adapter's calibrated cost model (app/cost_model.py) predicts fastest.
 
 A seed name (app/variants/seed.py) is reported in place of its successor wherever it makes the same plan.
+Why one pipeline instead of an ordered rule table: docs/decisions.md#one-pipeline.
 """
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def candidates(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None =
     """Every covering (candidate, plan): each kernel with its table tiles or defaults, and with `grid` > 0 up
     to that many more tiles per tunable kernel, those the tables measured best most often elsewhere."""
     if geom.x_size == 0 and VARIANTS[EMPTY_INPUT].why_not(geom, caps) is None:
-        # An empty input has nothing to multiply: y is the bias, and the fill writes it without reading x or w.
+        # Nothing to multiply: the fill writes the bias without reading x or w (docs/decisions.md#empty-input).
         return [(Candidate(EMPTY_INPUT), VARIANTS[EMPTY_INPUT].configured(geom, caps))]
     out, seen = [], set()
     for variant in kernels():

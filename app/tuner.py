@@ -25,7 +25,7 @@ single sub-millisecond kernels then time 2-5x slower at random. Pure Python: run
 `python -m app tune`).
 
 The flow is one way: the tuner hands the kernel each candidate as arguments (kernel.call / timing.time_plan
-with `params=` for the case's variant) and measures against no table at all (`tables=[]`: the rules and
+with `params=` for the case's variant) and measures against no table at all (`tables=[]`: the cost model and
 each variant's defaults, not an older table of this adapter); the kernel plans through the planner, the
 only reader of tables. Nothing is set aside and restored.
 """
@@ -85,7 +85,7 @@ def _key(params: dict) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-# What the tuner measures against: no table (the rules and the variants' defaults).
+# What the tuner measures against: no table (the cost model and the variants' defaults).
 NO_TABLES: list[dict] = []
 
 
@@ -231,7 +231,7 @@ async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for
     """The tuning table for the current adapter (see the module docstring); `progress(text)` gets a line per case."""
     held_out = [c["name"] for c in cases if c.get("tier") == HOLDOUT]
     if held_out:
-        raise ValueError(f"the {HOLDOUT} tier checks that the rules generalise to shapes nothing was tuned on: "
+        raise ValueError(f"the {HOLDOUT} tier checks that choices generalise to shapes nothing was tuned on: "
                          f"it is never tuned on ({', '.join(held_out)})")
     grid_for = grids() if grid_for is None else grid_for
     results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]

@@ -1,18 +1,18 @@
-"""Per-device tuned render parameters: which tile/workgroup shape a variant uses on this adapter for this
-shape class, read from tuning tables measured by `python -m app tune` (app/tuner.py). Pure Python.
+"""Tuning tables: what was measured on one adapter, for the planner (app/planner.py) to read. Pure Python.
 
-A table (tuning/<vendor>-<architecture>[-<device>].json, shipped in the bundle) is keyed by the adapter's
-vendor, architecture and device: it applies only when all three match the current adapter (is_fallback
-too), otherwise every variant keeps its built-in defaults. Inside a table, entries are keyed by variant and
-shape class (`shape_class`: rank and bucketed channel and output sizes), so a shape that was never tuned on
-this adapter also keeps the defaults. A table's `choices` may also name, per shape class, the variant that
-measured faster there than the rules' choice: the planner then takes it instead (`preferred_variant`).
-
-The planner (app/planner.py) is this module's only reader in a call: it looks up the entry for the
-variant it configures (`lookup`) and hands it to Variant.configured, where params the variant's Tunable
-refuses for the request fall back to its defaults (app/variants/base.py Variant.params), so a table cannot
-make a variant produce an invalid plan. Which tables: the caller's list, or None for the tables in use
-(`in_use`). The tuner tests every candidate against the float64 reference before it can enter a table.
+A table (tuning/<vendor>-<architecture>[-<device>].json, shipped in the bundle) applies only where its adapter
+(vendor, architecture, device, is_fallback) is the current one. It holds, keyed by shape class (`shape_class`:
+rank, grouping, dtype, bucketed channels, taps, stride phases and output size; never by the variant a rule
+happened to pick):
+- `variants`: per variant and class, tile params measured faster than the variant's defaults (`lookup`); the
+  planner hands them to Variant.configured, where params the variant refuses fall back to its defaults, so a
+  table cannot make a variant plan an invalid launch;
+- `choices`: per class, the variant measured fastest there (`measured_choice`), which the planner takes before
+  its cost model;
+- `cost_model`: the adapter's calibrated cost-model constants with the runs and revision they came from
+  (`cost_model`; app/cost_model.py), which also serve adapters of the same class that have no table.
+Which tables: the caller's list, or None for the tables in use (`in_use`). The tuner tests every candidate
+against the float64 reference before it can enter a table.
 """
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ def _bucket(n: int, edges: tuple[int, ...]) -> str:
 
 def shape_class(geom) -> str:
     """The key measured choices and tiles are filed under: rank, grouping, dtype, channels per group in and
-    out, the deepest stride phase's taps, the stride phases, and output elements (batch included)."""
+    out, the deepest stride phase's taps, the stride phases, and output elements, batch included
+    (docs/decisions.md#shape-class)."""
     from .variants.base import _group_kind, max_phase_taps
 
     pixels = 1
