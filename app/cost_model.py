@@ -101,15 +101,27 @@ def features(plan: Plan, geom: ConvGeometry) -> Features:
                     sum(w * i for _, w, i in sizes))
 
 
+def family(variant: str) -> str:
+    """The module a variant's kernel comes from: its ranks and flavours share their arithmetic."""
+    from .variants import VARIANTS
+
+    known = VARIANTS.get(variant)
+    return known.configure.__module__ if known is not None else variant
+
+
 def rate(model: dict, variant: str, dtype: str) -> float:
-    """The variant's calibrated rate in this dtype, else in another dtype, else UNMEASURED_RATE of the slowest."""
+    """The variant's calibrated rate in this dtype; else its own in another dtype; else its family's (another
+    rank of the same kernel) in this dtype, then in any; else UNMEASURED_RATE of the slowest."""
     rates = model["rates"]
     known = rates.get(f"{variant}/{dtype}")
     if known is not None:
         return known
-    other = [r for k, r in rates.items() if k.split("/")[0] == variant]
-    if other:
-        return min(other)
+    for same in (lambda k: k.split("/")[0] == variant,
+                 lambda k: family(k.split("/")[0]) == family(variant) and k.endswith("/" + dtype),
+                 lambda k: family(k.split("/")[0]) == family(variant)):
+        found = [r for k, r in rates.items() if same(k)]
+        if found:
+            return min(found)
     return UNMEASURED_RATE * min(rates.values()) if rates else 1.0
 
 

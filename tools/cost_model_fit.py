@@ -63,7 +63,7 @@ def measured(specs: list[str], caps: DeviceCaps) -> list[dict]:
                 continue
             plan = type(plan)(**{**plan.__dict__, "variant": VARIANTS[row["variant"]].tuning_name})
             out.append({"layer": f"{row['tier']}/{row['case']}/{dtype}", "tier": row["tier"], "variant": plan.variant,
-                        "class": tuning_tables.shape_class(geom),
+                        "class": tuning_tables.shape_class(geom), "tiles": plan.tiles,
                         "features": cost_model.features(plan, geom), "ms": row["median_ms"]})
     return out
 
@@ -90,7 +90,7 @@ def check(records: list[dict], model: dict) -> dict:
             "picks": picks}
 
 
-MARGIN = 0.05  # a measured choice must beat the model's pick by this much on every layer of its class
+MARGIN = 0.05  # a choice beats the model's pick by this on every layer of its class (docs/decisions.md#measured-choice-margin)
 UNTUNED_TIERS = ("holdout", "fresh")
 
 
@@ -111,16 +111,20 @@ def choose(records: list[dict], table_path: Path) -> int:
     for cls, layers in sorted(by_class.items()):
         ratios = {}
         common = set.intersection(*({r["variant"] for r in rs} for rs in layers))
+        tiles = {}
         for name in common:
             per_layer = []
             for rs in layers:
                 pick = min(rs, key=lambda r: r["predicted"])
-                per_layer.append(min(r["ms"] for r in rs if r["variant"] == name) / pick["ms"])
+                fastest = min((r for r in rs if r["variant"] == name), key=lambda r: r["ms"])
+                per_layer.append(fastest["ms"] / pick["ms"])
+                tiles[name] = fastest["tiles"] or None
             if max(per_layer) < 1 - MARGIN:
                 ratios[name] = math.exp(statistics.fmean(math.log(q) for q in per_layer))
         if ratios:
             best = min(ratios, key=ratios.get)
-            choices[cls] = {"variant": best, "params": None, "relative_time": round(ratios[best], 4),
+            # the tiles it was measured with (of the class's last layer where several): what the choice replays
+            choices[cls] = {"variant": best, "params": tiles[best], "relative_time": round(ratios[best], 4),
                             "cases": [rs[0]["layer"] for rs in layers],
                             "median_ms": {rs[0]["layer"]: {r["variant"]: round(r["ms"], 4) for r in rs} for rs in layers}}
             print(f"{cls}: {best} at {ratios[best]:.2f}x the model's pick on {len(layers)} layer(s)")
