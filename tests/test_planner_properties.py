@@ -1,6 +1,6 @@
-"""Property-based checks of the planner (hypothesis): for random valid requests the chosen variant covers
-the request, a forced variant is refused exactly when it does not cover it, and every launch fits the
-device's dispatch limits."""
+"""Property-based checks of the planner (hypothesis): for random valid requests the chosen variant is one of
+the candidates and covers the request, a forced variant is refused exactly when it does not cover it, and
+every launch fits the device's dispatch limits."""
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -8,7 +8,7 @@ import pytest
 
 from app.caps import DeviceCaps
 from app.errors import ConvTransposeError
-from app.planner import plan
+from app.planner import candidates, plan
 from app.shapes import infer
 from app.variants import VARIANTS
 
@@ -56,6 +56,8 @@ def requests(draw):
 def test_chosen_variant_covers_and_forcing_follows_coverage(geom, device):
     chosen = plan(geom, device)
     assert VARIANTS[chosen.variant].why_not(geom, device) is None
+    names = {c.variant for c, _ in candidates(geom, device)}  # the choice is a candidate, or a seed name of one
+    assert chosen.variant in names or VARIANTS[chosen.variant].tuned_as in names
     for dispatch in chosen.dispatches + chosen.weight_passes:
         limit = device.limit("maxComputeWorkgroupsPerDimension")
         assert all(1 <= n <= limit for n in dispatch.workgroups)

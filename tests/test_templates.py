@@ -17,7 +17,8 @@ SHAPES = {1: ((1, 2, 5), (2, 3, 3)), 2: ((1, 2, 5, 5), (2, 3, 3, 3)), 3: ((1, 2,
 def test_gather_renders_bindings_and_uniforms_in_plan_order(rank, bias, dtype):
     x, w = SHAPES[rank]
     geom = infer(x, w, (3,) if bias else None, dtypes={"x": dtype, "w": dtype, **({"b": dtype} if bias else {})})
-    dispatch = plan(geom, DeviceCaps(features=frozenset({"shader-f16"}))).dispatches[0]
+    gather = ("ncl1d_gather", "nchw2d_gather", "ncdhw3d_gather")[rank - 1]
+    dispatch = plan(geom, DeviceCaps(features=frozenset({"shader-f16"})), gather).dispatches[0]
     source = render(dispatch.template, dispatch.params)
     bindings = re.findall(r"@binding\((\d+)\) var<(\w+)[^>]*> (\w+)", source)
     assert [name for _, _, name in bindings] == list(dispatch.bindings) + ["p"]
