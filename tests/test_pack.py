@@ -73,7 +73,8 @@ def test_pack_prints_the_size_line_and_exits_0(scratch):
         assert done.returncode == 0, done.stdout + done.stderr
         tree, carried, total = map(int, SIZE_LINE.search(done.stdout).groups())
         assert total < 64 and tree >= 1
-    assert {p.name for p in (repo / ".gpu").iterdir()} == {"node.xz", "dawn.node.xz", "webgpu", "pyodide.tar.xz", "ort.tar.xz", "protobufjs"}
+    assert {p.name for p in (repo / ".gpu").iterdir()} == {"node.xz", "dawn.node.xz", "webgpu", "pyodide.tar.xz", "ort.tar.xz",
+                                                           "protobufjs", "test.json.gz"}
     assert {p.name for p in (repo / ".gpu" / "webgpu").iterdir()} == {"package.json", "index.js"}
 
 
