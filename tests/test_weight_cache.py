@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 
 from app.kernel import validate
+from app.planner import candidates
 from app.reference import conv_transpose_reference
+from app.variants import VARIANTS
+from tools.wgsl.credited import CHROMIUM_SWIFTSHADER
 
 from .browser_session import run_python
 
@@ -17,14 +20,14 @@ X_SHAPE, W_SHAPE = (1, 16, 4, 4), (16, 8, 3, 3)
 X_BYTES, W_BYTES, B_BYTES = 4 * 256, 4 * 16 * 8 * 9, 4 * 8
 
 # Two layers of one signature (x [1,16,4,4], w [16,8,3,3], b [8]). On nchw2d_col2im a weight-side pass packs
-# w, so a layer's cached entries are w's packed layout and b's copy; the planner's choice here
-# (nchw2d_phase_gemm_tiled on SwiftShader) binds w as it is, so they are w's copy and b's.
+# w, so a layer's cached entries are w's packed layout and b's copy; nchw2d_phase_gemm_tiled binds w as it is,
+# so they are w's copy and b's. Both are forced: which covering variant the planner takes is its cost model's.
 SETUP = """
 const ID = "webgpu-kernels/ai.onnx.ConvTranspose";
 const rand = (n, seed) => { let s = seed; return Float32Array.from({length: n}, () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1); };
 const shape = [1, 16, 4, 4], wShape = [16, 8, 3, 3], attrs = {strides: [2, 2], pads: [1, 1, 1, 1]};
 const x = rand(256, 1), wA = rand(16 * 8 * 9, 2), wB = rand(16 * 8 * 9, 3), bA = rand(8, 4), bB = rand(8, 5);
-const PACKED = "nchw2d_col2im";
+const PACKED = "nchw2d_col2im", DIRECT = "nchw2d_phase_gemm_tiled";
 const constant = (w, b, variant = PACKED) => ({x: {data: x, shape}, w: {data: w, shape: wShape, constant: true},
                                               b: {data: b, shape: [8], constant: true}, ...attrs, variant});
 const COUNTERS = ["bytes_written", "weight_bytes_written", "weight_preparations", "weight_cache_hits",
@@ -74,7 +77,7 @@ def test_two_layers_of_one_signature_write_and_prepare_their_weights_once(page):
         const kernel = await window.getKernel(ID, {version: 1});
         const rows = [], direct = [];
         for (let i = 0; i < 6; i++) rows.push(await counted(kernel, i % 2 ? constant(wB, bB) : constant(wA, bA)));
-        for (let i = 0; i < 4; i++) direct.push(await counted(kernel, i % 2 ? constant(wB, bB, null) : constant(wA, bA, null)));
+        for (let i = 0; i < 4; i++) direct.push(await counted(kernel, i % 2 ? constant(wB, bB, DIRECT) : constant(wA, bA, DIRECT)));
         // GPU-resident x and y: the repeat calls write nothing at all
         const xGpu = kernel.upload({data: x, shape});
         const resident = [];
@@ -198,20 +201,31 @@ def test_gpu_buffer_weights_keep_their_prepared_layouts_per_buffer(page):
 
 
 def test_a_constant_arrays_finite_status_follows_its_identity(page):
-    # Constant arrays are scanned once on the CPU (not on the GPU every call): Inf in a constant w takes the
-    # exact variant, and a fix in place is seen after forget.
+    # Constant arrays are scanned once on the CPU (not on the GPU every call): Inf in a constant w leaves the
+    # planner only exact variants, refuses a finite-only one forced (again on the repeat: the scan is kept per
+    # array), and a fix in place is seen after forget.
     out = unpack(js(page, """
         const kernel = await window.getKernel(ID, {version: 1});
         const w = wA.slice(); w[5] = Infinity;
-        const layer = () => ({x: {data: x, shape}, w: {data: w, shape: wShape, constant: true}, ...attrs});
-        const inf = await kernel(layer());
-        const infAgain = await kernel(layer());
+        const layer = (variant) => ({x: {data: x, shape}, w: {data: w, shape: wShape, constant: true}, ...attrs, variant});
+        const refusal = (variant) => kernel(layer(variant)).then(() => "ran", (e) => `${e.name}: ${e.message}`);
+        const inf = await kernel(layer(null));
+        const refused = [await refusal(DIRECT), await refusal(DIRECT)];
+        const infAgain = await kernel(layer(null));
         w[5] = wA[5];
         kernel.forget(w);
-        const fixed = await kernel(layer());
-        return {variants: [inf.meta.variant, infAgain.meta.variant, fixed.meta.variant], y: Array.from(fixed.y.data)};
+        const fixed = await kernel(layer(DIRECT));
+        return {variants: [inf.meta.variant, infAgain.meta.variant, fixed.meta.variant], refused,
+                y: Array.from(fixed.y.data)};
     """))
-    assert out["variants"][0] == out["variants"][1] != "nchw2d_phase_gemm_tiled", out["variants"]
+    w = LAYERS["A"][0].copy()
+    w.reshape(-1)[5] = np.inf
+    nonfinite = validate(X, w, None, **ATTRS)[0]
+    exact = {c.variant for c, _ in candidates(nonfinite, CHROMIUM_SWIFTSHADER)}
+    assert "nchw2d_phase_gemm_tiled" not in exact
+    chosen = out["variants"][0]
+    assert out["variants"][1] == chosen and (chosen in exact or VARIANTS[chosen].tuned_as in exact), out["variants"]
+    assert all(r.startswith("ConvTransposeError") and "finite" in r for r in out["refused"]), out["refused"]
     assert out["variants"][2] == "nchw2d_phase_gemm_tiled"
     check(out["y"], "A", bias=False)
 
