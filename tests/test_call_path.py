@@ -5,13 +5,20 @@ import numpy as np
 import pytest
 
 from app.kernel import validate
+from app.planner import candidates
 from app.reference import conv_transpose_reference
+from app.variants import VARIANTS
+from tools.wgsl.credited import CHROMIUM_SWIFTSHADER
 
 from .browser_session import run_python
 
 pytestmark = pytest.mark.browser
 
-SETUP = """
+# A variant that needs finite x and w (it multiplies padding zeros): the tests below force it where they need
+# a cached plan that non-finite data must not run on (which covering variant the planner takes is its model's).
+FINITE_ONLY = "nchw2d_phase_gemm_tiled"
+
+SETUP = f'const FINITE_ONLY = "{FINITE_ONLY}";' + """
 const ID = "webgpu-kernels/ai.onnx.ConvTranspose";
 const rand = (n, seed) => { let s = seed; return Float32Array.from({length: n}, () => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648) * 2 - 1); };
 const err = async (fn) => { try { await fn(); return null; } catch (e) { return {name: e.name, message: e.message, field: e.field ?? null, traceback: !!e.pythonTraceback}; } };
@@ -24,6 +31,12 @@ def js(page, body: str, arg=None):
 
 def reference(x, w, b=None, **attrs):
     return conv_transpose_reference(validate(x, w, b, **attrs)[0], x, w, b)
+
+
+def exact(x, w, **attrs) -> set[str]:
+    """The variants that cover a request with these (non-finite) arrays in the page: its planner's choices."""
+    names = {c.variant for c, _ in candidates(validate(x, w, **attrs)[0], CHROMIUM_SWIFTSHADER)}
+    return names | {n for n, v in VARIANTS.items() if v.tuned_as in names}  # a seed name reports its successor
 
 
 def test_a_chain_of_two_calls_kept_on_the_gpu_matches_the_reference(page):
@@ -168,10 +181,12 @@ def test_nonfinite_data_on_a_cached_signature_takes_an_exact_variant(page):
         const shape = [1, 16, 4, 4], wShape = [16, 8, 3, 3], attrs = {strides: [2, 2], pads: [1, 1, 1, 1]};
         const x = rand(256, 9), w = rand(16 * 8 * 9, 10);
         const finite = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs});
+        const forced = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs, variant: FINITE_ONLY});
         const wInf = w.slice(); wInf[5] = Infinity;
         const inf = await kernel({x: {data: x, shape}, w: {data: wInf, shape: wShape}, ...attrs});
+        const refused = await err(() => kernel({x: {data: x, shape}, w: {data: wInf, shape: wShape}, ...attrs, variant: FINITE_ONLY}));
         return {x: Array.from(x), w: Array.from(wInf).map((v) => (v === Infinity ? "inf" : v)),
-                variants: [finite.meta.variant, inf.meta.variant],
+                variants: [finite.meta.variant, forced.meta.variant, inf.meta.variant], refused,
                 y: Array.from(inf.y.data).map((v) => (Number.isNaN(v) ? "nan" : v === Infinity ? "inf" : v === -Infinity ? "-inf" : v)),
                 shape: inf.y.shape};
     """)
@@ -180,7 +195,11 @@ def test_nonfinite_data_on_a_cached_signature_takes_an_exact_variant(page):
     want = reference(x, w, strides=[2, 2], pads=[1, 1, 1, 1])
     got = np.array([{"nan": np.nan, "inf": np.inf, "-inf": -np.inf}.get(v, v) for v in out["y"]], np.float64)
     got = got.reshape(out["shape"])
-    assert out["variants"][0] == "nchw2d_phase_gemm_tiled" and out["variants"][1] != out["variants"][0], out["variants"]
+    # the planner's choice on finite data, then the finite-only kernel forced (both cached); on Inf the planner takes
+    # an exact variant, and the finite-only one forced is refused by name
+    assert out["variants"][1] == FINITE_ONLY and out["variants"][2] in exact(x, w, strides=[2, 2], pads=[1, 1, 1, 1])
+    assert FINITE_ONLY not in exact(x, w, strides=[2, 2], pads=[1, 1, 1, 1])
+    assert out["refused"]["name"] == "ConvTransposeError" and "finite" in out["refused"]["message"], out["refused"]
     assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
     finite = np.isfinite(want)
     np.testing.assert_allclose(got[finite], want[finite], atol=1e-4, rtol=1e-4)
@@ -188,7 +207,8 @@ def test_nonfinite_data_on_a_cached_signature_takes_an_exact_variant(page):
 
 def test_nonfinite_x_stays_on_the_grouped_kernel_nonfinite_w_leaves_it(page):
     # The grouped kernel multiplies the zeros it loads outside x by weights, never x by a weight that is not
-    # its tap: the check before a call scans w alone, so NaN and Inf in x keep the fast kernel, exactly.
+    # its tap: the check before a call scans w alone, so NaN and Inf in x keep the fast kernel (forced here),
+    # exactly; Inf in w refuses it forced, and the planner takes an exact variant.
     out = js(page, """
         const kernel = await window.getKernel(ID, {version: 1});
         const shape = [1, 4, 5, 6], wShape = [4, 1, 4, 4], attrs = {group: 4, strides: [2, 2], pads: [1, 1, 1, 1]};
@@ -196,15 +216,20 @@ def test_nonfinite_x_stays_on_the_grouped_kernel_nonfinite_w_leaves_it(page):
         x[0] = NaN; x[37] = Infinity; x[80] = -Infinity;
         const wInf = w.slice(); wInf[3] = Infinity;
         const code = (a) => Array.from(a).map((v) => (Number.isNaN(v) ? "nan" : v === Infinity ? "inf" : v === -Infinity ? "-inf" : v));
-        const xs = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs});
+        const grouped = "nchw2d_grouped_stride_phase";
+        const xs = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs, variant: grouped});
+        const refused = await err(() => kernel({x: {data: x, shape}, w: {data: wInf, shape: wShape}, ...attrs, variant: grouped}));
         const ws = await kernel({x: {data: x, shape}, w: {data: wInf, shape: wShape}, ...attrs});
-        return {x: code(x), w: code(w), wInf: code(wInf), variants: [xs.meta.variant, ws.meta.variant],
+        return {x: code(x), w: code(w), wInf: code(wInf), variants: [xs.meta.variant, ws.meta.variant], refused,
                 y: [code(xs.y.data), code(ws.y.data)], shape: xs.y.shape};
     """)
     decode = lambda a: np.array([{"nan": np.nan, "inf": np.inf, "-inf": -np.inf}.get(v, v) for v in a], np.float64)  # noqa: E731
     x = decode(out["x"]).astype(np.float32).reshape(1, 4, 5, 6)
     attrs = {"group": 4, "strides": [2, 2], "pads": [1, 1, 1, 1]}
-    assert out["variants"][0] == "nchw2d_grouped_stride_phase" and out["variants"][1] != out["variants"][0], out
+    w_inf = decode(out["wInf"]).astype(np.float32).reshape(4, 1, 4, 4)
+    assert out["variants"][0] == "nchw2d_grouped_stride_phase" and out["variants"][1] in exact(x, w_inf, **attrs), out
+    assert "nchw2d_grouped_stride_phase" not in exact(x, w_inf, **attrs)
+    assert out["refused"]["name"] == "ConvTransposeError" and "finite" in out["refused"]["message"], out["refused"]
     for weights, got in zip((out["w"], out["wInf"]), out["y"]):
         want = reference(x, decode(weights).astype(np.float32).reshape(4, 1, 4, 4), **attrs)
         got = decode(got).reshape(out["shape"])
@@ -249,10 +274,10 @@ def test_a_disposed_output_buffer_is_reused_and_gpu_output_scans_cpu_data(page):
         const kernel = await window.getKernel(ID, {version: 1});
         const shape = [1, 16, 4, 4], wShape = [16, 8, 3, 3], attrs = {strides: [2, 2], pads: [1, 1, 1, 1]};
         const x = rand(256, 11), w = rand(16 * 8 * 9, 12);
-        const a = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs}, {output: "gpu"});
+        const a = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs, variant: FINITE_ONLY}, {output: "gpu"});
         const first = a.y.buffer;
         a.y.dispose();
-        const b = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs}, {output: "gpu"});
+        const b = await kernel({x: {data: x, shape}, w: {data: w, shape: wShape}, ...attrs, variant: FINITE_ONLY}, {output: "gpu"});
         const reused = b.y.buffer === first;
         b.y.buffer.destroy();
         const xNan = x.slice(); xNan[3] = NaN;
@@ -261,7 +286,11 @@ def test_a_disposed_output_buffer_is_reused_and_gpu_output_scans_cpu_data(page):
         return {reused, variants: [a.meta.variant, c.meta.variant]};
     """)
     assert out["reused"]
-    assert out["variants"][0] == "nchw2d_phase_gemm_tiled" and out["variants"][1] != out["variants"][0], out
+    # x with NaN, CPU data under GPU output: scanned, so the planner takes an exact variant
+    x_nan = np.zeros((1, 16, 4, 4), np.float32)
+    x_nan.reshape(-1)[3] = np.nan
+    nonfinite = exact(x_nan, np.zeros((16, 8, 3, 3), np.float32), strides=[2, 2], pads=[1, 1, 1, 1])
+    assert out["variants"][0] == FINITE_ONLY and out["variants"][1] in nonfinite, out
 
 
 def test_a_resident_repeat_of_proven_buffers_skips_the_error_scope_and_a_failure_reaches_the_next_call(page):
