@@ -114,10 +114,12 @@ def test_forced_channel_blocks_match_the_reference_on_swiftshader(node_host):
     assert table["rejected"] == []
     measured = {m["case"]: {(p["chans"], p["cells"], p["xv"]) for p in map(json.loads, m["medians"]) if p["outs"] == 4}
                 for m in table["measured"]}
-    assert measured == {"g1d": {(c, 1, v) for c in (1, 2, 4) for v in (0, 1)},
-                        "g2d": {(c, n, v) for c in (1, 2, 4) for n in (1, 2) for v in (0, 1)},
+    # the tuner names a measured layer tier/case/dtype
+    assert measured == {"t/g1d/float32": {(c, 1, v) for c in (1, 2, 4) for v in (0, 1)},
+                        "t/g2d/float32": {(c, n, v) for c in (1, 2, 4) for n in (1, 2) for v in (0, 1)},
                         # four channels of two cells of 2 x 6 rows would keep 192 accumulators: refused
-                        "g3d": {(c, n, v) for c in (1, 2, 4) for n in (1, 2) for v in (0, 1) if (c, n) != (4, 2)}}
+                        "t/g3d/float32": {(c, n, v) for c in (1, 2, 4) for n in (1, 2) for v in (0, 1)
+                                          if (c, n) != (4, 2)}}
 
 
 def test_x_reads_as_vectors_where_every_chunk_starts_on_one():
