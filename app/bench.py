@@ -20,7 +20,8 @@ from .variants import VARIANTS
 from .variants.base import max_phase_taps
 
 
-HOLDOUT = "holdout"  # the tier kept out of tuning and rule-setting (app/tuner.py refuses its cases)
+HOLDOUT = "holdout"  # the tier kept out of tuning and calibration (app/tuner.py refuses its cases)
+UNTUNED = (HOLDOUT, "fresh")  # tiers never tuned on: the holdout and the fresh layers of app/fresh.py
 
 
 def load(text: str, tier: str) -> list[dict]:

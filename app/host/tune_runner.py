@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..bench import HOLDOUT
+from ..bench import UNTUNED
 from ..contract import ROOT
 from .bench_runner import check_tier, open_host
 
@@ -13,8 +13,8 @@ from .bench_runner import check_tier, open_host
 def check_request(text: str, tier: str, names: list[str] | None, source: str) -> None:
     """Before any host starts: the tier is one of the bench file's and not the holdout, and every named case is in it."""
     doc = json.loads(text)
-    if tier == HOLDOUT:
-        raise SystemExit(f"the {HOLDOUT} tier checks the rules on shapes nothing was tuned on: it is never tuned on")
+    if tier in UNTUNED:
+        raise SystemExit(f"the {tier} tier checks choices on shapes nothing was tuned on: it is never tuned on")
     check_tier(doc, tier, source)
     in_tier = {case["name"] for case in doc["cases"] if case["tier"] == tier}
     if missing := [name for name in names or () if name not in in_tier]:
