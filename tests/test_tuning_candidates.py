@@ -37,6 +37,9 @@ def test_every_tuning_candidate_matches_the_reference_in_the_browser(page, tuned
     here none may fail, and every grid was explored."""
     table = tuned[0]
     assert table["rejected"] == []
+    # each case names the variant whose grid it explores (the planner's own choice is its cost model's)
+    named = {f"{c['tier']}/{c['name']}/float32": c["variant"] for c in credited.TUNING_CASES}
+    assert {m["case"]: m["variant"] for m in table["measured"]}.items() <= named.items()
     measured = {m["variant"]: len(m["medians"]) for m in table["measured"]}
     grids = json.loads((ROOT / "bench.json").read_text())["tuning"]["grids"]
     features = set(page.evaluate("async () => (await window.getKernel('webgpu-kernels/ai.onnx.ConvTranspose')).device().features"))
