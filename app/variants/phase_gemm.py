@@ -86,7 +86,7 @@ SPLIT_K_CHOICES = (2, 4, 8, 16)
 SPLIT_K_MIN_STEPS = 8
 # Split-K needs a few row tiles per phase (docs/decisions.md#phase-gemm-split-k).
 SPLIT_K_MIN_ROWS = 4 * _GPU_DEEP[0]
-# cl where base.channels_last_pays and the rules above leave the GEMM unsplit: 8 x 8 blocks at step 16, 128 x 128
+# cl where base.channels_last_pays and the choices above leave the GEMM unsplit: 8 x 8 blocks at step 16, 128 x 128
 # tiles where they make FILL workgroups, else those split across the smallest kz that makes FILL_INVOCATIONS
 # (invocations count, not workgroups), else 64 rows (docs/decisions.md#phase-gemm-cl).
 _CL_BLOCK = (8, 8, 16)  # rm, rn, tk

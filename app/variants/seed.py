@@ -3,8 +3,8 @@ took over its job, with the seed's own conditions added (rank, bias, channels) a
 
 A seed variant is its successor with more conditions: the same templates, tiles and configure, so that
 where it applies its plan has the successor's passes and shaders exactly (only the name differs). The
-planner's rules list each one just before its successor with the same `when` (app/planner.py RULES), so
-meta.variant reports the seed name wherever the seed's variant covers the request.
+planner (app/planner.py) reports the seed name in place of its successor wherever the seed's variant makes
+the same plan, so meta.variant names the seed's kernel wherever it covers the request.
 
 - ncdhw3d_implicit_sgmat(_bias): the seed's 3D stride-1 implicit GEMM on subgroup matrices staged every
   tap's x window again; stride1_halo_sgmat stages x once per chunk of in-channels as a halo and serves
