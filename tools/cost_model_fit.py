@@ -94,7 +94,7 @@ MARGIN = 0.05  # a choice beats the model's pick by this on every layer of its c
 UNTUNED_TIERS = ("holdout", "fresh")
 
 
-def choose(records: list[dict], table_path: Path) -> int:
+def choose(records: list[dict], table_path: Path, min_gain_ms: float = 0.0) -> int:
     """The table's `choices`: per shape class, the variant that beat the model's pick by more than MARGIN on every
     measured layer of the class (tuned tiers only), by geometric mean among several."""
     table = json.loads(table_path.read_text())
@@ -117,7 +117,8 @@ def choose(records: list[dict], table_path: Path) -> int:
             for rs in layers:
                 pick = min(rs, key=lambda r: r["predicted"])
                 fastest = min((r for r in rs if r["variant"] == name), key=lambda r: r["ms"])
-                per_layer.append(fastest["ms"] / pick["ms"])
+                gained = pick["ms"] - fastest["ms"] >= min_gain_ms
+                per_layer.append(fastest["ms"] / pick["ms"] if gained else 1.0)
                 tiles[name] = fastest["tiles"] or None
             if max(per_layer) < 1 - MARGIN:
                 ratios[name] = math.exp(statistics.fmean(math.log(q) for q in per_layer))
@@ -142,6 +143,8 @@ def main() -> int:
     parser.add_argument("--device", required=True)
     parser.add_argument("--table", help="fit: the tuning table to store the model in; check: the one to read it from")
     parser.add_argument("--json", help="write the check's result here")
+    parser.add_argument("--min-gain-ms", type=float, default=0.0,
+                        help="choose: a choice must also save this many ms on every layer (a run's noise on the adapter)")
     args = parser.parse_args()
     caps = device_caps(args.device)
     records = measured(args.runs, caps)
@@ -163,7 +166,7 @@ def main() -> int:
             print(f"wrote the model into {path}")
         return 0
     if args.mode == "choose":
-        return choose(records, Path(args.table))
+        return choose(records, Path(args.table), args.min_gain_ms)
     model = json.loads(Path(args.table).read_text())["cost_model"] if args.table else tuning_tables.cost_model(caps)
     result = check(records, model)
     for p in result["picks"]:
