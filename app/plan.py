@@ -80,9 +80,10 @@ class Plan:
 
 @dataclass(frozen=True)
 class Refusal:
-    """Why a variant does not cover a request on this device, in words (completes "it ...")."""
+    """A variant that does not cover a request on this device; `why_not` says why, in words (completes
+    "it ..."). A Plan's `reason` is the other side: why the planner chose it."""
 
-    reason: str
+    why_not: str
 
 
 class DispatchTooLarge(ConvTransposeError):

@@ -104,7 +104,7 @@ def refusal(geom: ConvGeometry, caps: DeviceCaps, variant: str, params: dict | N
     if variant not in VARIANTS:
         raise ConvTransposeError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}", "variant")
     out = _configured(variant, geom, caps, "", params, tables)
-    return out.reason if isinstance(out, Refusal) else None
+    return out.why_not if isinstance(out, Refusal) else None
 
 
 def _seed_named(plan: Plan, geom: ConvGeometry, caps: DeviceCaps) -> Plan:
@@ -127,7 +127,7 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, param
             raise ConvTransposeError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}", "variant")
         out = _configured(variant, geom, caps, "forced by the caller", params, tables)
         if isinstance(out, Refusal):
-            raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {out.reason}", "variant")
+            raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {out.why_not}", "variant")
         return out
     if params is not None:
         raise ConvTransposeError("forced params need a forced variant", "variant")

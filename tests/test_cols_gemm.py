@@ -83,7 +83,7 @@ def test_a_split_count_that_would_leave_a_split_empty_is_lowered():
 ])
 def test_it_refuses_what_its_vectors_cannot_cover(x, w, dtype, words):
     out = configured(x, w, dtype=dtype)
-    assert isinstance(out, Refusal) and words in out.reason
+    assert isinstance(out, Refusal) and words in out.why_not
 
 
 @pytest.mark.parametrize("params, words", [

@@ -42,7 +42,7 @@ def _requests():
 
 def _digest(out, render) -> dict:
     if not hasattr(out, "dispatches"):
-        return {"refused": out.reason}
+        return {"refused": out.why_not}
 
     def passes(dispatches):
         return [{"template": d.template, "wgsl": hashlib.sha256(render(d.template, d.params).encode()).hexdigest(),

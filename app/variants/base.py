@@ -154,7 +154,7 @@ class Variant:
         """None when the variant covers the request on this device with its default params, else the reason
         in words (app/planner.py `refusal` asks the same with this adapter's tuning table)."""
         out = self.configured(geom, caps)
-        return out.reason if isinstance(out, Refusal) else None
+        return out.why_not if isinstance(out, Refusal) else None
 
     def requirements(self) -> dict:
         return {"features": list(self.features), "dtypes": list(self.dtypes), "shapes": dict(self.conditions),
