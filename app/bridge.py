@@ -7,7 +7,7 @@ objects as themselves. The package's exceptions go back as {"__error__": {name, 
 traceback}}, which the JS side throws as an Error with that name. No `js` import here.
 
 Launch keys: JS caches launches under its own key (shapes, dtypes, attributes, forced variant,
-finiteness) and hands it to `launch`. A plan also depends on the tuning tables in use, so the key must
+finiteness) and hands it to `plan_launch`. A plan also depends on the tuning tables in use, so the key must
 include `planning`: the string revision of those tables, read from the kernel object `open_kernel`
 returns (`kernel.planning`) and returned again by `tune_loaded` and `tune`, whose tables may change it.
 """
@@ -91,7 +91,7 @@ async def executor(kernel):
 
 
 @entry
-async def launch(kernel, request, key: str) -> dict:
+async def plan_launch(kernel, request, key: str) -> dict:
     """A signature's first call from JS: validate the shapes and attributes, plan, render and compile,
     and leave the launch in the executor under `key`. request: {x: {shape, dtype}, w, b?, attributes,
     variant, finite}; `key` includes the kernel's `planning`. Returns {launch} or, for requests that get none,
@@ -107,7 +107,7 @@ async def launch(kernel, request, key: str) -> dict:
     geom = finite.marked(geom, request["finite"])
     validated = time.perf_counter()
     gpu = await kernel.gpu.current()
-    made, pieces = await kernel.launch(geom, request["variant"], key)
+    made, pieces = await kernel.launch_for(geom, request["variant"], key)
     timings = {"validate_ms": (validated - started) * 1000, "plan_render_compile_ms": (time.perf_counter() - validated) * 1000}
     out = {"timings": timings, "executor": gpu.executor}
     if made is not None:

@@ -192,7 +192,7 @@ class Gpu:
         """The sha256 of each shader used since record_compiles, which stops recording."""
         return sorted({key.split("|")[1] for key in self.executor.recorded().to_py()})
 
-    async def launch(self, plan: Plan, geom: ConvGeometry, signature: str | None = None):
+    async def compile_launch(self, plan: Plan, geom: ConvGeometry, signature: str | None = None):
         """Compiles the plan's passes (pipelines cached by their WGSL source: params that only size the grid or
         the uniforms, such as split-K's kz, share one) and hands the executor a launch; cached under `signature`
         (None: the caller destroys it after use)."""
@@ -226,7 +226,7 @@ class Gpu:
                 "prepare": await passes(plan.weight_passes), "passes": await passes(plan.dispatches)}
         if signature is not None and (made := self.executor.cached(signature)) is not None:
             return made  # a concurrent first call of the same signature finished first: share its launch
-        return self.executor.launch(_js(spec), signature)
+        return self.executor.buildLaunch(_js(spec), signature)
 
     def heap_max(self) -> int | None:
         return heap_max()
@@ -255,7 +255,7 @@ class Gpu:
                       into: np.ndarray | None = None) -> tuple[np.ndarray, float | None]:
         """One uncached run of a plan (a piece of a split request): launched, run (y read into `into` when
         given), destroyed."""
-        launch = await self.launch(plan, geom)
+        launch = await self.compile_launch(plan, geom)
         try:
             return await self.run(launch, {n: a for n, a in inputs.items() if n in launch.spec.inputs.to_py()},
                                   into=into)

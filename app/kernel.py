@@ -68,8 +68,8 @@ class ConvTransposeKernel:
         `measured`: the autotune store's (planner.Candidate, why) for the signature."""
         return plan_pieces(geom, self.gpu.caps, lambda piece: self.plan(piece, variant, params, tables, measured))
 
-    async def launch(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None,
-                     params: dict | None = None, tables: list[dict] | None = None):
+    async def launch_for(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None,
+                         params: dict | None = None, tables: list[dict] | None = None):
         """(executor launch, pieces): the launch cached under `key`, or None when the request runs as
         several pieces (or has an empty output); planned (unless `pieces` are given) and compiled only on
         the signature's first call."""
@@ -82,7 +82,7 @@ class ConvTransposeKernel:
             return None, pieces
         if self.autotuner is not None and variant is None and params is None:
             pieces = await self.autotuner.pieces(self, geom, tables)
-        return await gpu.launch(pieces[0][1], geom, key), pieces
+        return await gpu.compile_launch(pieces[0][1], geom, key), pieces
 
     async def __call__(self, x, w, b=None, variant: str | None = None, output: str = "cpu", timing: bool = False,
                        **attributes) -> dict:
@@ -99,7 +99,7 @@ class ConvTransposeKernel:
         so that it is not planned twice; `params`, `tables`: as `plan` takes them."""
         resident = [n for n, a in arrays.items() if isinstance(a, GpuTensor)]
         key = f"py{id(self)}:" + signature(arrays, attributes, variant, geom.finite_data, params, tables)
-        launch, pieces = await self.launch(geom, variant, key, pieces, params, tables)
+        launch, pieces = await self.launch_for(geom, variant, key, pieces, params, tables)
         gpu = await self.gpu.current()
         if launch is None:
             plan = pieces[0][1]

@@ -36,7 +36,7 @@ async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeat
     after, then destroyed."""
     gpu = await kernel.gpu.current()
     plan = plan if plan is not None else kernel.plan(geom, variant, params, tables)
-    launch = await gpu.launch(plan, geom)
+    launch = await gpu.compile_launch(plan, geom)
     try:
         samples = await gpu.time_launch(launch, arrays, warmup=warmup, runs=runs, repeats=repeats,
                                         busy_ms=BUSY_MS if repeats > 1 else 0)

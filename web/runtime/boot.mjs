@@ -50,7 +50,7 @@ export const storesPlans = () => defaults.plans;
  * the boot as soon as this turn ends, unless an app names its own folder first (the package's entries). */
 export function bootDefaults({ early = false, ...options }) {
   Object.assign(defaults, options);
-  if (early) setTimeout(() => { if (!current) launch({ ...defaults }, true); }, 0);
+  if (early) setTimeout(() => { if (!current) start({ ...defaults }, true); }, 0);
 }
 
 /** The assets folder of the npm package's browser entry (`entry`, its file name; `moduleUrl`, its
@@ -182,7 +182,7 @@ async function load(settings, list, bundle, started) {
   return { pyodide, bridge, manifest, loadMs: performance.now() - started };
 }
 
-function launch(settings, speculative) {
+function start(settings, speculative) {
   const list = [];
   const entry = { base: settings.base, speculative, promise: null };
   entry.promise = boot(settings, list).then((app) => {
@@ -218,7 +218,7 @@ export function bootApp({ assets = null, progress = null, ...options } = {}) {
     }
     current = null;  // the early start from the default folder gives way to the one named
   }
-  if (!current) launch({ ...defaults, ...options }, false);
+  if (!current) start({ ...defaults, ...options }, false);
   else current.speculative = false;
   return current.promise;
 }

@@ -1,4 +1,7 @@
-// The one GPU execution path: replays launches that Python planned (app/gpu.py builds them).
+// The one GPU execution path: replays launches that Python planned (app/gpu.py compile_launch).
+//
+// A launch (class Launch) is one plan made ready to run on one device: its compiled pipelines, bindings,
+// uniforms and grids, and the buffers it creates on first use; the executor keeps one per call signature.
 //
 // Python validates a request, plans it, renders and compiles its WGSL once per call signature and hands
 // this module a launch spec: the passes (pipeline, buffer names in binding order, uniform words, grid),
@@ -180,8 +183,9 @@ export class Executor {
     return launch;
   }
 
-  /** Keeps a launch under `signature` (null: not cached, the caller destroys it after use). */
-  launch(spec, signature = null) {
+  /** A new launch from Python's launch spec, kept under `signature` (null: not cached, the caller destroys
+   * it after use). */
+  buildLaunch(spec, signature = null) {
     const launch = new Launch(this, spec);
     if (signature !== null) {
       this.launches.get(signature)?.destroy();

@@ -183,7 +183,7 @@ async function openKernel(id, options) {
     if (!spec) return null;
     try {
       const made = await timedPhase("compile a stored plan", () => runnable(spec, exec));
-      return exec.cached(key) ?? exec.launch(made, key);
+      return exec.cached(key) ?? exec.buildLaunch(made, key);
     } catch (err) {
       console.warn(`webgpu-convtranspose: a stored plan was ignored (${err?.message ?? err}); planned afresh`);
       stored.record.drop(stored.adapter, signatureOf(key));
@@ -210,7 +210,7 @@ async function openKernel(id, options) {
     await python;
     if (!pending.has(key)) {
       const meta = Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, { shape: t.shape, dtype: t.dtype }]));
-      const job = callPython("launch", pyKernel, { ...meta, attributes, variant, finite }, key)
+      const job = callPython("plan_launch", pyKernel, { ...meta, attributes, variant, finite }, key)
         .finally(() => pending.delete(key));
       pending.set(key, job);
     }
