@@ -36,7 +36,7 @@ BUDGET_MS = 2000.0  # per signature: what a first call may spend searching
 MAX_NOMINEES = 4  # candidates timed, fastest predicted first (docs/decisions.md#autotune-nominees)
 GRID_PER_VARIANT = 2  # measured tiles from other shape classes offered per tunable variant (same entry)
 RUNS = 3
-# On a real GPU each timed run is this many back-to-back submissions after untimed work (app/bench.py
+# On a real GPU each timed run is this many back-to-back submissions after untimed work (app/timing.py
 # time_plan): timed between host round trips an H200 sat at a third of its clocks and ranked by luck.
 GPU_REPEATS = 10
 
@@ -126,10 +126,10 @@ async def search(kernel, geom: ConvGeometry, tables=None, budget_ms: float = BUD
     started = time.perf_counter()
     arrays = _inputs(geom)
     times = []
-    for variant, params in nominees(geom, kernel.gpu.caps, tables):
+    for variant, params in nominees(geom, kernel.device.caps, tables):
         if times and (time.perf_counter() - started) * 1000 >= budget_ms:
             break
-        repeats = 1 if kernel.gpu.caps.is_software else GPU_REPEATS
+        repeats = 1 if kernel.device.caps.is_software else GPU_REPEATS
         _, samples, _ = await time_plan(kernel, geom, arrays, variant, runs=RUNS, repeats=repeats, params=params,
                                         tables=tables)
         times.append((variant, params, statistics.median(gpu if gpu is not None else wall for wall, gpu in samples)))
@@ -151,7 +151,7 @@ class Autotuner:
         k = key(geom)
         if k in self.choices:
             return self.choices[k]
-        caps, revision = kernel.gpu.caps, recorded()["revision"]
+        caps, revision = kernel.device.caps, recorded()["revision"]
         try:  # the caller's store: its failure costs the stored choice, never the call
             text = await store_entries.store_call(self.store, "get", k)
         except store_entries.StoreFailed as exc:

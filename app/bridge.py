@@ -87,7 +87,7 @@ async def open_kernel(kernel_id: str, version: int, revision=None, limits=None, 
 @entry
 async def executor(kernel):
     """The executor (web/runtime/executor.mjs) of the kernel's live device: JS runs cached launches on it."""
-    return (await kernel.gpu.current()).executor
+    return (await kernel.device.current()).executor
 
 
 @entry
@@ -106,7 +106,7 @@ async def plan_launch(kernel, request, key: str) -> dict:
                  request["attributes"], {n: t["dtype"] for n, t in tensors.items()})
     geom = finite.marked(geom, request["finite"])
     validated = time.perf_counter()
-    gpu = await kernel.gpu.current()
+    gpu = await kernel.device.current()
     made, pieces = await kernel.launch_for(geom, request["variant"], key)
     timings = {"validate_ms": (validated - started) * 1000, "plan_render_compile_ms": (time.perf_counter() - validated) * 1000}
     out = {"timings": timings, "executor": gpu.executor}
@@ -123,14 +123,14 @@ async def plan_launch(kernel, request, key: str) -> dict:
 @entry
 def device_info(kernel) -> dict:
     """The adapter, its features, the limits the package plans with, and the GPU memory it holds now."""
-    caps = kernel.gpu.caps
+    caps = kernel.device.caps
     return {"vendor": caps.vendor, "architecture": caps.architecture, "device": caps.device,
             "description": caps.description, "is_fallback": caps.is_fallback,
             "features": sorted(caps.features), "adapter_features": sorted(caps.adapter_features),
             "limits": dict(caps.limits),
             "subgroup_sizes": [caps.subgroup_min_size, caps.subgroup_max_size],
             "subgroup_matrix_configs": list(caps.subgroup_matrix_configs),
-            "memory": kernel.gpu.memory()}
+            "memory": kernel.device.memory()}
 
 
 @entry
@@ -272,8 +272,8 @@ async def tune_loaded(kernel, text: str, indices, runs: int = 3, progress=None) 
     table = await tuner.tune(kernel, chosen, progress=progress, runs=runs, grid_for=tuner.grids(text),
                               choose_variants=True)
     tuning_tables.use_table(table)
-    kernel.gpu.release_caches()  # launches planned under the old table
-    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps), "planning": kernel.planning}
+    kernel.device.release_caches()  # launches planned under the old table
+    return {"table": table, "file": tuning_tables.file_name(kernel.device.caps), "planning": kernel.planning}
 
 
 @entry
@@ -300,7 +300,7 @@ async def report_device() -> dict:
 async def record_compiles() -> None:
     """From now on the shared kernel records every pipeline it uses (its launches dropped, so each call fetches
     its pipelines), each compiled on this device: by that call, or by an earlier one on the same page or host."""
-    (await (await _kernel()).gpu.current()).record_compiles()
+    (await (await _kernel()).device.current()).record_compiles()
 
 
 @entry
@@ -308,7 +308,7 @@ async def recorded_compiles() -> list[str]:
     """The sha256 of each shader the shared kernel used since record_compiles, every one compiled on this device
     (tests/test_node_host.py and the page's tests check what they are credited with compiling:
     tools/wgsl/credited.py)."""
-    return (await (await _kernel()).gpu.current()).recorded()
+    return (await (await _kernel()).device.current()).recorded()
 
 
 @entry
@@ -368,7 +368,7 @@ async def tune(text: str, tier: str, names=None, runs: int = 3, repeats: int = 1
     lines: list[str] = []
     table = await tuner.tune(kernel, cases, progress=lines.append, runs=runs, grid_for=tuner.grids(text),
                               repeats=repeats, choose_variants=choose)
-    return {"table": table, "file": tuning_tables.file_name(kernel.gpu.caps), "lines": lines,
+    return {"table": table, "file": tuning_tables.file_name(kernel.device.caps), "lines": lines,
             "planning": kernel.planning}
 
 

@@ -47,10 +47,14 @@ def capped(caps: DeviceCaps, limits: dict[str, int]) -> DeviceCaps:
 
 
 class DeviceHandle:
-    """The kernel's view of the GPU: `caps` (capped) to plan with, `execute` to run a plan.
+    """A kernel's device (`kernel.device`): the Gpu it runs on now (`gpu`), reopened after a loss, and the caps
+    it plans with (`caps`, capped by `limits`).
 
     A lost device is noticed at the next call, which opens a new one (through `opener`, shared by every
-    kernel) before running; other attributes (counters, live bytes) read through to the current Gpu."""
+    kernel) before running. Counters (executions, weight_preparations, largest_buffer) are the Gpu's:
+    `kernel.device.gpu.executions`."""
+
+    __slots__ = ("_gpu", "_opener", "limits")  # no shadow attributes: a counter set here would not be the Gpu's
 
     def __init__(self, gpu, opener: Callable[[], Awaitable], limits: dict[str, int] | None = None):
         self._gpu = gpu
@@ -59,11 +63,17 @@ class DeviceHandle:
 
     @property
     def gpu(self):
+        """The Gpu held now (app/gpu.py); a lost one until the next `current()`."""
         return self._gpu
 
     @property
     def caps(self) -> DeviceCaps:
         return capped(self._gpu.caps, self.limits)
+
+    @property
+    def executor(self):
+        """The executor (web/runtime/executor.mjs) of the Gpu held now: its pipelines, launches and weight caches."""
+        return self._gpu.executor
 
     async def current(self):
         """The live Gpu, reopened when the one held was lost (never the caller's own device: that is theirs)."""
@@ -75,14 +85,13 @@ class DeviceHandle:
         return self._gpu
 
     async def execute(self, plan, geom, inputs):
+        """One uncached run of a plan on the live Gpu (app/gpu.py Gpu.execute)."""
         return await (await self.current()).execute(plan, geom, inputs)
 
-    def __getattr__(self, name):
-        return getattr(self._gpu, name)
+    def memory(self) -> dict:
+        """GPU memory the package holds on this device, its cache sizes and counters (app/gpu.py Gpu.memory)."""
+        return self._gpu.memory()
 
-    def __setattr__(self, name, value):
-        # Counters set through the handle (tests reset them) belong to the Gpu, not to a shadow copy here.
-        if name in ("_gpu", "_opener", "limits"):
-            object.__setattr__(self, name, value)
-        else:
-            setattr(self._gpu, name, value)
+    def release_caches(self) -> None:
+        """Drops every cached launch and pipeline on this device (app/gpu.py Gpu.release_caches)."""
+        self._gpu.release_caches()

@@ -115,7 +115,7 @@ async def run_fuzz(kernel, seed: int, count: int, force_every: int = 5, start: i
         want = conv_transpose_reference(geom, request["x"], request["w"], request["b"])
         forced = [None]
         if force_every and index % force_every == 0:
-            forced += [name for name in sorted(VARIANTS) if planner.refusal(geom, kernel.gpu.caps, name) is None]
+            forced += [name for name in sorted(VARIANTS) if planner.refusal(geom, kernel.device.caps, name) is None]
         for variant in dict.fromkeys(forced):
             calls += 1
             name = f"fuzz_s{seed}_i{index}" + (f"_{variant}" if variant else "")

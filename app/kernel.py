@@ -43,10 +43,8 @@ class ConvTransposeKernel:
     """`await kernel(x=..., w=..., b=None, variant=None, output="cpu", timing=False, **attributes)`
     -> {"y": ndarray (or GpuTensor with output="gpu"), "meta": {...}}."""
 
-    def __init__(self, gpu, autotuner=None):
-        # A DeviceHandle (app/device.py): the current Gpu, reopened after a loss, and the (capped) caps to plan
-        # with. Named `gpu` because callers and the README use kernel.gpu.memory() and its counters.
-        self.gpu = gpu
+    def __init__(self, device, autotuner=None):
+        self.device = device  # a DeviceHandle (app/device.py): the live Gpu, reopened after a loss, and the caps
         self.autotuner = autotuner  # app/autotune.py Autotuner: the best predicted candidates timed on first use
 
     @property
@@ -57,23 +55,23 @@ class ConvTransposeKernel:
 
     def plan(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,
              tables: list[dict] | None = None, measured=None):
-        missing = [f for f in contract.dtype_features()[geom.dtype] if not self.gpu.caps.has(f)]
+        missing = [f for f in contract.dtype_features()[geom.dtype] if not self.device.caps.has(f)]
         if missing:
             raise ConvTransposeError(f"dtype {geom.dtype} needs the device feature(s) {missing}, which this adapter lacks")
-        return planner.plan(geom, self.gpu.caps, variant, params, tables, measured)
+        return planner.plan(geom, self.device.caps, variant, params, tables, measured)
 
     def pieces(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,
                tables: list[dict] | None = None, measured=None):
         """The request's plan, split into pieces past the device's buffer or dispatch limits (app/split.py);
         `measured`: the autotune store's (planner.Candidate, why) for the signature."""
-        return plan_pieces(geom, self.gpu.caps, lambda piece: self.plan(piece, variant, params, tables, measured))
+        return plan_pieces(geom, self.device.caps, lambda piece: self.plan(piece, variant, params, tables, measured))
 
     async def launch_for(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None,
                          params: dict | None = None, tables: list[dict] | None = None):
         """(executor launch, pieces): the launch cached under `key`, or None when the request runs as
         several pieces (or has an empty output); planned (unless `pieces` are given) and compiled only on
         the signature's first call."""
-        gpu = await self.gpu.current()
+        gpu = await self.device.current()
         launch = gpu.cached(key)
         if launch is not None:
             return launch, None
@@ -100,7 +98,7 @@ class ConvTransposeKernel:
         resident = [n for n, a in arrays.items() if isinstance(a, GpuTensor)]
         key = f"py{id(self)}:" + signature(arrays, attributes, variant, geom.finite_data, params, tables)
         launch, pieces = await self.launch_for(geom, variant, key, pieces, params, tables)
-        gpu = await self.gpu.current()
+        gpu = await self.device.current()
         if launch is None:
             plan = pieces[0][1]
             meta = {"variant": plan.variant, "reason": plan.reason, "gpu_ms": None, "y_shape": list(geom.y_shape),
@@ -126,8 +124,8 @@ class ConvTransposeKernel:
 
     async def upload(self, array) -> GpuTensor:
         """A numpy array (or {"data", "shape"}) copied into a new GPU buffer the caller owns."""
-        return (await self.gpu.current()).upload(as_array("x", array) if not isinstance(array, np.ndarray) else array)
+        return (await self.device.current()).upload(as_array("x", array) if not isinstance(array, np.ndarray) else array)
 
     def forget(self, weights) -> None:
         """After rewriting a GpuTensor's buffer that served as w: its prepared layouts are rebuilt next call."""
-        self.gpu.executor.forget(weights.buffer if isinstance(weights, GpuTensor) else weights)
+        self.device.executor.forget(weights.buffer if isinstance(weights, GpuTensor) else weights)

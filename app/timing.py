@@ -34,7 +34,7 @@ async def time_plan(kernel, geom, arrays, variant=None, runs=5, warmup=1, repeat
     `variant`, `params` and `tables` as kernel.plan takes them) launched once,
     timed with its inputs on the GPU and y left there (web/runtime/executor.mjs Launch.time), y read back once
     after, then destroyed."""
-    gpu = await kernel.gpu.current()
+    gpu = await kernel.device.current()
     plan = plan if plan is not None else kernel.plan(geom, variant, params, tables)
     launch = await gpu.compile_launch(plan, geom)
     try:

@@ -135,7 +135,7 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
     tunable = variant in grid_for and variant in tunable_variants()
     if not tunable and not choose_variants:
         return None
-    caps = kernel.gpu.caps
+    caps = kernel.device.caps
     passing, rejected = [], []
     grid = grid_for[variant] if tunable else {}
     for params in candidates(variant, grid, geom, caps) if tunable else [None]:
@@ -235,7 +235,7 @@ async def tune(kernel, cases: list[dict], progress=None, runs: int = 3, grid_for
                          f"it is never tuned on ({', '.join(held_out)})")
     grid_for = grids() if grid_for is None else grid_for
     results = [await tune_case(kernel, case, grid_for, runs, progress, repeats, choose_variants) for case in cases]
-    caps = kernel.gpu.caps
+    caps = kernel.device.caps
     return {"format": tuning_tables.FORMAT, "adapter": tuning_tables.adapter_key(caps), "description": caps.description,
             "made_by": "python -m app tune (app/tuner.py)", "runs": runs, "repeats": repeats, "margin": MARGIN,
             "variants": best_per_class(results), "choices": best_variant_per_class(results),

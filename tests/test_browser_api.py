@@ -78,7 +78,7 @@ def test_refusals_and_empty_outputs_do_no_gpu_work(page):
     out = run_python(page, """
 import numpy as np, app
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
-before = kernel.gpu.executions
+before = kernel.device.gpu.executions
 errors = []
 for attrs in ({"group": 3}, {"strides": [0, 1]}, {"pads": [-1, 0, 0, 0]}, {"auto_pad": "SAME"}):
     try:
@@ -86,7 +86,7 @@ for attrs in ({"group": 3}, {"strides": [0, 1]}, {"pads": [-1, 0, 0, 0]}, {"auto
     except app.ConvTransposeError as exc:
         errors.append(str(exc))
 empty = await kernel(x=np.ones((0, 2, 3), np.float32), w=np.ones((2, 4, 2), np.float32))
-{"errors": errors, "executions": kernel.gpu.executions - before, "empty_shape": list(empty["y"].shape)}
+{"errors": errors, "executions": kernel.device.gpu.executions - before, "empty_shape": list(empty["y"].shape)}
 """)
     assert len(out["errors"]) == 4
     for name, text in zip(("group", "strides", "pads", "auto_pad"), out["errors"]):
@@ -106,7 +106,7 @@ try:
     out = {"ran": True, "y": res["y"].astype(np.float64).ravel().tolist(), "dtype": str(res["y"].dtype)}
 except app.ConvTransposeError as exc:
     out = {"ran": False, "error": str(exc)}
-out["has_f16"] = kernel.gpu.caps.has("shader-f16")
+out["has_f16"] = kernel.device.caps.has("shader-f16")
 out
 """)
     if out["has_f16"]:
@@ -160,24 +160,24 @@ g1, g2 = await kernel.upload(w1), await kernel.upload(w2)
 attrs = dict(strides=[2, 2], pads=[1, 1, 1, 1], variant="nchw2d_col2im")
 def want(w):
     return conv_transpose_reference(validate(x, w, strides=[2, 2], pads=[1, 1, 1, 1])[0], x, w)
-start = kernel.gpu.weight_preparations
+start = kernel.device.gpu.weight_preparations
 errors, counts = [], []
 for w, ref in ((g1, w1), (g1, w1), (g2, w2), (g2, w2), (g1, w1)):
     res = await kernel(x=x, w=w, **attrs)
     errors.append(float(np.abs(res["y"] - want(ref)).max()))
-    counts.append(kernel.gpu.weight_preparations - start)
+    counts.append(kernel.device.gpu.weight_preparations - start)
 # rewritten in place on the GPU: stale until forgotten
-kernel.gpu.device.queue.writeBuffer(g1.buffer, 0, app.gpu.to_typed(w2))
+kernel.device.gpu.device.queue.writeBuffer(g1.buffer, 0, app.gpu.to_typed(w2))
 kernel.forget(g1)
 errors.append(float(np.abs((await kernel(x=x, w=g1, **attrs))["y"] - want(w2)).max()))
-counts.append(kernel.gpu.weight_preparations - start)
+counts.append(kernel.device.gpu.weight_preparations - start)
 # numpy weights: packed every call; a change in place is seen
 w3 = w1.copy()
 first = await kernel(x=x, w=w3, **attrs)
 w3 *= 2
 second = await kernel(x=x, w=w3, **attrs)
 errors += [float(np.abs(first["y"] - want(w1)).max()), float(np.abs(second["y"] - want(w3)).max())]
-counts.append(kernel.gpu.weight_preparations - start)
+counts.append(kernel.device.gpu.weight_preparations - start)
 for g in (g1, g2):
     g.buffer.destroy()
 {"errors": errors, "counts": counts}

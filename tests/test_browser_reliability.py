@@ -47,10 +47,10 @@ rng = np.random.default_rng(1)
 x = rng.uniform(-1, 1, {x}).astype(np.float32)
 w = rng.uniform(-1, 1, {w}).astype(np.float32)
 b = rng.uniform(-1, 1, {w[1]} * {attrs.get("group", 1)}).astype(np.float32) if {bias} else None
-kernel.gpu.gpu.largest_buffer = 0
+kernel.device.gpu.largest_buffer = 0
 res = await kernel(x=x, w=w, b=b, variant={variant!r}, **{attrs!r})
 {{"err": error(res, x, w, b, {attrs!r}), "pieces": res["meta"]["pieces"], "variant": res["meta"]["variant"],
-  "largest": kernel.gpu.gpu.largest_buffer, "limits": kernel.gpu.caps.limits}}
+  "largest": kernel.device.gpu.largest_buffer, "limits": kernel.device.caps.limits}}
 """)
     assert out["err"] < 1e-3, out
     assert out["pieces"] > 1, out
@@ -90,13 +90,13 @@ res = await kernel(x=x, w=w, variant={variant!r}, **{attrs!r})
 def test_what_cannot_split_to_fit_is_refused_before_gpu_work(page):
     out = run_python(page, CHECK + f"""
 kernel = {KERNEL.format(extra=', limits={"maxStorageBufferBindingSize": 64}')}
-before = kernel.gpu.executions
+before = kernel.device.gpu.executions
 try:
     await kernel(x=np.ones((1, 1, 3, 3), np.float32), w=np.ones((1, 1, 5, 5), np.float32))
     text = "accepted"
 except app.ConvTransposeError as exc:
     text = str(exc)
-{{"text": text, "executions": kernel.gpu.executions - before}}
+{{"text": text, "executions": kernel.device.gpu.executions - before}}
 """)
     assert "does not fit this device even split into pieces" in out["text"] and "'w' needs 100 bytes" in out["text"]
     assert out["executions"] == 0
@@ -107,7 +107,7 @@ def test_500_calls_with_varying_shapes_leave_gpu_memory_flat(page):
 from app.variants import VARIANTS
 kernel = {KERNEL.format(extra="")}
 rng = np.random.default_rng(500)
-before = kernel.gpu.memory()
+before = kernel.device.memory()
 worst, variants, peak_cached = 0.0, set(), 0
 for i in range(500):
     rank = 1 + i % 3
@@ -119,17 +119,17 @@ for i in range(500):
     forced = None
     if i % 5 == 0:  # every covering variant in turn, so the fast ones and the weight cache are exercised too
         geom = validate(x, w, **attrs)[0]
-        covering = [n for n, v in sorted(VARIANTS.items()) if v.why_not(geom, kernel.gpu.caps) is None]
+        covering = [n for n, v in sorted(VARIANTS.items()) if v.why_not(geom, kernel.device.caps) is None]
         forced = covering[(i // 5) % len(covering)]
     res = await kernel(x=x, w=w, variant=forced, **attrs)
     variants.add(res["meta"]["variant"])
     worst = max(worst, error(res, x, w, None, attrs))
-    mem = kernel.gpu.memory()
+    mem = kernel.device.memory()
     assert mem["live_bytes"] == mem["cached_bytes"], mem  # nothing but cached launches outlives a call
     peak_cached = max(peak_cached, mem["cached_bytes"])
-after = kernel.gpu.memory()
-kernel.gpu.release_caches()
-released = kernel.gpu.memory()
+after = kernel.device.memory()
+kernel.device.release_caches()
+released = kernel.device.memory()
 {{"released": released, "before": before, "after": after, "worst": worst, "variants": sorted(variants), "peak_cached": peak_cached}}
 """)
     print("memory before/after 500 calls:", out["before"], out["after"], "variants:", out["variants"])
@@ -179,7 +179,7 @@ for i in range(24):
     b = rng.uniform(-1, 1, 1 + i % 3).astype(np.float32) if i % 2 else None
     requests.append((x, w, b, {{"strides": [1 + i % 3] * rank}}))
 results = await asyncio.gather(*(kernel(x=x, w=w, b=b, **a) for x, w, b, a in requests))
-mem = kernel.gpu.memory()
+mem = kernel.device.memory()
 {{"errors": [error(res, *req) for res, req in zip(results, requests)], "transient": mem["live_bytes"] - mem["cached_bytes"]}}
 """)
     assert len(out["errors"]) == 24 and max(out["errors"]) < 1e-3
@@ -214,7 +214,7 @@ kernel = {KERNEL.format(extra="")}
 rng = np.random.default_rng(2)
 x = rng.uniform(-1, 1, (1, 3, 40, 40)).astype(np.float32)
 w = rng.uniform(-1, 1, (3, 4, 3, 3)).astype(np.float32)
-old = kernel.gpu.gpu
+old = kernel.device.gpu
 in_flight = asyncio.ensure_future(kernel(x=x, w=w, strides=[2, 2]))
 await asyncio.sleep(0)  # the call runs to its first wait on the GPU (after the submit), then the loss
 old.device.destroy()
@@ -228,8 +228,8 @@ except asyncio.TimeoutError:
 await asyncio.sleep(0.2)  # device.lost resolves asynchronously
 lost = old.lost_reason
 res = await kernel(x=x, w=w, strides=[2, 2])
-{{"flight": flight, "lost": lost, "new_device": kernel.gpu.gpu is not old, "err": error(res, x, w, None, {{"strides": [2, 2]}}),
-  "shared": (await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)).gpu.gpu is kernel.gpu.gpu}}
+{{"flight": flight, "lost": lost, "new_device": kernel.device.gpu is not old, "err": error(res, x, w, None, {{"strides": [2, 2]}}),
+  "shared": (await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)).device.gpu is kernel.device.gpu}}
 """)
     print("in-flight call at the loss:", out["flight"])
     assert out["flight"] != "hang"
@@ -275,14 +275,14 @@ good = kernel.plan(geom)
 broken = Plan(tuple(d.__class__("_broken-for-test.wgsl.jinja", d.params, d.bindings, d.uniforms, d.workgroups)
                     for d in good.dispatches), variant="broken_test_variant", reason="test")
 try:
-    await kernel.gpu.execute(broken, geom, arrays)
+    await kernel.device.execute(broken, geom, arrays)
     text = "compiled"
 except app.GpuError as exc:
     text = str(exc)
 finally:
     (TEMPLATES / "_broken-for-test.wgsl.jinja").unlink()
 after = await kernel(x=np.ones((1, 1, 4), np.float32), w=np.ones((1, 1, 2), np.float32))
-{"text": text, "after": after["y"].ravel().tolist(), "live": kernel.gpu.memory()}
+{"text": text, "after": after["y"].ravel().tolist(), "live": kernel.device.memory()}
 """)
     assert "variant broken_test_variant" in out["text"] and "nope" in out["text"], out
     assert out["after"] == [1.0, 2.0, 2.0, 2.0, 1.0]
@@ -300,13 +300,13 @@ good = kernel.plan(geom)
 d = good.dispatches[0]
 bad = Plan((d.__class__(d.template, d.params, ("y", "w", "y"), d.uniforms, d.workgroups),),
            variant="misbound_test_variant", reason="test")
-before = kernel.gpu.memory()
+before = kernel.device.memory()
 try:
-    await kernel.gpu.execute(bad, geom, arrays)
+    await kernel.device.execute(bad, geom, arrays)
     text = "ran"
 except app.GpuError as exc:
     text = str(exc)
-{"text": text, "before": before, "after": kernel.gpu.memory()}
+{"text": text, "before": before, "after": kernel.device.memory()}
 """)
     assert "variant misbound_test_variant" in out["text"] and "Validation" in out["text"], out
     assert out["before"]["live_bytes"] == out["after"]["live_bytes"]
@@ -343,10 +343,10 @@ assert not geom.finite_data
 want = conv_transpose_reference(geom, x, w, b)
 results, refused = {{}}, {{}}
 for name, v in sorted(VARIANTS.items()):
-    if v.why_not(geom, kernel.gpu.caps) is None:
+    if v.why_not(geom, kernel.device.caps) is None:
         res = await kernel(x=x, w=w, b=b, variant=name, **{attrs!r})
         results[name] = compare(res["y"], want, 1e-4, 1e-4)[0]
-    elif v.why_not(validate(np.nan_to_num(x), np.nan_to_num(w), b, **{attrs!r})[0], kernel.gpu.caps) is None:
+    elif v.why_not(validate(np.nan_to_num(x), np.nan_to_num(w), b, **{attrs!r})[0], kernel.device.caps) is None:
         try:  # covers the same request with finite data: forcing it now is a clear refusal
             await kernel(x=x, w=w, b=b, variant=name, **{attrs!r})
             refused[name] = "ran"

@@ -1,5 +1,7 @@
 """app/device.py in CPython: the kernel's device handle reopens a lost device and plans with capped limits."""
 
+import pytest
+
 from app.caps import DeviceCaps
 from app.device import DeviceHandle
 
@@ -38,8 +40,15 @@ def test_a_lost_device_is_replaced_before_the_next_call():
     assert handle.caps.limit("maxStorageBufferBindingSize") == 134217728
 
 
-def test_attributes_read_and_write_through_to_the_gpu():
+def test_the_handle_names_what_it_gives_and_proxies_nothing():
     gpu = FakeGpu("g")
+    gpu.executor, gpu.memory, gpu.released = "executor", lambda: {"live_bytes": 3}, []
+    gpu.release_caches = lambda: gpu.released.append(True)
     handle = DeviceHandle(gpu, None)
-    handle.largest_buffer = 7
-    assert gpu.largest_buffer == 7 and handle.name == "g"
+    assert handle.gpu is gpu and handle.executor == "executor" and handle.memory() == {"live_bytes": 3}
+    handle.release_caches()
+    assert gpu.released == [True]
+    with pytest.raises(AttributeError):
+        handle.name  # the Gpu's own attributes are read on handle.gpu
+    with pytest.raises(AttributeError):
+        handle.largest_buffer = 7  # ... and set there: no shadow copy on the handle

@@ -50,11 +50,11 @@ class ReferenceKernel:
 
     def __init__(self, off=0.0):
         self.off = off
-        self.gpu = type("Gpu", (), {"caps": DeviceCaps()})()
+        self.device = type("Gpu", (), {"caps": DeviceCaps()})()
 
     async def __call__(self, x, w, b=None, variant=None, **attributes):
         geom, _ = validate(x, w, b, **attributes)
-        plan = planner.plan(geom, self.gpu.caps, variant)
+        plan = planner.plan(geom, self.device.caps, variant)
         y = conv_transpose_reference(geom, x, w, b).astype(np.float32) + np.float32(self.off)
         return {"y": y, "meta": {"variant": plan.variant, "pieces": 1}}
 

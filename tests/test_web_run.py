@@ -124,14 +124,14 @@ def test_validation_error_is_shown_next_to_its_field(run_view, field, action, wo
     page = run_view
     set_shapes(page, 2, "1, 2, 4, 4", "2, 3, 3, 3")
     assert page.text_content("#shape-preview") == "Output shape: [1, 3, 6, 6]"
-    before = run_python(page, "import app; (await app.get_kernel('webgpu-kernels/ai.onnx.ConvTranspose')).gpu.executions")
+    before = run_python(page, "import app; (await app.get_kernel('webgpu-kernels/ai.onnx.ConvTranspose')).device.gpu.executions")
     action(page)
     assert words in error_for(page, field)
     assert page.locator(f".field[data-field={field}]").get_attribute("class") == "field invalid"
     assert page.text_content("#shape-preview") == "Output shape: –"
     assert page.locator(".field.invalid").count() == 1  # only the field at fault is marked
     page.click("#run")
-    after = run_python(page, "import app; (await app.get_kernel('webgpu-kernels/ai.onnx.ConvTranspose')).gpu.executions")
+    after = run_python(page, "import app; (await app.get_kernel('webgpu-kernels/ai.onnx.ConvTranspose')).device.gpu.executions")
     assert after == before  # refused before any GPU work
 
 
@@ -261,7 +261,7 @@ def test_float16_npy_runs_or_is_refused_at_the_data(run_view, tmp_path):
     page.set_input_files("[name=x_file]", str(tmp_path / "x.npy"))
     page.set_input_files("[name=w_file]", str(tmp_path / "w.npy"))
     page.wait_for_function("document.querySelector('[data-note-for=w]').textContent.includes('float16')")
-    has_f16 = run_python(page, "import app; (await app.get_kernel('webgpu-kernels/ai.onnx.ConvTranspose')).gpu.caps.has('shader-f16')")
+    has_f16 = run_python(page, "import app; (await app.get_kernel('webgpu-kernels/ai.onnx.ConvTranspose')).device.caps.has('shader-f16')")
     if has_f16:
         run(page)
         assert page.text_content("#out-shape") == "[1, 2, 11] float16"
