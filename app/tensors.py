@@ -53,7 +53,7 @@ def as_array(name: str, value) -> np.ndarray:
             raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: ['float16', 'float32']", name)
         data = value["data"]
         if isinstance(data, np.ndarray) and data.dtype != np.dtype(dtype):
-            # one rule in both languages (web/runtime/tensors.mjs): an array carries its dtype, which must be the
+            # one rule in both languages (the JS runtime's tensors): an array carries its dtype, which must be the
             # request's; numbers of another type are never converted silently (a list of numbers is)
             raise ConvTransposeError(f"input '{name}': data is a {data.dtype} array; dtype {dtype!r} takes a {dtype} "
                                      f"array or a list of numbers (allowed: ['float16', 'float32'])", name)

@@ -1,4 +1,4 @@
-// The finite-data policy, JavaScript side (app/finite.py states it for Python). Some variants multiply the
+// The finite-data policy, JavaScript side (Python's `app.finite` states it there). Some variants multiply the
 // padding zeros they skip in x or w, so a NaN or Inf in x or w spreads where IEEE arithmetic would not:
 // their launches are `finiteOnly`, and a call with non-finite data runs on the exact launch Python plans
 // for the same signature with finite=false (the key with EXACT appended). How a call finds out:

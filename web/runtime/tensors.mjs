@@ -1,10 +1,10 @@
-// The caller's inputs checked as app/tensors.py checks them, for the calls that never enter Python: a
+// The caller's inputs checked as Python's `app.tensors` checks them, for the calls that never enter Python: a
 // repeat call's x, w and b become typed arrays of a dtype the op contract allows, or GPU buffers.
 import { kernelError } from "./errors.mjs";
 import { TYPED_ARRAYS } from "./typed-arrays.mjs";
 
 export const INPUTS = ["x", "w", "b"];
-const DEFAULT_DTYPE = "float32";  // as app/tensors.py: data given without a dtype
+const DEFAULT_DTYPE = "float32";  // as Python's: data given without a dtype
 // objects already seen to be GPUBuffers (their size a number): reading `size` is a call into the WebGPU
 // implementation (a native getter in Dawn's Node binding), made once per buffer instead of once per call
 const gpuBuffers = new WeakSet();
@@ -76,7 +76,7 @@ export function tensor(name, t, dtypes) {
   } else if (dtype === "float16" && globalThis.Float16Array && data instanceof globalThis.Float16Array) {
     data = new Uint16Array(data.buffer, data.byteOffset, data.length);
   } else if (ArrayBuffer.isView(data)) {
-    // one rule in both languages (app/tensors.py): a typed array carries its dtype, which must be one of
+    // one rule in both languages (Python's `app.tensors`): a typed array carries its dtype, which must be one of
     // manifest.json's; numbers of another type are never converted silently
     const want = dtype === "float16" ? "Uint16Array (float16 bits) or a Float16Array" : TYPED_ARRAYS[dtype].name;
     throw kernelError("ConvTransposeError", `input '${name}': data is a ${data.constructor?.name ?? "typed array"}; ` +
