@@ -38,7 +38,7 @@ def _channels(rng: random.Random) -> int:
     return rng.choice(CHANNELS)
 
 
-def layer(rng: random.Random, index: int) -> dict:
+def layer(rng: random.Random, index: int, max_madds: int = MAX_MADDS, max_elements: int = MAX_ELEMENTS) -> dict:
     rank = rng.choice((1, 2, 2, 2, 3))
     stride = rng.choice(STRIDES)
     asymmetric = rank > 1 and rng.random() < 0.15
@@ -82,7 +82,7 @@ def layer(rng: random.Random, index: int) -> dict:
         x_size = batch * cin * math.prod(spatial)
         y_size = batch * cout * math.prod(outs)
         madds = batch * cin * math.prod(spatial) * (cout // group) * math.prod(kernel)
-        return min(outs) >= 1 and madds <= MAX_MADDS and max(x_size, y_size) <= MAX_ELEMENTS
+        return min(outs) >= 1 and madds <= max_madds and max(x_size, y_size) <= max_elements
 
     while not fits():
         if max(spatial) > 1:
@@ -110,14 +110,15 @@ def layer(rng: random.Random, index: int) -> dict:
             "dtype": "float32"}
 
 
-def bench_file(seed: int, count: int = 64) -> dict:
-    """A bench file (bench.json's format) whose `fresh` tier holds `count` layers drawn from `seed`."""
+def bench_file(seed: int, count: int = 64, max_madds: int = MAX_MADDS, max_elements: int = MAX_ELEMENTS) -> dict:
+    """A bench file (bench.json's format) whose `fresh` tier holds `count` layers drawn from `seed`, each shrunk to
+    the budget (smaller ones for a software adapter)."""
     rng = random.Random(seed)
     return {"op": "ai.onnx.ConvTranspose", "version": 1,
             "fill": {"distribution": "uniform", "low": -1.0, "high": 1.0, "seed": 0,
                      "doc": "x, w, b drawn in that order from numpy.random.default_rng(seed), rounded to float32"},
             "tiers": {TIER: f"{count} layers drawn from seed {seed} (app/fresh.py), never tuned on"},
-            "cases": [layer(rng, i) for i in range(count)]}
+            "cases": [layer(rng, i, max_madds, max_elements) for i in range(count)]}
 
 
 if __name__ == "__main__":
@@ -127,5 +128,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="print a bench file whose `fresh` tier is drawn from SEED")
     parser.add_argument("seed", type=int)
     parser.add_argument("--count", type=int, default=64)
+    parser.add_argument("--max-madds", type=float, default=MAX_MADDS)
+    parser.add_argument("--max-elements", type=float, default=MAX_ELEMENTS)
     args = parser.parse_args()
-    print(json.dumps(bench_file(args.seed, args.count), indent=1))
+    print(json.dumps(bench_file(args.seed, args.count, int(args.max_madds), int(args.max_elements)), indent=1))
