@@ -92,7 +92,7 @@ def computed_madds(plan: Plan, geom: ConvGeometry, workgroups: int) -> int:
 
 
 def features(plan: Plan, geom: ConvGeometry) -> Features:
-    sizes = [(d, math.prod(d.workgroups), invocations(d.template, d.params)) for d in plan.dispatches]
+    sizes = [(d, math.prod(d.workgroups), invocations(d.template, d.render_params)) for d in plan.dispatches]
     main = [s for s in sizes if not any(h in s[0].template for h in HELPER_PASSES)] or sizes
     _, workgroups, threads = max(main, key=lambda s: s[1] * s[2])
     size = DTYPE_BYTES.get(geom.dtype, 4)

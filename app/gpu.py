@@ -199,7 +199,7 @@ class Gpu:
         async def passes(dispatches):
             out = []
             for d in dispatches:
-                source = render(d.template, d.params)
+                source = render(d.template, d.render_params)
                 try:
                     pipeline = await self.executor.pipeline(pipeline_key(d.template, source), source, plan.variant)
                 except JsException as exc:

@@ -28,10 +28,11 @@ BUFFER_TYPES = {
 
 @dataclass(frozen=True)
 class Dispatch:
-    """One compute pass: a template rendered with `params`, its buffers in binding order, its grid."""
+    """One compute pass: a template rendered with `render_params`, its buffers in binding order, its grid.
+    (A variant's tile `params` are one part of its passes' render_params.)"""
 
     template: str
-    params: dict  # render parameters, the prelude's `bindings` and `uniform_fields` included
+    render_params: dict  # the template's arguments, the prelude's `bindings` and `uniform_fields` included
     bindings: tuple[str, ...]  # buffer names in binding order; the uniform buffer comes after them
     uniforms: tuple[tuple[str, int], ...]  # i32 fields of the Params struct, in declaration order
     workgroups: tuple[int, int, int]
@@ -47,11 +48,11 @@ def bindings_params(reads, writes, uniform_fields, types: dict | None = None) ->
             "uniform_fields": list(uniform_fields)}
 
 
-def dispatch(template: str, params: dict, reads, writes, uniforms: list[tuple[str, int]],
+def dispatch(template: str, render_params: dict, reads, writes, uniforms: list[tuple[str, int]],
              workgroups: tuple[int, int, int], types: dict | None = None) -> Dispatch:
     """A pass declared once: the template's bindings and Params come from the same lists the executor binds."""
     reads, writes = tuple(reads), tuple(writes)
-    return Dispatch(template, params | bindings_params(reads, writes, [n for n, _ in uniforms], types),
+    return Dispatch(template, render_params | bindings_params(reads, writes, [n for n, _ in uniforms], types),
                     reads + writes,
                     tuple(uniforms), workgroups)
 

@@ -272,7 +272,7 @@ kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 good = kernel.plan(geom)
 (TEMPLATES / "_broken-for-test.wgsl.jinja").write_text("@compute @workgroup_size(1) fn main() { let x: f32 = nope; }")
-broken = Plan(tuple(d.__class__("_broken-for-test.wgsl.jinja", d.params, d.bindings, d.uniforms, d.workgroups)
+broken = Plan(tuple(d.__class__("_broken-for-test.wgsl.jinja", d.render_params, d.bindings, d.uniforms, d.workgroups)
                     for d in good.dispatches), variant="broken_test_variant", reason="test")
 try:
     await kernel.device.execute(broken, geom, arrays)
@@ -298,7 +298,7 @@ kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 good = kernel.plan(geom)
 d = good.dispatches[0]
-bad = Plan((d.__class__(d.template, d.params, ("y", "w", "y"), d.uniforms, d.workgroups),),
+bad = Plan((d.__class__(d.template, d.render_params, ("y", "w", "y"), d.uniforms, d.workgroups),),
            variant="misbound_test_variant", reason="test")
 before = kernel.device.memory()
 try:

@@ -36,8 +36,8 @@ def test_a_k3_s2_layer_is_one_gemm_of_every_tap_then_a_fold():
     # 18 x 64 tiles of 64 x 64 fill the GPU unsplit
     assert plan.tiles["splits"] == 1 and uniforms["tiles"] == 18 * 64
     assert plan.scratch == {"cols": 1152 * 4096 * 4}
-    assert not fold.params["split"] and fold.params["has_bias"]
-    assert ["cols", "read_write", "array<vec4<f32>>"] in gemm_pass.params["bindings"]
+    assert not fold.render_params["split"] and fold.render_params["has_bias"]
+    assert ["cols", "read_write", "array<vec4<f32>>"] in gemm_pass.render_params["bindings"]
 
 
 def test_few_tiles_split_the_reduction_and_the_fold_sums_the_splits():
@@ -45,14 +45,14 @@ def test_few_tiles_split_the_reduction_and_the_fold_sums_the_splits():
     plan = configured((1, 1024, 16, 16), (1024, 256, 4, 4), {"strides": [2, 2], "pads": [1] * 4})
     gemm_pass, fold = plan.dispatches
     assert plan.tiles["splits"] == 2 and dict(gemm_pass.uniforms)["tiles"] == 2 * 256
-    assert fold.params["split"] and dict(fold.uniforms)["splits"] == 2
+    assert fold.render_params["split"] and dict(fold.uniforms)["splits"] == 2
     assert dict(fold.uniforms)["split_size"] == 4096 * 256
     assert plan.scratch == {"cols": 2 * 4096 * 256 * 4}
-    assert "for (var s = 0; s < p.splits; s += 1)" in render(fold.template, fold.params)
+    assert "for (var s = 0; s < p.splits; s += 1)" in render(fold.template, fold.render_params)
     literal = configured((1, 1024, 16, 16), (1024, 256, 4, 4), {"strides": [2, 2], "pads": [1] * 4},
                          params={"fc": 1}).dispatches[1]
     assert literal.template == gemm.COL2IM_ENTRY[2] and dict(literal.uniforms)["splits"] == 2
-    assert "for (var s = 0; s < p.splits; s += 1)" in render(literal.template, literal.params)
+    assert "for (var s = 0; s < p.splits; s += 1)" in render(literal.template, literal.render_params)
 
 
 def test_the_cells_fold_lists_each_phase_with_the_taps_that_reach_it():

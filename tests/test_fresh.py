@@ -8,6 +8,7 @@ from app import fresh, tuner
 from app.bench import load
 from app.shapes import infer
 from app.variants.base import _group_kind
+from tests.async_helper import run_coroutine
 
 
 def _geoms(doc):
@@ -40,9 +41,7 @@ def test_layers_are_valid_varied_and_inside_the_budget(seed):
 def test_the_tuner_refuses_the_fresh_tier():
     case = dict(fresh.bench_file(3, 1)["cases"][0], fill=fresh.bench_file(3, 1)["fill"])
     with pytest.raises(ValueError, match="never tuned on"):
-        import asyncio
-
-        asyncio.run(tuner.tune(None, [case]))
+        run_coroutine(tuner.tune(None, [case]))
 
 
 def test_drawn_sizes_span_the_range():

@@ -58,7 +58,7 @@ SHAPES = [((1, 16, 4, 4, 4), (16, 16, 3, 3, 3), {}), ((1, 32, 8, 8), (32, 32, 1,
 @pytest.mark.parametrize("x, w, attrs", SHAPES)
 def test_float16_takes_f16_components_with_f32_results(x, w, attrs):
     geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
-    params = plan(geom, h200_caps(), "phase_gemm_sgmat").dispatches[-1].params
+    params = plan(geom, h200_caps(), "phase_gemm_sgmat").dispatches[-1].render_params
     assert params["comp"] == "f16"
     assert (params["sm"], params["sn"], params["sk"]) == (16, 16, 16)  # the largest f16 -> f32 shape
     assert params["subgroup_size"] == 32
@@ -82,7 +82,7 @@ APPLE_CONFIGS = [{"componentType": "f32", "resultComponentType": "f32", "M": 8, 
 def test_f32_matrices_serve_float32_where_the_device_has_them(x, w, attrs, dtype, comp):
     caps = h200_caps(subgroup_matrix_configs=matrix_configs(APPLE_CONFIGS))
     geom = infer(x, w, None, attrs, {"x": dtype, "w": dtype})
-    params = plan(geom, caps, "phase_gemm_sgmat").dispatches[-1].params
+    params = plan(geom, caps, "phase_gemm_sgmat").dispatches[-1].render_params
     assert (params["comp"], params["sm"], params["sn"], params["sk"]) == (comp, 8, 8, 8)
     # and they cover a dense output that fills the GPU, so the planner can choose them
     big = infer((1, 64, 64, 64), (64, 64, 2, 2), None, {"strides": [2, 2]}, {"x": dtype, "w": dtype})
@@ -114,10 +114,10 @@ def test_right_matrices_come_straight_from_packed_weights_of_their_type(x, w, at
     geom = infer(x, w, None, attrs, {"x": "float16", "w": "float16"})
     launch = plan(geom, h200_caps(), "phase_gemm_sgmat", {"bd": 1, "vs": 0, "cl": 0})
     gemm = launch.dispatches[0]
-    assert launch.tiles["bd"] == 1 and ["wp", "read", "array<C>"] in gemm.params["bindings"]
+    assert launch.tiles["bd"] == 1 and ["wp", "read", "array<C>"] in gemm.render_params["bindings"]
     packed = geom.group * math.prod(geom.kernel) * geom.in_per_group * -(-geom.out_per_group // 4) * 4
-    step_rows = gemm.params["kb"] * gemm.params["sk"] * -(-geom.out_per_group // 4) * 4
-    assert launch.prepared["wp"] == 2 * (packed + step_rows + gemm.params["tn"])
+    step_rows = gemm.render_params["kb"] * gemm.render_params["sk"] * -(-geom.out_per_group // 4) * 4
+    assert launch.prepared["wp"] == 2 * (packed + step_rows + gemm.render_params["tn"])
 
 
 def test_narrow_packed_rows_refuse_direct_right_matrices():
@@ -153,21 +153,21 @@ def test_float16_on_f16_matrices_stages_vectors_in_one_buffer(x, w, attrs, want)
     launch = plan(geom, h200_caps(), "phase_gemm_sgmat")
     gemm, t = launch.dispatches[-1], launch.tiles
     assert t["vs"] == 1 and t["bd"] == 0 and gemm.template == phase_gemm_sgmat.VECTOR_STAGED
-    assert (t["sg_m"], t["sg_n"], t["cm"], t["cn"], t["va"], gemm.params["yv"]) == want
+    assert (t["sg_m"], t["sg_n"], t["cm"], t["cn"], t["va"], gemm.render_params["yv"]) == want
     # A comes as vectors of x where a phase reads x's pixels in order (va); these strided or 1x1 layers gather
     # it from NCHW x, not from a channels-last copy (base.channels_last_pays: stride 1 with 2+ taps only)
     assert t["cl"] == 0
-    types = {name: kind for name, _, kind in gemm.params["bindings"]}
+    types = {name: kind for name, _, kind in gemm.render_params["bindings"]}
     assert types["wp"] == "array<vec4<u32>>"
     assert types["xc" if t["cl"] else "x"] == ("array<vec4<u32>>" if t["va"] or t["cl"] else "array<T>")
-    assert types["y"] == ("array<vec4<T>>" if gemm.params["yv"] else "array<T>")
+    assert types["y"] == ("array<vec4<T>>" if gemm.render_params["yv"] else "array<T>")
     # one staging buffer in parts: a part of A per subgroup row and of B per subgroup column (16-byte rows padded
     # by one vector), then a part per subgroup for one column block of its results; the shader declares as much
     pm, pn, tks = 16 * t["cm"], 16 * t["cn"], 16 * t["kb"]
     part = max(tks * (pm // 8 + 1), tks * (pn // 8 + 1), 16 * (pm // 4 + 1))
     parts = max(t["sg_m"] + t["sg_n"], t["sg_m"] * t["sg_n"])
     assert launch.workgroup_bytes == 16 * part * parts
-    declared = re.search(r"var<workgroup> ws: array<array<vec4<u32>, (\d+)>, (\d+)>;", render(gemm.template, gemm.params))
+    declared = re.search(r"var<workgroup> ws: array<array<vec4<u32>, (\d+)>, (\d+)>;", render(gemm.template, gemm.render_params))
     assert (int(declared[1]), int(declared[2])) == (part, parts)
 
 
@@ -213,14 +213,14 @@ def test_vs_masks_its_loads_where_it_stores_them_except_gathered_on_spread_tiles
     # tiles keeps its mask at the load (13% slower deferred: twice the registers).
     k4 = {"strides": [2, 2], "pads": [1] * 4}
     large = plan(infer((1, 1024, 128, 128), (1024, 512, 4, 4), None, k4, F16), h200_caps(), "phase_gemm_sgmat")
-    source = render(large.dispatches[-1].template, large.dispatches[-1].params)
+    source = render(large.dispatches[-1].template, large.dispatches[-1].render_params)
     assert "la0 = xc[select(0, at, ok)];" in source and "lb0 = wp[select(0, (w_step + k) * w_row + b_col, ok)];" in source
     assert "= select(vec4<u32>(), la0, (ma0 & 1u) != 0u);" in source
     assert "= select(vec4<u32>(), lb0, (mb0 & 1u) != 0u);" in source
     assert "select(vec4<u32>(), xc[" not in source and "select(vec4<u32>(), wp[" not in source
     spread = plan(infer((16, 256, 16, 16), (256, 128, 4, 4), None, k4, F16), h200_caps(), "phase_gemm_sgmat")
     assert spread.tiles["sg_m"] * spread.tiles["sg_n"] == 16 and spread.tiles["cl"] == 0
-    source = render(spread.dispatches[-1].template, spread.dispatches[-1].params)
+    source = render(spread.dispatches[-1].template, spread.dispatches[-1].render_params)
     assert "let v0 = select(T(), x[select(0, xo0 + c * p.in_size, ok0)], ok0);" in source
     assert "select(vec4<u32>(), wp[" not in source and "(mb0 & 1u) != 0u" in source
 
@@ -275,7 +275,7 @@ def test_cl_repacks_x_channels_last_before_the_gemm(x, w, attrs, groups):
     image = math.prod(x[2:])
     assert dict(repack.uniforms)["tiles"] == x[0] * -(-image // 32) * -(-vectors // 8)
     assert dict(gemm.uniforms)["xc_row"] == vectors and dict(gemm.uniforms)["xc_vecs"] == vectors // groups
-    assert ["xc", "read", "array<vec4<u32>>"] in gemm.params["bindings"]
+    assert ["xc", "read", "array<vec4<u32>>"] in gemm.render_params["bindings"]
     # it runs only in the vs template, and not with va's vectors of x
     assert phase_gemm_sgmat.tiles_refusal(launch.tiles | {"vs": 0}, geom, h200_caps()).startswith("cl runs in")
     natural = infer((1, 64, 8, 8), (64, 64, 2, 2), None, {"strides": [2, 2]}, F16)  # where va could run
@@ -322,7 +322,7 @@ def test_a_rows_load_as_vectors_of_x_only_where_each_phase_reads_x_in_order():
         unstaged = {"vs": 0, "cl": 0, "sg_m": 2, "sg_n": 2, "cm": 4, "cn": 4}  # 16 subgroups' results overflow
         launch = plan(infer(x, w, None, attrs, f16), h200_caps(), "phase_gemm_sgmat", unstaged)
         assert launch.tiles["va"] == 1
-        assert ["x", "read", "array<vec4<T>>"] in launch.dispatches[0].params["bindings"]
+        assert ["x", "read", "array<vec4<T>>"] in launch.dispatches[0].render_params["bindings"]
     padded = infer((1, 64, 32, 32), (64, 64, 3, 3), None, {"pads": [1] * 4}, f16)
     assert plan(padded, h200_caps(), "phase_gemm_sgmat").tiles["va"] == 0
     odd = infer((1, 64, 5, 5), (64, 64, 2, 2), None, {"strides": [2, 2]}, f16)  # 25 pixels an image
@@ -349,7 +349,7 @@ def test_vs_stages_b_rows_of_three_matrix_blocks_through_a_flat_count(forced, pa
     geom = infer((1, 192, 44032), (192, 96, 4), None, {"strides": [2], "pads": [1, 1]}, F16)  # `full` dac_dec4
     launch = plan(geom, h200_caps(), "phase_gemm_sgmat", forced)
     assert launch.tiles["cn"] == 3 and launch.tiles["vs"] == 1 and launch.tiles["sg_m"] == forced.get("sg_m", 2)
-    source = render(launch.dispatches[-1].template, launch.dispatches[-1].params)
+    source = render(launch.dispatches[-1].template, launch.dispatches[-1].render_params)
     assert source.count("let b_e") == passes and f"let b_e{passes}" not in source
     assert ("if (b_e1 < 384) {" in source) == guarded
     assert "let b_k0 = b_e0 / 12;" in source and "let b_pt0 = %d + b_o0 / 6;" % launch.tiles["sg_m"] in source

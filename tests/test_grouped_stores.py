@@ -34,7 +34,7 @@ def test_gpus_store_16_bytes_per_row_over_32_outputs(case, dtype, want):
 def test_float16_rows_are_packed_into_one_wide_store():
     launch = plan(geometry(DEPTHWISE, "float16"), h200_caps(), "nchw2d_grouped_stride_phase")
     (d,) = launch.dispatches
-    source = render(d.template, d.params)
+    source = render(d.template, d.render_params)
     assert "var<storage, read_write> y: array<vec4<u32>>;" in source
     assert source.count("pack2x16float(vec2<f32>(acc0 + bias0, acc1 + bias0))") == 1
 
@@ -85,7 +85,7 @@ def test_output_channels_per_invocation_divide_the_group_and_fit_the_registers()
     forced = plan(geom, h200_caps(), "nchw2d_grouped_stride_phase", {"chans": 2, "cells": 2})
     # half the planes on the grid, each invocation storing two channels' rows
     assert forced.dispatches[0].workgroups[2] * 2 == launch.dispatches[0].workgroups[2]
-    source = render(forced.dispatches[0].template, forced.dispatches[0].params)
+    source = render(forced.dispatches[0].template, forced.dispatches[0].render_params)
     assert "let bias1 = f32(b[m + 1]);" in source and "(yr + y_chan) / 4" in source
 
 
@@ -126,7 +126,7 @@ def test_x_reads_as_vectors_where_every_chunk_starts_on_one():
     caps = h200_caps()
     dw16 = plan(geometry(DEPTHWISE, "float16"), caps, "nchw2d_grouped_stride_phase")
     assert dw16.tiles["xv"] == 4  # 8 outputs per row at stride 2: 4 inputs, read as one vec4 of halves
-    source = render(dw16.dispatches[0].template, dw16.dispatches[0].params)
+    source = render(dw16.dispatches[0].template, dw16.dispatches[0].render_params)
     assert "var<storage, read> x: array<vec4<T>>;" in source and "let xs0 = f32(xq0.w);" in source
     # a row of odd length does not start every row on a vector: scalar reads, and forcing vectors is refused
     x, w, attrs = DEPTHWISE

@@ -58,7 +58,7 @@ def test_the_halo_does_not_cover(x, w, attrs, dtypes, why):
 def test_float32_uses_f32_matrices_where_the_device_has_them():
     caps = devices()["gpu-sgmat-f32-8x8x8"]
     launch = plan(_geom(*STRIDE1_3D, {"x": "float32", "w": "float32"}), caps, "stride1_halo_sgmat")
-    params = launch.dispatches[-1].params
+    params = launch.dispatches[-1].render_params
     assert (params["comp"], params["sm"], params["box"][-1] % 8) == ("f32", 8, 0)
 
 
@@ -68,7 +68,7 @@ def test_float32_uses_f32_matrices_where_the_device_has_them():
     (([1, 16, 300], [16, 16, 5], {"dilations": [2]}), [128], [136]),
 ])
 def test_the_default_box_stages_the_fewest_halo_pixels(shape, box, halo):
-    params = plan(_geom(*shape), h200_caps(), "stride1_halo_sgmat").dispatches[-1].params
+    params = plan(_geom(*shape), h200_caps(), "stride1_halo_sgmat").dispatches[-1].render_params
     assert (params["box"], params["halo"], params["halo_pixels"]) == (box, halo, math.prod(halo))
     assert math.prod(box) == params["sg_m"] * params["cm"] * params["sm"]  # the box is the tile's rows
 
@@ -76,9 +76,9 @@ def test_the_default_box_stages_the_fewest_halo_pixels(shape, box, halo):
 def test_workgroup_memory_and_grid_match_the_rendered_shader():
     launch = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat")
     gemm = launch.dispatches[-1]
-    source = render(gemm.template, gemm.params)
+    source = render(gemm.template, gemm.render_params)
     sizes = {"f16": 2, "f32": 4}
-    source = source.replace("array<C,", f"array<{gemm.params['comp']},")
+    source = source.replace("array<C,", f"array<{gemm.render_params['comp']},")
     declared = sum(sizes[t] * int(n) for t, n in re.findall(r"var<workgroup> \w+: array<(\w+), (\d+)>", source))
     assert declared == launch.workgroup_bytes
     uniforms = dict(gemm.uniforms)
@@ -116,5 +116,5 @@ def test_a_device_without_matrices_of_the_storage_type_is_refused():
 
 def test_forced_tiles_reach_the_shader():
     forced = {"kt": 2, "kb": 2, "cm": 2, "tw": 32, "th": 1}
-    params = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat", forced).dispatches[-1].params
+    params = plan(_geom(*STRIDE1_3D), h200_caps(), "stride1_halo_sgmat", forced).dispatches[-1].render_params
     assert (params["kt"], params["kb"], params["box"], params["halo"]) == (2, 2, [2, 1, 32], [4, 3, 34])

@@ -66,7 +66,7 @@ def test_many_rows_with_a_long_reduction_split_it_across_workgroups_then_sum(x, 
     gemm, total = launch.dispatches
     assert phase_gemm.workgroup_count(geom, t) * t["kz"] >= phase_gemm.FILL
     assert dict(gemm.uniforms)["tiles"] == phase_gemm.workgroup_count(geom, t) * t["kz"]
-    assert gemm.bindings == ("x", "wp", "parts") and not gemm.params["has_bias"]  # the bias is added once
+    assert gemm.bindings == ("x", "wp", "parts") and not gemm.render_params["has_bias"]  # the bias is added once
     assert total.template == phase_gemm.SPLIT_SUM
     assert total.bindings == (("parts", "b", "y") if bias else ("parts", "y"))
     assert launch.scratch == {"parts": t["kz"] * geom.y_size * 4}
@@ -116,7 +116,7 @@ def test_software_adapters_get_small_blocks_loaded_straight_into_workgroup_memor
 @pytest.mark.parametrize("x, w, attrs", [((1, 64, 9, 9), (64, 32, 4, 4), {"strides": [2, 2]}), *SMALL_DEEP])
 def test_gpus_stage_loads_through_registers(x, w, attrs):
     launch = plan(infer(x, w, None, attrs), h200_caps(), "phase_gemm")
-    assert "direct" not in launch.tiles and all("direct" not in d.params for d in launch.dispatches)
+    assert "direct" not in launch.tiles and all("direct" not in d.render_params for d in launch.dispatches)
 
 
 @pytest.mark.parametrize("change, words", [
@@ -234,6 +234,6 @@ def test_loads_keep_the_step_state_but_on_the_widest_matrix_tiles_over_gathered_
     launch = plan(geom, h200_caps(), variant, forced)
     assert not forced or all(launch.tiles[k] == v for k, v in forced.items())
     gemm = next(d for d in launch.dispatches if "gemm" in d.template)
-    source = render(gemm.template, gemm.params)
+    source = render(gemm.template, gemm.render_params)
     assert ("s_c0" not in source and "chunk / p.c_chunks" in source) == decoded
     assert ("s_c0 += " in source and "chunk / p.c_chunks" not in source) == (not decoded)

@@ -46,7 +46,7 @@ def test_strided_and_1x1_float32_layers_read_nchw_x_in_the_structure_that_pays(x
     assert "cl" not in launch.tiles
     assert launch.tiles.get("rv", 0) == rv
     want = phase_gemm.VEC4 if rv else phase_gemm.TEMPLATE
-    assert launch.dispatches[-1].template == want and launch.dispatches[-1].params.get("xc", 0) == 0
+    assert launch.dispatches[-1].template == want and launch.dispatches[-1].render_params.get("xc", 0) == 0
 
 
 def test_tiles_a_table_measured_on_the_gathering_kernel_keep_it():
@@ -81,19 +81,19 @@ def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, a
     # one workgroup per 32 pixels x 8 vectors of xc: a transpose through workgroup memory
     u, image = dict(repack.uniforms), math.prod(x[2:])
     assert u["tiles"] == x[0] * -(-image // 32) * -(-vectors // 8) and u["in_size"] == image
-    assert repack.params["dtype"] == "float32"
+    assert repack.render_params["dtype"] == "float32"
     assert dict(gemm.uniforms)["xc_row"] == vectors and dict(gemm.uniforms)["xc_vecs"] == vectors // geom.group
-    types = {name: kind for name, _, kind in gemm.params["bindings"]}
+    types = {name: kind for name, _, kind in gemm.render_params["bindings"]}
     assert types["xc"] == "array<vec4<f32>>" and "x" not in types
     out = "parts" if t["kz"] > 1 else "y"  # the split's f32 partial sums, added up into y by the sum pass
     assert types[out] == ("array<vec4<f32>>" if out == "parts" else "array<vec4<T>>" if yv else "array<T>")
-    assert gemm.params["yv"] == yv
+    assert gemm.render_params["yv"] == yv
     # two buffers of a step of A and B
     assert launch.workgroup_bytes == 2 * 16 * (t["tm"] + t["tn"]) * 4
     invocations = phase_gemm.workgroup_count(geom, t) * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
     assert t["tm"] == 128 and invocations * t["kz"] >= phase_gemm.FILL_INVOCATIONS
     assert t["kz"] == 1 or invocations * t["kz"] // 2 < phase_gemm.FILL_INVOCATIONS  # the smallest kz that does
-    source = render(gemm.template, gemm.params)
+    source = render(gemm.template, gemm.render_params)
     assert "xc[select(0, at, ok)]" in source and "x[" not in source.replace("xc[", "")
     # loads masked where they are stored, not as they land (_phase-gemm.wgsl.jinja, declare_marks)
     assert "la0 = xc[select(0, at, ok)];" in source and "select(vec4<f32>(), la0, (ma0 & 1u) != 0u)" in source
@@ -122,7 +122,7 @@ def test_split_reductions_keep_the_gathering_kernel_they_were_measured_on():
     launch = plan(geom, h200_caps(), "phase_gemm", {"cl": 1})
     repack, gemm, total = launch.dispatches
     assert gemm.template == phase_gemm.VEC4 and total.template == phase_gemm.SPLIT_SUM
-    assert gemm.bindings == ("xc", "wp", "parts") and ["parts", "read_write", "array<vec4<f32>>"] in gemm.params["bindings"]
+    assert gemm.bindings == ("xc", "wp", "parts") and ["parts", "read_write", "array<vec4<f32>>"] in gemm.render_params["bindings"]
     assert launch.scratch == {"parts": t["kz"] * geom.y_size * 4, "xc": 1024 * 64 * 16}
 
 
@@ -140,7 +140,7 @@ def test_forced_cl_runs_on_software_adapters_with_their_small_tiles():
     launch = plan(geom, SOFTWARE, "phase_gemm", {"cl": 1})
     # direct (the gathering kernel's loads, on in software defaults) stays in the tiles; cl's template ignores it
     assert launch.tiles == dict(zip(phase_gemm.PARAMS, phase_gemm._CPU_SHAPE)) | {"direct": 1, "cl": 1}
-    assert "direct" not in launch.dispatches[1].params
+    assert "direct" not in launch.dispatches[1].render_params
     assert [d.template for d in launch.dispatches] == [phase_gemm.X_CHANNELS_LAST, phase_gemm.VEC4]
     assert launch.scratch == {"xc": 2 * 35 * 2 * 3 * 16}  # 10 channels a group: 3 vectors, 2 zeros
     # forcing it off on a GPU gives the gathering kernel with the same tiles
@@ -178,9 +178,9 @@ def test_the_f16_repack_of_phase_gemm_sgmat_renders_the_f16_form():
     # phase_gemm_sgmat plans the same pass: the 8-halves form, x read as f16, xc bound as u32 words
     geom = infer((2, 24, 5, 7), (24, 16, 3, 3), None, {"strides": [2, 2], "pads": [1] * 4}, F16)
     repack = plan(geom, h200_caps(), "phase_gemm_sgmat", {"va": 0, "cl": 1}).dispatches[0]
-    assert repack.template == phase_gemm.X_CHANNELS_LAST and repack.params["dtype"] == "float16"
-    assert ["xc", "read_write", "array<vec4<u32>>"] in repack.params["bindings"]
-    source = render(repack.template, repack.params)
+    assert repack.template == phase_gemm.X_CHANNELS_LAST and repack.render_params["dtype"] == "float16"
+    assert ["xc", "read_write", "array<vec4<u32>>"] in repack.render_params["bindings"]
+    source = render(repack.template, repack.render_params)
     assert source.startswith("enable f16;\nalias T = f16;\n\nstruct Params {")
     assert "words[3] = pack2x16float(vec2<f32>(tile[s + 198], tile[s + 231]));" in source  # channels 6, 7
 
@@ -253,11 +253,11 @@ def test_rv_interleaves_its_rows_on_1d_and_one_tap_gemms_whose_y_leaves_a_scalar
     launch = plan(geom, h200_caps(), "phase_gemm")
     assert launch.tiles["rv"] == 1 and launch.tiles.get("ri", 0) == ri
     gemm = next(d for d in launch.dispatches if d.template == phase_gemm.VEC4)
-    assert gemm.params["ri"] == ri
+    assert gemm.render_params["ri"] == ri
     # the rows a warp stores: runs of 4 ("(ty + 0) * 4 + 1") or consecutive across invocations ("ty + 8")
-    source = render(gemm.template, gemm.params)
-    interleaved = "let row = row_tile * %d + ty + %d;" % (gemm.params["tm"], gemm.params["tm"] // gemm.params["rm"])
-    assert (interleaved in source) == bool(ri and not gemm.params["yv"])
+    source = render(gemm.template, gemm.render_params)
+    interleaved = "let row = row_tile * %d + ty + %d;" % (gemm.render_params["tm"], gemm.render_params["tm"] // gemm.render_params["rm"])
+    assert (interleaved in source) == bool(ri and not gemm.render_params["yv"])
 
 
 def test_ri_must_be_a_switch_and_does_nothing_outside_the_vector_structure():
@@ -267,7 +267,7 @@ def test_ri_must_be_a_switch_and_does_nothing_outside_the_vector_structure():
     assert phase_gemm.tiles_refusal(t | {"rv": 1, "ri": 1}, geom, h200_caps()) is None
     gathering = [phase_gemm.configure(geom, h200_caps(), t | {"ri": ri}).dispatches[-1] for ri in (0, 1)]
     assert {d.template for d in gathering} == {phase_gemm.TEMPLATE}
-    assert render(gathering[0].template, gathering[0].params) == render(gathering[1].template, gathering[1].params)
+    assert render(gathering[0].template, gathering[0].render_params) == render(gathering[1].template, gathering[1].render_params)
 
 
 @pytest.mark.parametrize("x, w, attrs, rows", [

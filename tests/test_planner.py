@@ -140,7 +140,7 @@ def test_grouped_launch_stores_wide_only_where_rows_stay_aligned():
     odd = infer((1, 4, 9, 7), (4, 1, 4, 4), attributes={"group": 4, "strides": [2, 2], "pads": [1] * 4})
     name = "nchw2d_grouped_stride_phase"
     wide, narrow = plan(aligned, DeviceCaps(), name), plan(odd, DeviceCaps(), name)
-    assert wide.tiles["vec"] == 4 and ["y", "read_write", "array<vec4<T>>"] in wide.dispatches[0].params["bindings"]
+    assert wide.tiles["vec"] == 4 and ["y", "read_write", "array<vec4<T>>"] in wide.dispatches[0].render_params["bindings"]
     assert narrow.tiles["vec"] == 2 and narrow.tiles["outs"] % 2 == 0  # 14 outputs per row: pairs, not quads
     stride3 = infer((1, 4, 5, 5), (4, 1, 3, 3), attributes={"group": 4, "strides": [3, 3]})
     assert plan(stride3, DeviceCaps(), name).tiles["outs"] % 3 == 0  # every invocation starts at the same phase

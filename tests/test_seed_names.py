@@ -61,7 +61,7 @@ def _geom(request, bias, dtypes=F16):
 
 
 def _sources(chosen):
-    return [render(d.template, d.params) for d in chosen.weight_passes + chosen.dispatches]
+    return [render(d.template, d.render_params) for d in chosen.weight_passes + chosen.dispatches]
 
 
 def _metadata():
@@ -122,15 +122,15 @@ def test_each_seed_entry_renders_the_generic_templates_wgsl_byte_for_byte(entry)
     passes = _passes_through(entry)
     assert passes, f"no plan renders through {entry}"
     for d in passes:
-        assert {k: d.params[k] for k in fixed} == fixed  # the variant renders the entry at the params it fixes
-        assert render(d.template, d.params) == render(f"{generic}.wgsl.jinja", d.params)
+        assert {k: d.render_params[k] for k in fixed} == fixed  # the variant renders the entry at the params it fixes
+        assert render(d.template, d.render_params) == render(f"{generic}.wgsl.jinja", d.render_params)
 
 
 def test_the_blocked_entry_refuses_one_channel_per_invocation():
     d = plan(_geom(DEPTHWISE, False), devices()["h200"], "nchw2d_grouped_stride_phase").dispatches[0]
-    assert d.template == "conv-transpose2d-grouped-stride-phase.wgsl.jinja" and d.params["chans"] == 1
+    assert d.template == "conv-transpose2d-grouped-stride-phase.wgsl.jinja" and d.render_params["chans"] == 1
     with pytest.raises(Exception, match="channel_blocks_need_chans_of_2_or_more"):
-        render("conv-transpose2d-grouped-stride-phase-blocked.wgsl.jinja", d.params)
+        render("conv-transpose2d-grouped-stride-phase-blocked.wgsl.jinja", d.render_params)
 
 
 @pytest.mark.parametrize("name", sorted(SEED_VARIANTS))

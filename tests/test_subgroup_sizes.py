@@ -53,10 +53,10 @@ def test_firefox_plans_do_not_depend_on_its_reported_sizes(x, w, attrs):
 def test_subgroup_matrices_plan_for_any_size_when_the_report_is_unusable():
     geom = infer([1, 16, 4, 4, 4], [16, 16, 1, 1, 1], None, {}, {"x": "float16", "w": "float16"})
     reported = plan(geom, h200_caps(), "phase_gemm_sgmat").dispatches[0]
-    assert reported.params["subgroup_size"] == 32
+    assert reported.render_params["subgroup_size"] == 32
     for sizes in ((0, 0), (4, 256)):
         caps = h200_caps(subgroup_min_size=sizes[0], subgroup_max_size=sizes[1])
         dispatch = plan(geom, caps, "phase_gemm_sgmat").dispatches[0]
-        assert dispatch.params["subgroup_size"] == 128
-        width = dispatch.params["sg_m"] * dispatch.params["sg_n"] * dispatch.params["subgroup_size"]
+        assert dispatch.render_params["subgroup_size"] == 128
+        width = dispatch.render_params["sg_m"] * dispatch.render_params["sg_n"] * dispatch.render_params["subgroup_size"]
         assert width % 128 == 0 and width <= caps.limit("maxComputeInvocationsPerWorkgroup")

@@ -19,7 +19,7 @@ def test_gather_renders_bindings_and_uniforms_in_plan_order(rank, bias, dtype):
     geom = infer(x, w, (3,) if bias else None, dtypes={"x": dtype, "w": dtype, **({"b": dtype} if bias else {})})
     gather = ("ncl1d_gather", "nchw2d_gather", "ncdhw3d_gather")[rank - 1]
     dispatch = plan(geom, DeviceCaps(features=frozenset({"shader-f16"})), gather).dispatches[0]
-    source = render(dispatch.template, dispatch.params)
+    source = render(dispatch.template, dispatch.render_params)
     bindings = re.findall(r"@binding\((\d+)\) var<(\w+)[^>]*> (\w+)", source)
     assert [name for _, _, name in bindings] == list(dispatch.bindings) + ["p"]
     assert [int(i) for i, _, _ in bindings] == list(range(len(dispatch.bindings) + 1))

@@ -36,7 +36,7 @@ def tables(monkeypatch):
 
 def main_params(geom, caps, variant="nchw2d_phase_gemm_tiled"):
     """The main pass's render params of `variant`'s plan (forced: the table's tiles apply all the same)."""
-    return plan(geom, caps, variant).dispatches[0].params
+    return plan(geom, caps, variant).dispatches[0].render_params
 
 
 def test_a_matching_table_changes_the_rendered_tiles(tables):
@@ -74,7 +74,7 @@ def test_a_table_of_another_format_is_ignored(tables):
 def test_forced_params_win_over_the_table_for_that_plan_only(tables):
     tables.append(table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES))
     forced = {"tile_m": 16, "tile_n": 32, "thread_m": 8, "thread_n": 2}
-    got = plan(DCGAN, SWIFTSHADER, "nchw2d_phase_gemm_tiled", forced).dispatches[0].params
+    got = plan(DCGAN, SWIFTSHADER, "nchw2d_phase_gemm_tiled", forced).dispatches[0].render_params
     assert {k: got[k] for k in forced} == forced
     assert {k: main_params(DCGAN, SWIFTSHADER)[k] for k in TUNED_TILES} == TUNED_TILES
     with pytest.raises(ConvTransposeError, match="forced params need a forced variant"):
@@ -83,11 +83,11 @@ def test_forced_params_win_over_the_table_for_that_plan_only(tables):
 
 def test_explicit_tables_replace_the_ones_in_use(tables):
     tuned = [table(SWIFTSHADER, "nchw2d_phase_gemm_tiled", DCGAN, TUNED_TILES)]
-    got = plan(DCGAN, SWIFTSHADER, "nchw2d_phase_gemm_tiled", tables=tuned).dispatches[0].params
+    got = plan(DCGAN, SWIFTSHADER, "nchw2d_phase_gemm_tiled", tables=tuned).dispatches[0].render_params
     assert {k: got[k] for k in TUNED_TILES} == TUNED_TILES
     tables.extend(tuned)
     default = tuner.defaults("nchw2d_phase_gemm_tiled", DCGAN, SWIFTSHADER)
-    got = plan(DCGAN, SWIFTSHADER, "nchw2d_phase_gemm_tiled", tables=[]).dispatches[0].params
+    got = plan(DCGAN, SWIFTSHADER, "nchw2d_phase_gemm_tiled", tables=[]).dispatches[0].render_params
     assert {k: got[k] for k in TUNED_TILES} == {k: default[k] for k in TUNED_TILES} != TUNED_TILES
 
 

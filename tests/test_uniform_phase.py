@@ -87,7 +87,7 @@ def test_the_window_positions_cover_every_output_once(out, s, pad):
 
 def test_loads_are_masked_where_they_are_staged():
     launch = plan(bench_geometry("full", "fcn8s_upscore8_k16s8"), h200_caps(), "uniform_phase_gemm")
-    wgsl = render(launch.dispatches[0].template, launch.dispatches[0].params)
+    wgsl = render(launch.dispatches[0].template, launch.dispatches[0].render_params)
     assert "la0 = w[select(0, " in wgsl and "lb0 = x[select(0, " in wgsl  # unmasked into the registers
     assert "select(0.0, f32(la0), (ma0 & 1u) != 0u)" in wgsl  # masked as staged
 

@@ -49,10 +49,10 @@ def test_every_template_and_structural_choice_is_rendered(matrix):
     subgroup-matrix shaders for several configurations."""
     assert coverage_gaps(matrix) == []
     sgmat = [s for s in matrix.shaders.values() if SGMAT in s.features]
-    configs = {(s.params["comp"], s.params["sm"], s.params["sn"], s.params["sk"], s.params["subgroup_size"])
+    configs = {(s.render_params["comp"], s.render_params["sm"], s.render_params["sn"], s.render_params["sk"], s.render_params["subgroup_size"])
                for s in sgmat}
     assert len(configs) >= 5, configs
-    assert {s.params["dtype"] for s in sgmat} == {"float32", "float16"}
+    assert {s.render_params["dtype"] for s in sgmat} == {"float32", "float16"}
 
 
 @pytest.mark.parametrize("compiler", wgsl_check.COMPILERS)

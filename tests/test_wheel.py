@@ -48,7 +48,7 @@ geom, _ = validate(x, w, None, strides=[2, 2])
 y = conv_transpose_reference(geom, x, w, None)
 assert y.shape == (1, 3, 7, 7) and y.max() == 8.0, (y.shape, y.max())
 chosen = plan(geom, DeviceCaps())
-wgsl = [render(d.template, d.params) for d in chosen.weight_passes + chosen.dispatches]
+wgsl = [render(d.template, d.render_params) for d in chosen.weight_passes + chosen.dispatches]
 print(chosen.variant in pkg.variants.VARIANTS, all("@compute" in code for code in wgsl))
 """
 

@@ -45,7 +45,7 @@ def _digest(out, render) -> dict:
         return {"refused": out.why_not}
 
     def passes(dispatches):
-        return [{"template": d.template, "wgsl": hashlib.sha256(render(d.template, d.params).encode()).hexdigest(),
+        return [{"template": d.template, "wgsl": hashlib.sha256(render(d.template, d.render_params).encode()).hexdigest(),
                  "bindings": list(d.bindings), "uniforms": [list(u) for u in d.uniforms],
                  "workgroups": list(d.workgroups)} for d in dispatches]
 

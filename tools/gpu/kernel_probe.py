@@ -19,7 +19,7 @@ geom = _geom(json.loads(x), json.loads(w), json.loads(attrs), False, dtype)
 launch = VARIANTS[name].configured(geom, caps, forced=json.loads(params))
 elem = 2 if dtype == "float16" else 4
 sizes = {"x": geom.x_size * elem, "w": math.prod(geom.w_shape) * elem, "y": geom.y_size * elem} | launch.scratch | launch.prepared
-passes = [{"code": render(d.template, d.params), "bindings": list(d.bindings),
+passes = [{"code": render(d.template, d.render_params), "bindings": list(d.bindings),
            "uniforms": [v for _, v in d.uniforms], "workgroups": list(d.workgroups)}
           for d in (*launch.weight_passes, *launch.dispatches)]
 print(json.dumps({"tiles": launch.tiles, "sizes": sizes, "weight_passes": len(launch.weight_passes),

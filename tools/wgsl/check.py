@@ -282,7 +282,7 @@ def describe(shader, outcome: Outcome) -> str:
     uses = sorted(shader.uses)
     variant, device, geom = uses[0]
     where = f"{shader.template} (variant {variant} on {device}, {geom}; {len(uses)} plan(s) render it)"
-    params = json.dumps({k: v for k, v in shader.params.items() if k != "uniform_fields"}, sort_keys=True)
+    params = json.dumps({k: v for k, v in shader.render_params.items() if k != "uniform_fields"}, sort_keys=True)
     if outcome.error:
         return f"{outcome.compiler} rejects {where} params {params}:\n{outcome.error}"
     return f"{outcome.compiler} warns on {where} params {params}:\n" + "\n".join(outcome.warnings)

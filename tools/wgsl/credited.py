@@ -90,7 +90,7 @@ def _sources(geom, caps: DeviceCaps, variant=None, params=None, tables=None) -> 
         return set()
     out = set()
     for _, plan in pieces:
-        out.update(render(d.template, d.params) for d in (*plan.weight_passes, *plan.dispatches))
+        out.update(render(d.template, d.render_params) for d in (*plan.weight_passes, *plan.dispatches))
         if plan.finite_only:
             out.add(render(NONFINITE_CHECK, {"dtype": geom.dtype, "workgroup_size": _CHECK_WORKGROUP()}
                            | bindings_params(("data",), ("flag",), ("words",))))

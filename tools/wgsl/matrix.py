@@ -160,7 +160,7 @@ def _geom(x, w, attrs, bias, dtype):
 @dataclass
 class Shader:
     template: str
-    params: dict
+    render_params: dict
     source: str
     features: tuple[str, ...]  # what the device needs for the source to compile
     uses: set = field(default_factory=set)  # (variant, device, geometry label) that render it
@@ -214,20 +214,20 @@ class Matrix:
             self._named.add(dispatch.template)
             # repr: exact for the params' plain data (ints, bools, strings, lists), and cheaper than JSON; a
             # dict built in another key order only costs one more render (shaders are keyed by source).
-            key = (dispatch.template, repr(dispatch.params))
+            key = (dispatch.template, repr(dispatch.render_params))
             shader = self._rendered.get(key)
             if shader is None:
-                source = render(dispatch.template, dispatch.params)
+                source = render(dispatch.template, dispatch.render_params)
                 shader = self.shaders.get(source)
                 if shader is None:
-                    shader = self.shaders[source] = Shader(dispatch.template, dict(dispatch.params), source,
+                    shader = self.shaders[source] = Shader(dispatch.template, dict(dispatch.render_params), source,
                                                            _needs(source))
                 self._rendered[key] = shader
             shader.uses.add(use)
             if (variant, key) not in self._params_recorded:
                 self._params_recorded.add((variant, key))
                 seen = self.params_seen.setdefault(variant, {})
-                for k, v in dispatch.params.items():
+                for k, v in dispatch.render_params.items():
                     seen.setdefault(k, set()).add(json.dumps(v, sort_keys=True))
         self.covered.setdefault(variant, set()).add((geom.dtype, geom.has_bias, geom.rank))
 
