@@ -137,7 +137,7 @@ class _HostileStore:
 
 
 class _Kernel:
-    class gpu:
+    class device:
         caps = CAPS
 
 

@@ -74,7 +74,7 @@ def test_what_autotune_writes_passes_the_schema():
 
 
 class _Kernel:
-    class gpu:
+    class device:
         caps = CAPS
 
 
