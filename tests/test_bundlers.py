@@ -8,17 +8,15 @@ import json
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import threading
-import time
-import urllib.request
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from app.host.export import PACKAGE_NAME, package_version
+from tests.local_http import free_port, wait_until_served
 from tests.test_npm_package import QuietHandler, check, requests, run, tarball  # noqa: F401 (tarball: a fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,28 +158,17 @@ def test_webpack_app(installed, tmp_path, page):
         server.shutdown()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_vite_dev_server_and_build(installed, tmp_path, page):
     dev, build = doc_steps("Vite")[2:]
     app = new_app(tmp_path, "vite-app", installed, {
         "main.js": APP_JS, "index.html": PAGE.format(name="vite", kind='type="module"', src="/main.js")})
     run(shell("Vite", 1), app)
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen([*tool(dev), "--port", str(port), "--strictPort", "--host", "127.0.0.1"], cwd=app,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = f"http://127.0.0.1:{port}/"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(url, timeout=2).close()
-                break
-            except OSError:
-                time.sleep(0.2)
+        wait_until_served(url, attempts=300, pause=0.2, timeout=2)
         run_page(page, url, seed=43)
     finally:
         server.terminate()

@@ -4,11 +4,8 @@ app's (tests/export_host/index.html), hands getKernel the page's own GPUDevice a
 the float64 numpy reference."""
 import json
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +14,7 @@ import pytest
 from app.host.export import ENTRY, MARK, PACKAGE_NAME, export, package_version
 from app.kernel import validate
 from app.reference import conv_transpose_reference
+from tests.local_http import free_port, wait_until_served
 
 HOST_PAGE = Path(__file__).parent / "export_host" / "index.html"
 SUB_PATH = "static/vendor/kernels/convtranspose-v1"  # where the host site puts the folder
@@ -66,28 +64,17 @@ def test_export_command_line(tmp_path):
     assert "exported to" in done.stdout and (tmp_path / "k" / ENTRY).is_file()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def static_site(tmp_path_factory):
     """A plain static server (python -m http.server) over a site holding the export under a sub-path."""
     site = tmp_path_factory.mktemp("site")
     export(site / SUB_PATH)
     shutil.copyfile(HOST_PAGE, site / "index.html")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
                              "--directory", str(site)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
-    for _ in range(100):
-        try:
-            urllib.request.urlopen(url, timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.1)
+    wait_until_served(url, attempts=100, pause=0.1, timeout=1)
     yield url
     proc.terminate()
     proc.wait(timeout=10)

@@ -3,7 +3,6 @@ caller stores, ONNX files and HTTP requests. Each must end in its documented err
 within a time bound, with no process left behind. A failing case names its seed and index: rerun it alone with
 app.hostile's generator and np.random.default_rng([SEED, index])."""
 import asyncio
-import http.client
 import json
 import os
 import subprocess
@@ -20,6 +19,7 @@ from app.errors import ConvTransposeError
 from app.kernel import validate
 from app.shapes import infer
 from tests.async_helper import run_coroutine
+from tests.local_http import raw_request
 from tools.wgsl.matrix import devices
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,18 +197,7 @@ def test_hostile_http_requests_get_a_status_and_never_a_file_outside_the_app(tmp
             method, path, host = hostile.hostile_http(np.random.default_rng([SEED, index]))
             label = f"http seed {SEED} index {index}: {method} {path[:60]} Host {host!r}"
 
-            def ask():
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-                conn.putrequest(method, path, skip_host=host is not None, skip_accept_encoding=True)
-                if host:
-                    conn.putheader("Host", host)
-                conn.endheaders()
-                response = conn.getresponse()
-                body = response.read()
-                conn.close()
-                return response.status, body
-
-            status, body = _timed(label, ask)
+            status, body = _timed(label, lambda: raw_request("127.0.0.1", port, method, path, host))
             statuses[status] = statuses.get(status, 0) + 1
             assert status in (200, 404, 405, 421, 501), label
             assert canary.encode() not in body and b"import sys" not in body and b"root:" not in body, label

@@ -7,6 +7,7 @@ import zipfile
 import pytest
 
 from app.host.server import ROOT, start_background
+from tests.local_http import raw_request
 
 
 @pytest.fixture(scope="module")
@@ -167,19 +168,10 @@ def test_serve_listens_on_bind_and_leaves_host_to_the_runtime_choice():
 
 
 def _get(url, path="/web/runtime/boot.mjs", host=None):
-    import http.client
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
-    conn.putrequest("GET", path, skip_host=host is not None, skip_accept_encoding=True)
-    if host is not None and host != "":
-        conn.putheader("Host", host)
-    conn.endheaders()
-    response = conn.getresponse()
-    body = response.read()
-    conn.close()
-    return response.status, body
+    return raw_request(parts.hostname, parts.port, "GET", path, host)
 
 
 @pytest.mark.parametrize("name", [".env", ".git/config", "views/.secret.mjs", ".hidden/x.js"])
