@@ -98,12 +98,17 @@ def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = Non
                   key=lambda r: r[2])
 
 
+def _forced(geom: ConvGeometry, caps: DeviceCaps, variant: str, params: dict | None,
+            tables: list[dict] | None) -> Plan | Refusal:
+    if variant not in VARIANTS:
+        raise ConvTransposeError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}", "variant")
+    return _configured(variant, geom, caps, "forced by the caller", params, tables)
+
+
 def refusal(geom: ConvGeometry, caps: DeviceCaps, variant: str, params: dict | None = None,
             tables: list[dict] | None = None) -> str | None:
     """Why `variant`, forced, does not cover the request on this device (None when it does)."""
-    if variant not in VARIANTS:
-        raise ConvTransposeError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}", "variant")
-    out = _configured(variant, geom, caps, "", params, tables)
+    out = _forced(geom, caps, variant, params, tables)
     return out.why_not if isinstance(out, Refusal) else None
 
 
@@ -123,9 +128,7 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, param
     (`measured`: the autotune store's (candidate, why), then the tuning table's choice), else the cost
     model's fastest candidate. `tables` None: the tables in use, []: none."""
     if variant is not None:
-        if variant not in VARIANTS:
-            raise ConvTransposeError(f"unknown variant {variant!r}; known: {sorted(VARIANTS)}", "variant")
-        out = _configured(variant, geom, caps, "forced by the caller", params, tables)
+        out = _forced(geom, caps, variant, params, tables)
         if isinstance(out, Refusal):
             raise ConvTransposeError(f"variant {variant!r} does not cover this request: it {out.why_not}", "variant")
         return out
@@ -141,8 +144,8 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, param
                        f"(tuning/{tuning_tables.file_name(caps)})"))
     for candidate, why in stored:
         out = _configured(candidate.variant, geom, caps, why, candidate.params, tables)
-        if not isinstance(out, Refusal) and (candidate.params is None or out.tiles == dict(candidate.params)
-                                             or set(candidate.params.items()) <= set(out.tiles.items())):
+        # Only as measured: params the variant now refuses would have fallen back to its defaults.
+        if not isinstance(out, Refusal) and set((candidate.params or {}).items()) <= set(out.tiles.items()):
             return _seed_named(out, geom, caps)
     order = ranked(geom, caps, tables)
     if not order:

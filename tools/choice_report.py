@@ -42,12 +42,12 @@ def rows(runs: Path) -> list[dict]:
     caps = device_caps(str(runs / "device.json"))
     benches = {"fresh": json.loads((runs / "fresh.json").read_text()) if (runs / "fresh.json").exists() else None,
                None: json.loads((ROOT / "bench.json").read_text())}
-    torch = {}
+    torch = {}  # (tier, case, dtype) -> cuDNN's median ms; a torch run's rows name no tier: its file does
     for path in runs.glob("torch-*.json"):
         for r in json.loads(path.read_text()):
             for dtype in ("float32", "float16"):
                 if r.get(dtype):
-                    torch[(r["tier"] if "tier" in r else path.stem[6:], r["case"], dtype)] = r[dtype]["median_ms"]
+                    torch[(path.stem.removeprefix("torch-"), r["case"], dtype)] = r[dtype]["median_ms"]
     layers: dict[tuple, list[dict]] = {}
     for path in sorted(runs.glob("all-*.json")):
         dtype = "float16" if "float16" in path.name else "float32"
@@ -66,7 +66,7 @@ def rows(runs: Path) -> list[dict]:
         nominated = {v for v, _ in autotune.nominees(geom, caps)}
         tuned = [r["median_ms"] for r in rs if VARIANTS[r["variant"]].tuning_name in nominated]
         ours = mine[0]["median_ms"] if mine else None
-        cudnn = torch.get((tier, name, dtype)) or torch.get((tier if tier != "fresh" else "fresh", name, dtype))
+        cudnn = torch.get((tier, name, dtype))
         out.append({"tier": tier, "case": name, "dtype": dtype, "planner": chosen.variant, "planner_ms": ours,
                     "reason": chosen.reason, "best": best["variant"], "best_ms": best["median_ms"],
                     "ratio_to_best": ours / best["median_ms"] if ours else None,

@@ -19,6 +19,7 @@ import json
 import math
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,15 +34,10 @@ from app.variants import VARIANTS  # noqa: E402
 
 
 def device_caps(name: str) -> DeviceCaps:
-    if name.endswith(".json"):
-        info = json.loads(Path(name).read_text())
-        return DeviceCaps(features=frozenset(info["features"]), adapter_features=frozenset(info["adapter_features"]),
-                          limits=dict(info["limits"]), vendor=info["vendor"], architecture=info["architecture"],
-                          device=info["device"], is_fallback=info["is_fallback"],
-                          subgroup_min_size=info["subgroup_sizes"][0], subgroup_max_size=info["subgroup_sizes"][1],
-                          subgroup_matrix_configs=tuple(info.get("subgroup_matrix_configs", ())))
-    from wgsl.matrix import devices
-    return devices()[name]
+    """A device of the shader matrix by name, or the adapter a device.json describes."""
+    from wgsl.matrix import caps_from_report, devices
+
+    return caps_from_report(json.loads(Path(name).read_text())) if name.endswith(".json") else devices()[name]
 
 
 def measured(specs: list[str], caps: DeviceCaps) -> list[dict]:
@@ -61,7 +57,7 @@ def measured(specs: list[str], caps: DeviceCaps) -> list[dict]:
             plan = VARIANTS[row["variant"]].configured(geom, caps, forced=row.get("tiles") or None)
             if isinstance(plan, Refusal) or not row["check"]["ok"]:
                 continue
-            plan = type(plan)(**{**plan.__dict__, "variant": VARIANTS[row["variant"]].tuning_name})
+            plan = replace(plan, variant=VARIANTS[row["variant"]].tuning_name)
             out.append({"layer": f"{row['tier']}/{row['case']}/{dtype}", "tier": row["tier"], "variant": plan.variant,
                         "class": tuning_tables.shape_class(geom), "tiles": plan.tiles,
                         "features": cost_model.features(plan, geom), "ms": row["median_ms"]})

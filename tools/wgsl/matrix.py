@@ -41,13 +41,17 @@ def _config(component: str, m: int, n: int, k: int, result: str = "f32") -> dict
     return {"componentType": component, "resultComponentType": result, "M": m, "N": n, "K": k}
 
 
-def _h200() -> DeviceCaps:
-    info = json.loads((ROOT / "docs" / "results" / "h200-device.json").read_text())
+def caps_from_report(info: dict) -> DeviceCaps:
+    """The caps of an adapter as `python -m app device` reported it (a device.json)."""
     return DeviceCaps(features=frozenset(info["features"]), adapter_features=frozenset(info["adapter_features"]),
                       limits=dict(info["limits"]), vendor=info["vendor"], architecture=info["architecture"],
                       device=info["device"], is_fallback=info["is_fallback"],
                       subgroup_min_size=info["subgroup_sizes"][0], subgroup_max_size=info["subgroup_sizes"][1],
-                      subgroup_matrix_configs=tuple(info["subgroup_matrix_configs"]))
+                      subgroup_matrix_configs=tuple(info.get("subgroup_matrix_configs", ())))
+
+
+def _h200() -> DeviceCaps:
+    return caps_from_report(json.loads((ROOT / "docs" / "results" / "h200-device.json").read_text()))
 
 
 _SOFTWARE_LIMITS = DEFAULT_LIMITS | {"maxComputeWorkgroupStorageSize": 32768,
