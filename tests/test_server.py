@@ -217,44 +217,123 @@ def test_allowed_host_names_come_from_the_caller_and_the_environment(monkeypatch
     assert os.environ[ALLOWED_HOSTS_ENV] == "a.example,b.example"
 
 
-def test_idle_connections_hold_a_bounded_number_of_threads_and_the_server_answers(url):
+@pytest.fixture
+def deadline_server():
+    """A server of its own (the slow-client tests fill its bound), with a header deadline short enough to watch."""
+    import threading
+
+    from app.host.server import make_server
+
+    server = make_server(port=0)
+    server.header_deadline_s = 1.5
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield server, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def _timed_get(url):
+    import time
+
+    start = time.monotonic()
+    status, _ = _get(url)
+    return status, time.monotonic() - start
+
+
+def _closed(socks, wait):
+    """The indices of `socks` the server closed within `wait` seconds (each closed one read to its end)."""
+    import selectors
+    import time
+
+    selector, closed = selectors.DefaultSelector(), []
+    for i, s in enumerate(socks):
+        selector.register(s, selectors.EVENT_READ, i)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        for key, _ in selector.select(max(0.0, deadline - time.monotonic())):
+            try:
+                key.fileobj.recv(64)
+            except OSError:
+                pass
+            selector.unregister(key.fileobj)
+            closed.append(key.data)
+    selector.close()
+    return sorted(closed)
+
+
+def test_silent_connections_hold_no_thread_and_the_oldest_make_room(deadline_server):
+    # Measured before: 255 silent connections held the 32 threads 5 s each, and a real GET waited 34 s.
     import socket
     import threading
-    import time
-    from urllib.parse import urlsplit
 
     from app.host import server as server_module
 
-    parts = urlsplit(url)
+    server, url = deadline_server
+    server.header_deadline_s = 30  # the eviction alone, not the deadline, closes connections here
     before = threading.active_count()
-    idle = [socket.create_connection((parts.hostname, parts.port)) for _ in range(300)]
+    n = server_module.MAX_CONNECTIONS + 44
+    silent = [socket.create_connection(server.server_address) for _ in range(n)]
     try:
-        # past MAX_CONNECTIONS the rest are answered 503 and closed, not queued forever
-        answered, waiting = 0, list(idle)
-        deadline = time.monotonic() + 10
-        while answered < 300 - server_module.MAX_CONNECTIONS and time.monotonic() < deadline:
-            for s in list(waiting):
-                s.settimeout(0.001)
-                try:
-                    answered += s.recv(64).startswith(b"HTTP/1.0 503")
-                    waiting.remove(s)
-                except OSError:
-                    pass
-        grown = threading.active_count() - before
-        assert grown <= server_module.MAX_THREADS, grown
-        assert answered == 300 - server_module.MAX_CONNECTIONS, answered
+        status, seconds = _timed_get(url)
+        assert status == 200 and seconds < 2, seconds
+        assert threading.active_count() - before <= 1  # the GET's thread; the silent ones hold none
+        # past the bound the oldest unfinished connection makes room, for the 44 past it and for the GET
+        assert _closed(silent, 1.0) == list(range(45))
     finally:
-        for s in idle:
+        for s in silent:
             s.close()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the closed connections give their threads back
-        try:
-            status, _ = _get(url)
-            if status == 200:
-                break
-        except OSError:
+
+
+def test_dribbling_clients_are_closed_by_the_header_deadline_and_a_real_get_answers(deadline_server):
+    # Measured before: 40 clients sending a byte every 3 s kept the 32 threads forever (each byte restarted
+    # their idle timer), and every real GET timed out while they went on. Here a byte every 0.3 s, well within
+    # any per-byte timer, against a 1.5 s deadline for the whole request line and headers.
+    import socket
+    import time
+
+    from app.host import server as server_module
+
+    server, url = deadline_server
+    message = b"GET /web/runtime/boot.mjs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * 1000
+    clients = {}
+    for _ in range(server_module.MAX_THREADS + 8):
+        s = socket.create_connection(server.server_address)
+        clients[s] = time.monotonic()
+    lived, replies, get = [], [], None
+    for sent in range(30):
+        for s in clients:
+            try:
+                s.send(message[sent:sent + 1])
+            except OSError:
+                pass  # closed: seen below
+        if sent == 3:  # the threads would all be theirs by now
+            get = _timed_get(url)
+        for i in _closed(list(clients), 0.3)[::-1]:
+            s = list(clients)[i]
+            lived.append(time.monotonic() - clients.pop(s))
+            s.close()
+        if not clients:
+            break
+    for s in clients:
+        s.close()
+    assert get[0] == 200 and get[1] < 2, get
+    assert len(lived) == server_module.MAX_THREADS + 8 and not clients
+    assert all(1.4 < t < 3.0 for t in lived), lived  # counted from the accept, whatever the pace
+
+
+def test_headers_in_pieces_within_the_deadline_are_served_and_oversized_ones_refused(deadline_server):
+    import socket
+    import time
+
+    server, _ = deadline_server
+    with socket.create_connection(server.server_address) as s:
+        for piece in (b"GET /web/runtime/boot.mjs HTTP/1.0\r\n", b"Host: 127.0.0.1\r\n", b"\r\n"):
+            s.sendall(piece)
             time.sleep(0.2)
-    assert status == 200
+        assert s.recv(64).startswith(b"HTTP/1.0 200")
+    with socket.create_connection(server.server_address) as s:
+        s.sendall(b"GET / HTTP/1.0\r\n" + b"X-Pad: " + b"a" * 70_000)
+        assert s.recv(64).startswith(b"HTTP/1.0 431")
 
 
 def test_files_are_streamed_not_read_whole(url):

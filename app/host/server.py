@@ -10,9 +10,13 @@ encoded dots, absolute paths, symlinks out of the tree and dotfiles (`.env`, `.g
 
 Hostile clients: a request whose Host header is not a name the server answers to (an IP literal, `localhost`,
 the name it binds, or one named in $CONVTRANSPOSE_ALLOWED_HOSTS / `serve.py --allow-host`) gets 421, so a page
-on another site that re-points its DNS name at 127.0.0.1 (DNS rebinding) cannot read the app. Connections run
-on a bounded pool of threads (MAX_THREADS), at most MAX_CONNECTIONS open at once (more are answered 503 and
-closed), each idle one closed after IDLE_TIMEOUT_S; files are streamed from disk in chunks, never read whole.
+on another site that re-points its DNS name at 127.0.0.1 (DNS rebinding) cannot read the app. Slow and idle
+clients: one thread reads every connection's request line and headers without blocking, and a request reaches
+the bounded pool of threads (MAX_THREADS) only once its headers are whole, so a silent or dribbling client
+holds a socket, never a thread. Its headers must be whole HEADER_DEADLINE_S after the accept (not per byte:
+a byte every few seconds does not extend it), else 408 and closed. At most MAX_CONNECTIONS are open; past
+it the oldest connection still sending its headers is closed to admit the new one (503 only when every open
+connection is a whole request). Files are streamed from disk in chunks, never read whole.
 """
 from __future__ import annotations
 
@@ -20,9 +24,11 @@ import io
 import ipaddress
 import os
 import queue
+import selectors
 import shutil
 import socket
 import threading
+import time
 import zipfile
 from functools import partial
 from http import HTTPStatus
@@ -59,8 +65,10 @@ HEADERS = {
     "Cache-Control": "no-cache",
 }
 MAX_THREADS = 32  # requests served at once; a page load opens 6 connections per host
-MAX_CONNECTIONS = 256  # open connections (served or waiting for a thread); past it, 503 and close
-IDLE_TIMEOUT_S = 5  # a connection silent this long is closed (its request line or headers not sent)
+MAX_CONNECTIONS = 256  # open connections (sending headers, waiting for a thread or served)
+HEADER_DEADLINE_S = 10  # from the accept to the headers' end, whatever the pace (docs/decisions.md#header-deadline)
+MAX_HEADER_BYTES = 64 * 1024  # a request line and headers past it: 431 (the stdlib's own limit is one line's)
+SEND_TIMEOUT_S = 5  # a client that takes none of its response this long is closed
 CHUNK = 256 * 1024
 ALLOWED_HOSTS_ENV = "CONVTRANSPOSE_ALLOWED_HOSTS"  # comma-separated host names the server also answers to
 
@@ -161,7 +169,17 @@ def allowed_hosts(bind: str, extra=()) -> frozenset[str]:
 class AppHandler(SimpleHTTPRequestHandler):
     server_version = "convtranspose"
     sys_version = ""
-    timeout = IDLE_TIMEOUT_S  # the socket's: a silent connection gives its thread back
+    timeout = SEND_TIMEOUT_S  # the socket's; it is only written to: the request was read before (AppServer)
+
+    def __init__(self, request, client_address, server, head: bytes = b""):
+        self.head = head
+        super().__init__(request, client_address, server)
+
+    def setup(self):
+        super().setup()
+        # HTTP/1.0 (the handler's protocol_version): one request per connection, and that request is `head`
+        self.rfile.close()
+        self.rfile = io.BytesIO(self.head)
 
     def log_message(self, format, *args):  # noqa: A002 - quiet unless asked
         if self.server.verbose:
@@ -207,47 +225,160 @@ class AppHandler(SimpleHTTPRequestHandler):
 
 
 class AppServer(ThreadingHTTPServer):
-    """The HTTP server on a bounded pool of daemon threads (started as needed, at most MAX_THREADS; daemons, so
-    that a client holding a connection never holds the process at exit), with a bound on open connections."""
+    """The HTTP server: the accepting thread hands each connection to one header-reading thread (a selector over
+    every connection still sending its request line and headers), which hands whole requests to a bounded pool
+    of daemon threads (started as needed, at most MAX_THREADS; daemons, so that a client holding a connection
+    never holds the process at exit)."""
 
     request_queue_size = 128  # the listen backlog: connections past it wait in the kernel, unseen by the bound
+    header_deadline_s = HEADER_DEADLINE_S
 
     def __init__(self, address, handler, verbose: bool = False, allowed: frozenset = frozenset()):
         self.verbose, self.allowed_hosts = verbose, allowed
-        self.waiting: queue.SimpleQueue = queue.SimpleQueue()
+        self.waiting: queue.SimpleQueue = queue.SimpleQueue()  # whole requests for the pool
+        self.arrivals: queue.SimpleQueue = queue.SimpleQueue()  # accepted connections for the header reader
         self.workers: list[threading.Thread] = []
         self.idle = 0
+        self.serving = 0  # connections handed to the pool, queued or served
         self.pool_lock = threading.Lock()
-        self.open_connections = threading.BoundedSemaphore(MAX_CONNECTIONS)
-        super().__init__(address, handler)
+        self.closing = False
+        self.wake_r, self.wake_w = socket.socketpair()
+        for s in (self.wake_r, self.wake_w):
+            s.setblocking(False)
+        try:
+            super().__init__(address, handler)
+        except BaseException:  # the port taken, say: nothing of the server's stays open
+            self.wake_r.close()
+            self.wake_w.close()
+            raise
+        threading.Thread(target=self._read_headers, daemon=True, name="serve-headers").start()
 
     def process_request(self, request, client_address):
-        if not self.open_connections.acquire(blocking=False):
+        # stamped here, on the accepting thread: the header deadline counts from the accept
+        self.arrivals.put((request, client_address, time.monotonic()))
+        self._wake()
+
+    def _wake(self):
+        try:
+            self.wake_w.send(b"\0")
+        except OSError:  # full: the reader has wake-ups pending anyway; closed: the server is closing
+            pass
+
+    def server_close(self):
+        super().server_close()
+        self.closing = True
+        self._wake()
+
+    def _read_headers(self):
+        selector = selectors.DefaultSelector()
+        selector.register(self.wake_r, selectors.EVENT_READ)
+        pending: dict = {}  # socket -> [address, accepted at, bytes so far], the oldest accepted first
+
+        def drop(sock, reply: bytes = b""):
+            selector.unregister(sock)
+            del pending[sock]
             try:
-                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+                if reply:
+                    sock.send(reply)
             except OSError:
                 pass
-            self.shutdown_request(request)
+            sock.close()
+
+        while not self.closing:
+            timeout = None
+            if pending:
+                accepted = next(iter(pending.values()))[1]
+                timeout = max(0.0, accepted + self.header_deadline_s - time.monotonic())
+            for key, _ in selector.select(timeout):
+                sock = key.fileobj
+                if sock is self.wake_r:
+                    try:
+                        while self.wake_r.recv(4096):
+                            pass
+                    except OSError:
+                        pass
+                    self._admit(selector, pending, drop)
+                elif sock in pending:
+                    self._read(sock, pending, drop, selector)
+            now = time.monotonic()
+            while pending:
+                sock, (_, accepted, _) = next(iter(pending.items()))
+                if now - accepted < self.header_deadline_s:
+                    break
+                drop(sock, b"HTTP/1.0 408 Request Timeout\r\nContent-Length: 0\r\n\r\n")
+        for sock in list(pending):
+            drop(sock)
+        selector.close()
+        self.wake_r.close()
+        self.wake_w.close()
+
+    def _admit(self, selector, pending, drop):
+        while True:
+            try:
+                sock, address, accepted = self.arrivals.get_nowait()
+            except queue.Empty:
+                return
+            with self.pool_lock:
+                full = len(pending) + self.serving >= MAX_CONNECTIONS
+            if full and pending:
+                drop(next(iter(pending)))  # the oldest unfinished request: a real client's headers come at once
+            elif full:
+                try:
+                    sock.send(b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n")
+                except OSError:
+                    pass
+                self.shutdown_request(sock)
+                continue
+            sock.setblocking(False)
+            pending[sock] = [address, accepted, bytearray()]
+            selector.register(sock, selectors.EVENT_READ)
+
+    def _read(self, sock, pending, drop, selector):
+        try:
+            chunk = sock.recv(MAX_HEADER_BYTES)
+        except BlockingIOError:
             return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            drop(sock)
+            return
+        address, _, head = pending[sock]
+        head += chunk
+        # the blank line that ends the headers, found in the new bytes and the three before them
+        tail = bytes(head[-len(chunk) - 3:])
+        if b"\n\r\n" in tail or b"\n\n" in tail:
+            selector.unregister(sock)
+            del pending[sock]
+            sock.setblocking(True)
+            self._dispatch(sock, address, bytes(head))
+        elif len(head) > MAX_HEADER_BYTES:
+            drop(sock, b"HTTP/1.0 431 Request Header Fields Too Large\r\nContent-Length: 0\r\n\r\n")
+
+    def _dispatch(self, request, client_address, head: bytes):
         with self.pool_lock:
-            # a thread for every connection waiting, up to the bound (queued ones wait for a thread to free up)
+            self.serving += 1
+            # a thread for every request waiting, up to the bound (queued ones wait for a thread to free up)
             if self.waiting.qsize() + 1 > self.idle and len(self.workers) < MAX_THREADS:
                 worker = threading.Thread(target=self._work, daemon=True, name=f"serve-{len(self.workers)}")
                 self.workers.append(worker)
                 self.idle += 1
                 worker.start()
-        self.waiting.put((request, client_address))
+        self.waiting.put((request, client_address, head))
 
     def _work(self):
         while True:
-            request, client_address = self.waiting.get()
+            request, client_address, head = self.waiting.get()
             with self.pool_lock:
                 self.idle -= 1
             try:
-                self.process_request_thread(request, client_address)
+                self.RequestHandlerClass(request, client_address, self, head)
+            except Exception:
+                self.handle_error(request, client_address)
             finally:
-                self.open_connections.release()
+                self.shutdown_request(request)
                 with self.pool_lock:
+                    self.serving -= 1
                     self.idle += 1
 
 
