@@ -141,6 +141,39 @@ def test_the_byte_bound_evicts_the_least_recently_used_and_uploads_again_correct
     assert out["bad"] == {"name": "ConvTransposeError", "field": "weightCacheBytes"}
 
 
+def test_a_kernel_alone_on_its_device_evicts_its_own_least_recently_used_layer(page):
+    # On the caller's own device the kernel's cache is the only one: its bound is the device's. Before, the
+    # bound was kept by pushing out other kernels' entries only: the first two layers stayed, the third was
+    # written and packed again on every call, and no eviction was counted.
+    out = unpack(js(page, """
+        const probe = await window.getKernel(ID, {version: 1});
+        await probe(constant(wA, bA));
+        const layer = probe.memory().weight_cache_bytes;
+        const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+        const kernel = await window.getKernel(ID, {version: 1, device, weightCacheBytes: 2 * layer});
+        const wC = rand(16 * 8 * 9, 6), bC = rand(8, 7);
+        const layers = {A: () => constant(wA, bA), B: () => constant(wB, bB), C: () => constant(wC, bC)};
+        const rows = [];
+        for (const name of "ABCABCABACAB") rows.push({name, ...(await counted(kernel, layers[name]()))});
+        const memory = kernel.memory();
+        device.destroy();
+        return {layer, rows, memory, wC: Array.from(wC), bC: Array.from(bC)};
+    """))
+    LAYERS["C"] = (np.array(out["wC"], np.float32).reshape(W_SHAPE), np.array(out["bC"], np.float32))
+    rows = out["rows"]
+    for row in rows:
+        check(row["y"], row["name"])
+        assert row["cached"] <= 2 * out["layer"] and row["entries"] <= 4, row
+    # (misses, hits, evictions) per call: room for two of the three layers, the least recently used goes
+    miss, hit, evict = (2, 0, 0), (0, 2, 0), (2, 0, 2)
+    got = [(r["weight_cache_misses"], r["weight_cache_hits"], r["weight_cache_evictions"]) for r in rows]
+    # A B C A B C in turn: each call after the bound a miss that makes room; then A B A C: C pushes out B, the
+    # layer used less recently than A, so A hits after it; B then pushes out C
+    assert got == [miss, miss] + [evict] * 6 + [hit, evict, hit, evict], got
+    assert [r["weight_preparations"] for r in rows] == [1 if g != hit else 0 for g in got]
+    assert out["memory"]["weight_cache_evictions"] == 16 and out["memory"]["weight_cache_device_limit"] == 2 * out["layer"]
+
+
 def test_forget_drops_one_entry_and_plain_arrays_are_written_every_call(page):
     out = unpack(js(page, """
         const kernel = await window.getKernel(ID, {version: 1});

@@ -8,9 +8,11 @@
 //
 // Bounded by bytes, least recently used out first, and the bound holds per device: every kernel's cache on one
 // device (one executor) counts against the largest bound any of them was given (512 MiB by default), so a new
-// entry first pushes out other kernels' least recently used entries. An entry that alone exceeds the bound is
-// not kept (its call writes and prepares into the launch's own buffers, as for plain arrays). What the cache
-// holds is the caller's promise that the array or buffer does not change: forget(key) after changing it.
+// entry pushes out the device's least recently used entries, this kernel's or another's, but never one the
+// call in flight binds; past its own bound a kernel's cache is trimmed, least recently used first, after the
+// call. An entry that alone exceeds the bound, or that only the call's own entries stand in the way of, is not
+// kept (its call writes and prepares into the launch's own buffers, as for plain arrays). What the cache holds
+// is the caller's promise that the array or buffer does not change: forget(key) after changing it.
 
 import { constantCopy, forgetConstant } from "./tensors.mjs";
 import { USAGE } from "./usage.mjs";
@@ -32,10 +34,17 @@ export class WeightCache {
     this.misses = 0;  // ... that had to be written or prepared
     this.evictions = 0;
     this.written = 0;  // bytes uploaded into the cache
+    // A call looks up all it binds in one synchronous run (executor bind, up to the submission): entries used
+    // since that run began (a tick >= callStart) are in flight. null: no lookup since the last microtask.
+    this.callStart = null;
   }
 
   /** The entry of `key`, made the most recently used (created when `create`). */
   entry(key, create) {
+    if (this.callStart === null) {
+      this.callStart = ticks + 1;
+      queueMicrotask(() => { this.callStart = null; });
+    }
     let e = this.entries.get(key);
     if (e) {
       this.entries.delete(key);
@@ -81,26 +90,32 @@ export class WeightCache {
     return layout;
   }
 
-  /** Whether `size` more bytes for entry `e` (null: a new one) stay within the bound: this cache's own, and the
-   * device's, for which other kernels' least recently used entries go first (never this cache's: the call in
-   * flight may bind them; the executor trims this one after the call). */
+  /** Whether `size` more bytes for entry `e` (null: a new one) stay within the bound: this cache's own (kept by
+   * trim after the call), and the device's, for which the least recently used entries of every cache on the
+   * device go first, this one's too, except those the call in flight binds. */
   room(size, e) {
     if ((e?.bytes ?? 0) + size > this.limit) return false;
     const limit = this.deviceLimit();
     let total = this.deviceBytes();
     while (total + size > limit) {
       let oldest = null;
-      for (const cache of this.siblings()) {
+      for (const cache of [this, ...this.siblings()]) {
         const first = cache.entries.entries().next().value;
-        if (first && (!oldest || first[1].used < oldest[2].used)) oldest = [cache, first[0], first[1]];
+        if (!first || (cache === this && this.inFlight(first[1]))) continue;
+        if (!oldest || first[1].used < oldest[2].used) oldest = [cache, first[0], first[1]];
       }
-      if (!oldest) return total + size <= limit;
+      if (!oldest) return false;
       const [cache, key, entry] = oldest;
       cache.drop(key, entry);
       cache.evictions += 1;
       total -= entry.bytes;
     }
     return true;
+  }
+
+  /** Whether the call being bound looked `e` up (the least recently used entry is in flight only when all are). */
+  inFlight(e) {
+    return this.callStart !== null && e.used >= this.callStart;
   }
 
   /** The other weight caches on this cache's device (the executor's, one per kernel). */
