@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--browser applies to --host browser only")
         if args.params and not args.variant:
             parser.error("--params applies to a forced --variant")
-        if not Path(args.path).is_file():
+        if not Path(args.path).exists():  # the runner refuses what is not a regular file, saying so
             # the wheel ships no test.json (18 MB): a checkout has it, or any case file of its format will do
             parser.error(f"{args.path}: no such case file (a checkout's `python -m app setup` writes test.json; "
                          "the installed package runs any file of its format)")

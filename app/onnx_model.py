@@ -5,9 +5,10 @@ A layer is runnable when its weights (and bias) are initializers and shape infer
 static shape; every other ConvTranspose node comes back as Skipped with the reason. A file that is not ONNX,
 or a model onnx's checker rejects, raises ModelError with one line that names the problem.
 
-A file is untrusted: its external data (tensors stored in other files) is read from the model's own folder
+A file is untrusted: it is read only if it is a regular file (a FIFO would block, /dev/zero read without end)
+within the byte budget; its external data (tensors stored in other files) is read from the model's own folder
 only, each location checked (relative, no `..`, no link out of the folder, a regular file, offset and length
-inside it, exactly the tensor's bytes) and all of it within a byte budget, before onnx's checker sees the
+inside it, exactly the tensor's bytes) and all of it within that budget, before onnx's checker sees the
 model; `check` runs the package's own validation on a layer's shapes and attributes (app/shapes.py), so that a
 bad attribute is named before any runtime sees it.
 
@@ -28,6 +29,7 @@ from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper, numpy_helper
 from onnx.external_data_helper import ExternalDataInfo
 
+from .cases import FileRefused, open_regular, read_regular
 from .errors import ConvTransposeError
 from .shapes import ConvGeometry, infer
 
@@ -84,15 +86,13 @@ class ModelLayers:
 
 
 def read(path: str | Path, budget: int = READ_BUDGET) -> ModelLayers:
-    """The ConvTranspose layers of an ONNX file (ModelError: not a file, not ONNX, past `budget` bytes with its
-    external data, external data that is not the model folder's, rejected by the checker)."""
+    """The ConvTranspose layers of an ONNX file (ModelError: not a regular file, not ONNX, past `budget` bytes
+    with its external data, external data that is not the model folder's, rejected by the checker)."""
     try:
-        size = Path(path).stat().st_size
-        if size > budget:
-            raise ModelError(f"{path}: the file is {size} bytes, past the budget of {budget}")
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise ModelError(f"{path}: cannot read the file ({exc.strerror or exc})") from None
+        data = read_regular(path, budget)
+    except FileRefused as exc:
+        raise ModelError(f"{path}: {exc}") from None
+    size = len(data)
     try:
         model = onnx.load_model_from_string(data)
     except (DecodeError, ValueError, RuntimeError, RecursionError) as exc:
@@ -185,9 +185,12 @@ def load_external_data(model: onnx.ModelProto, folder: Path, budget: int, label:
         total += length
         if total > budget:
             raise ModelError(f"{label}: the external data is past the budget of {budget} bytes")
-        with open(target, "rb") as f:
-            f.seek(offset)
-            raw = f.read(length)
+        try:
+            with open_regular(target) as f:  # swapped for a FIFO or a device since the checks: refused, not read
+                f.seek(offset)
+                raw = f.read(length)
+        except (FileRefused, OSError) as exc:
+            raise ModelError(f"{label}: {name}'s external data {location!r}: {exc}") from None
         if len(raw) != length:
             raise ModelError(f"{label}: {location!r} changed while it was read")
         tensor.raw_data = raw

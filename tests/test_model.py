@@ -64,9 +64,12 @@ def decoder_file(tmp_path_factory):
     return path
 
 
-def cli(*args, timeout=900):
+SUMMARY_ONLY = "0 passed, 0 failed\n"  # the whole stdout of a run that refused the file
+
+
+def cli(*args, timeout=900, preexec_fn=None):
     return subprocess.run([sys.executable, "-m", "app", "model", *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=timeout)
+                          cwd=ROOT, timeout=timeout, preexec_fn=preexec_fn)
 
 
 # -- Reading, in CPython alone
@@ -132,17 +135,17 @@ def test_a_chain_is_refused_when_no_two_layers_feed_one_another(tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     assert onnx_model.chain(onnx_model.read(path)) == []
     out = cli(path, "--chain", timeout=60)
-    assert out.returncode == 2 and out.stdout == ""
+    assert out.returncode == 2 and out.stdout == SUMMARY_ONLY
     assert out.stderr.strip() == f"{path}: --chain: no two consecutive ConvTranspose layers feed one another (docs/models.md)"
 
 
-# -- Refusals: one line, before any host starts (no Chromium, no Node: fast)
+# -- Refusals: one line, before any host starts (no Chromium, no Node: fast), and the summary
 
 def test_a_file_that_is_not_onnx_is_refused_in_one_line(tmp_path):
     path = tmp_path / "notes.onnx"
     path.write_bytes(b"\xff\xfe this is not a protobuf \x00\x01\x02")
     out = cli(path, timeout=60)
-    assert out.returncode == 2 and out.stdout == "", out
+    assert out.returncode == 2 and out.stdout == SUMMARY_ONLY, out
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{path}: not an ONNX model"), out.stderr
 
@@ -152,6 +155,7 @@ def test_a_text_file_that_parses_as_empty_protobuf_is_refused(tmp_path):
     path.write_bytes(b"")
     out = cli(path, timeout=60)
     assert out.returncode == 2 and out.stderr.strip() == f"{path}: not an ONNX model (no graph, IR version or opset in the file)"
+    assert out.stdout == SUMMARY_ONLY
 
 
 def test_a_model_the_checker_rejects_is_refused_in_one_line(tmp_path):
@@ -162,7 +166,7 @@ def test_a_model_the_checker_rejects_is_refused_in_one_line(tmp_path):
     path = tmp_path / "broken.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
     out = cli(path, timeout=60)
-    assert out.returncode == 2 and out.stdout == ""
+    assert out.returncode == 2 and out.stdout == SUMMARY_ONLY
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{path}: rejected by onnx.checker: "), out.stderr
     assert "w" in lines[0]
@@ -468,3 +472,170 @@ sys.exit(model_runner.main({str(path)!r}))
     out, err = proc.communicate(timeout=30)
     assert time.monotonic() - started < 10 and proc.returncode == 128 + signal.SIGTERM, err
     assert not folder.exists() and out.strip().splitlines()[-1] == "0 passed, 0 failed"
+
+
+# -- Files that are not regular, names a terminal would obey, empty x and non-finite weights
+
+def _address_space_1_5_gb():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_only_a_regular_file_is_read(tmp_path, kind):
+    """In a child with 1.5 GB of address space and a time limit: an unbounded read (/dev/zero's size says 0)
+    or a blocking open (a FIFO with no writer) fails the test in seconds instead of taking the machine."""
+    import os
+
+    if kind == "fifo":
+        path, what = tmp_path / "m.onnx", "a FIFO"
+        os.mkfifo(path)
+    else:
+        path, what = "/dev/zero", "a character device"
+    out = cli(path, timeout=60, preexec_fn=_address_space_1_5_gb)
+    assert out.returncode == 2 and out.stderr.strip() == f"{path}: not a regular file ({what})", out.stderr
+    assert out.stdout == SUMMARY_ONLY
+    with pytest.raises(onnx_model.ModelError, match=r"not a regular file \(a directory\)"):
+        onnx_model.read(tmp_path)
+
+
+def test_layer_names_are_printed_escaped(tmp_path, monkeypatch, capsys):
+    model = _layers_model([{"group": 0}])
+    model.graph.node[0].name = "L\x1b[2J\x1b[31mred\rover\nline\u202e"
+    path = tmp_path / "names.onnx"
+    onnx.save(model, path)
+    code, lines, _ = _run_main(path, monkeypatch, capsys)
+    assert code == 1 and lines[1].startswith(r"FAIL L\x1b[2J\x1b[31mred\rover\nline\u202e x[1,4,5,5] w[4,2,3,3] group=0: ")
+    assert len(lines) == 3 and lines[-1] == "0 passed, 1 failed"
+
+
+class _FakeModels:
+    """A host in CPython: run() is onnxruntime's CPU provider on the cut model (as ours would compute it), and
+    the case API runs app/cases.py on the float64 reference as the kernel, as the page's bridge does."""
+
+    def __init__(self, folder: Path):
+        from app.cases import parse_case_file, run_case
+        from app.host.case_runner import Cases
+        from tests.async_helper import run_coroutine
+        from tests.test_case_checks import ReferenceKernel
+
+        self.folder, self.cut_runs, loaded = folder, [], []
+
+        def call(name, *args):
+            if name == "load_cases":
+                loaded[:] = parse_case_file(args[0])
+                return [c["name"] for c in loaded]
+            assert name == "run_case_at", name
+            return run_coroutine(run_case(ReferenceKernel(), loaded[args[0]], args[1], args[2]))
+
+        self.cases = Cases(call)
+
+    def run(self, name: str, spec: dict) -> dict:
+        self.cut_runs.append(name)
+        model = onnx.load(self.folder / name)
+        dims = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+        if 0 in dims:  # what the page does with it (web/views/onnx-convtranspose.mjs staticDims)
+            raise RuntimeError("Page.evaluate: ConvTransposeError: input 'upload': shape must be a list of "
+                               "non-negative integers, got [" + ",".join(str(d or "null") for d in dims) + "]")
+        x = np.frombuffer(base64.b64decode(spec["x"]), np.float32).reshape(dims)
+        y = model_runner.ort_cpu(model.SerializeToString(), x)
+        ours = {"e2e_ms": 1.0, "e2e_into_ms": 1.0, "resident_ms": 1.0, "gpu_ms": None}
+        return {"y": base64.b64encode(y.tobytes()).decode(), "y_shape": list(y.shape), "variants": ["fake"],
+                "ours": ours}
+
+
+def _fake_host(monkeypatch):
+    import contextlib
+
+    hosts = []
+
+    def open_host(host, folder):
+        hosts.append(_FakeModels(folder))
+        return contextlib.nullcontext(hosts[-1])
+
+    monkeypatch.setattr(model_runner, "open_host", open_host)
+    return hosts
+
+
+def _empty_x_model(path: Path, nonfinite: bool = False):
+    """spatial0 (x [1,2,0,4]) feeding after, and batch0 (x [0,2,3,4]); with `nonfinite`, a layer whose w holds
+    NaN, Inf and -Inf on an x of its own."""
+    f = TensorProto.FLOAT
+    nodes = [helper.make_node("ConvTranspose", ["x0", "w0", "b0"], ["y0"], name="spatial0", strides=[2, 2]),
+             helper.make_node("ConvTranspose", ["y0", "w1"], ["y1"], name="after", pads=[1, 1, 1, 1]),
+             helper.make_node("ConvTranspose", ["x2", "w0", "b0"], ["y2"], name="batch0", strides=[2, 2])]
+    inits = [_init("w0", [2, 3, 3, 3]), _init("b0", [3]), _init("w1", [3, 2, 3, 3])]
+    inputs = [helper.make_tensor_value_info("x0", f, [1, 2, 0, 4]), helper.make_tensor_value_info("x2", f, [0, 2, 3, 4])]
+    outputs = ["y1", "y2"]
+    if nonfinite:
+        w = RNG.uniform(-1, 1, (2, 3, 3, 3)).astype(np.float32)
+        w[0, 0, 1, 1], w[1, 2, 0, 0], w[0, 1, 2, 2] = np.nan, np.inf, -np.inf
+        nodes.append(helper.make_node("ConvTranspose", ["x3", "wn", "b0"], ["y3"], name="nonfinite", strides=[2, 2]))
+        inits.append(numpy_helper.from_array(w, "wn"))
+        inputs.append(helper.make_tensor_value_info("x3", f, [1, 2, 3, 4]))
+        outputs.append("y3")
+    graph = helper.make_graph(nodes, "empty", inputs, [helper.make_tensor_value_info(n, f, [None] * 4) for n in outputs],
+                              inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+
+
+def test_a_zero_size_x_dim_gives_the_references_y_of_the_right_shape(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "empty.onnx"
+    _empty_x_model(path)
+    ml = onnx_model.read(path)
+    by = {l.name: l for l in ml.layers}
+    assert by["spatial0"].x_shape == (1, 2, 0, 4) and by["spatial0"].y_shape == (1, 3, 1, 9)  # 0, not unknown
+    assert by["batch0"].y_shape == (0, 3, 7, 9)
+    hosts = _fake_host(monkeypatch)
+    code = model_runner.main(str(path), chain=True)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert code == 0, lines
+    line = {l.split()[1].rstrip(":"): l for l in lines[1:-1]}
+    # y is the bias broadcast over [1,3,1,9], and an empty [0,3,7,9]: each checked against onnxruntime's
+    for name in ("spatial0", "batch0"):
+        assert line[name].startswith(f"PASS {name} ") and line[name].endswith(
+            "[reference] max_abs_err=0 (atol 0.00018) | x is empty: not timed"), line[name]
+    assert line["after"].startswith("PASS after ")
+    assert line["chain"] == "SKIP chain: its x is empty [1,2,0,4]; each layer ran alone, untimed"
+    assert lines[-1] == "3 passed, 0 failed, 1 skipped"
+    assert hosts[0].cut_runs == [f"layer{by['after'].index}.onnx"]  # the empty ones never reach the model page
+
+
+def test_nan_and_inf_weights_pass_where_y_has_the_references_nans_and_infinities(tmp_path, monkeypatch, capsys):
+    w = RNG.uniform(-1, 1, (4, 2, 3, 3)).astype(np.float32)
+    w[0, 0, 1, 1], w[1, 1, 0, 0], w[2, 0, 2, 2] = np.nan, np.inf, -np.inf
+    path = tmp_path / "nonfinite.onnx"
+    onnx.save(_layers_model([{"strides": [2, 2]}], inits={0: numpy_helper.from_array(w, "w0")}), path)
+    _fake_host(monkeypatch)
+    assert model_runner.main(str(path)) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[1].startswith("PASS L0 ") and lines[-1] == "1 passed, 0 failed", lines
+    ml = onnx_model.read(path)
+    x = onnx_model.seeded_input(ml.layers[0].x_shape, "float32", 0)
+    want = model_runner.ort_cpu(onnx_model.one_node(ml, ml.layers[0]).SerializeToString(), x)
+    assert np.isnan(want).any() and np.isposinf(want).any() and np.isneginf(want).any()
+    # and a y with one NaN moved is a FAIL that says where
+    got = want.copy()
+    got[np.unravel_index(np.flatnonzero(np.isnan(want))[0], want.shape)] = 0
+    ok, _, why = model_runner.check(got, want, 1e-4, 1e-4)
+    assert not ok and "NaNs must be in the same places, infinities equal" in why
+
+
+@pytest.mark.browser
+def test_empty_x_non_finite_weights_and_odd_names_in_chromium(tmp_path):
+    path = tmp_path / "odd.onnx"
+    _empty_x_model(path, nonfinite=True)
+    model = onnx.load(path)
+    model.graph.node[1].name = "after\x1b[31m\n"
+    onnx.save(model, path)
+    out = cli(path, "--runs", "1", timeout=600)
+    lines = out.stdout.strip().splitlines()
+    assert out.returncode == 0 and lines[-1] == "4 passed, 0 failed", out.stdout + out.stderr[-3000:]
+    status = {l.split()[1].rstrip(":"): l for l in lines[1:-1]}
+    # y [1,3,1,9] is the bias (one fill, x and w unread); y [0,3,7,9] holds nothing to compute
+    for name, x, variant in (("spatial0", "1,2,0,4", "empty_input_fill"), ("batch0", "0,2,3,4", "none (empty output)")):
+        assert status[name].startswith(f"PASS {name} x[{x}] ") and f"[{variant}]" in status[name], status[name]
+        assert status[name].endswith("| x is empty: not timed"), status[name]
+    assert status[r"after\x1b[31m\n"].startswith(r"PASS after\x1b[31m\n x[1,3,1,9] ")
+    assert status["nonfinite"].startswith("PASS nonfinite x[1,2,3,4] "), status["nonfinite"]

@@ -9,7 +9,12 @@ onnxruntime's CPU provider on that same one-node model, within test.json's toler
 with every intermediate left on the GPU, against one onnxruntime-web session of the chain model.
 
 Output: one line per ConvTranspose node (PASS, FAIL or SKIP with the reason), the chain's line, then
-`N passed, N failed[, N skipped]`; exit 1 on any failure, 2 for a file refused before anything runs.
+`N passed, N failed[, N skipped]`, which always comes; exit 1 on any failure, 2 for a file refused before
+anything runs. Names and reasons come from the file: printed with control characters escaped. y is checked as
+test.json's cases are (app/cases.py check: NaNs in the same places, infinities equal), so NaN or Inf weights
+pass where our y has onnxruntime's NaNs and infinities. A layer whose x has a zero-size dim (y is its bias,
+zeros, or empty) runs as a one-case file on the same host, untimed: the model page takes a 0 dim of the cut
+model's input for an unknown one.
 
 The file is untrusted (app/onnx_model.py reads external data from its folder only). Before a host starts,
 every layer goes through the package's own validation (a bad attribute is a FAIL line naming it) and a
@@ -22,6 +27,7 @@ exit, on SIGTERM/SIGHUP/SIGINT, and, for one left by a process that was killed, 
 from __future__ import annotations
 
 import base64
+import json
 import math
 import os
 import shutil
@@ -36,6 +42,8 @@ import numpy as np
 import onnxruntime
 
 from .. import onnx_model
+from ..cases import check, printable
+from .case_runner import Cases, page_python, run_cases
 
 IN_PAGE = """async (spec) => (await import("/web/views/model-run.mjs")).runModel(spec)"""
 MODEL_ROUTE = "__model__/"  # where the page fetches the cut models (Playwright answers, never the server)
@@ -65,9 +73,14 @@ def ort_cpu(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
     return session.run(None, {"x": x})[0]
 
 
+def _say(text: str, file=None) -> None:
+    print(printable(text), file=file or sys.stdout, flush=True)
+
+
 class _NodeModels:
     def __init__(self, node, folder: Path):
         self.node, self.folder = node, folder
+        self.cases = Cases(node.py)
 
     def run(self, name: str, spec: dict) -> dict:
         return self.node.call("model", {**spec, "model": {"path": str(self.folder / name)}})
@@ -76,6 +89,7 @@ class _NodeModels:
 class _PageModels:
     def __init__(self, page, url: str):
         self.page, self.url = page, url
+        self.cases = Cases(page_python(page))
 
     def run(self, name: str, spec: dict) -> dict:
         return self.page.evaluate(IN_PAGE, {**spec, "model": {"url": self.url + MODEL_ROUTE + name}})
@@ -103,14 +117,6 @@ def open_host(host: str, folder: Path):
             yield _PageModels(page, url)
     finally:
         server.shutdown()
-
-
-def _verdict(got: np.ndarray, want: np.ndarray, tol: dict) -> tuple[bool, float]:
-    want64, got64 = want.astype(np.float64), got.astype(np.float64)
-    if got64.shape != want64.shape:
-        return False, float("inf")
-    err = np.abs(got64 - want64)
-    return bool(np.all(err <= tol["atol"] + tol["rtol"] * np.abs(want64))), float(err.max()) if err.size else 0.0
 
 
 # (key, label): e2e reads y into a new array on both sides, e2e-into into one array each side reuses
@@ -153,22 +159,50 @@ def _run(models, name: str, spec: dict, want: np.ndarray, tol: dict, dtype: str,
     try:
         result = models.run(name, spec)
     except Exception as exc:  # noqa: BLE001 - the host's error: the Node host's reply or Playwright's Error
-        message = str(exc).splitlines()[0]
+        message = _first(exc)
         status = "SKIP" if MISSING_FEATURE in message else "FAIL"
-        print(f"{status} {label}: {message}", flush=True)
+        _say(f"{status} {label}: {message}")
         return status
-    got = np.frombuffer(base64.b64decode(result["y"]), dtype=dtype).reshape(result["y_shape"])
-    ok, err = _verdict(got, want, tol)
+    try:
+        got = np.frombuffer(base64.b64decode(result["y"]), dtype=dtype).reshape(result["y_shape"])
+    except (KeyError, TypeError, ValueError) as exc:
+        _say(f"FAIL {label}: the host's y is unreadable ({type(exc).__name__}: {_first(exc)})")
+        return "FAIL"
+    ok, err, why = check(got, want, tol["atol"], tol["rtol"])
     # e2e-into times the same calls as e2e with y read elsewhere: a y that differs means it timed something else
     into_differs = [name for name, r in [("ours", result["ours"]), *((f"ort-{ep}", r) for ep, r in result.get("ort", {}).items())]
                     if r.get("into_same_as_e2e") is False]
     if into_differs:
-        print(f"FAIL {label}: e2e-into's y differs from e2e's ({', '.join(into_differs)})", flush=True)
+        _say(f"FAIL {label}: e2e-into's y differs from e2e's ({', '.join(into_differs)})")
         return "FAIL"
     variants = ",".join(dict.fromkeys(result["variants"]))
-    print(f"{'PASS' if ok else 'FAIL'} {label} [{variants}] max_abs_err={err:.3g} (atol {tol['atol']:.3g}) "
-          f"| {_times(result)}{_host_load(result)}", flush=True)
+    _say(f"{'PASS' if ok else 'FAIL'} {label} [{variants}] max_abs_err={err:.3g} (atol {tol['atol']:.3g})"
+         + (f": {why}" if why else "") + f" | {_times(result)}{_host_load(result)}")
     return "PASS" if ok else "FAIL"
+
+
+def _run_empty(models, ml, layer, x: np.ndarray, want: np.ndarray, tol: dict, dtype: str, label: str) -> str:
+    """A layer whose x has a zero-size dim, as a one-case file: our kernel's y checked in the page against
+    onnxruntime's (the bias broadcast, zeros, or an empty y of the layer's shape). Not timed: nothing to time."""
+    def tensor(a: np.ndarray) -> dict:
+        return {"shape": list(a.shape), "data": a.astype(np.float64).ravel().tolist(), "dtype": dtype}
+
+    case = {"name": layer.name, "attributes": layer.attributes,
+            "inputs": {"x": tensor(x), **{k: tensor(a) for k, a in onnx_model.weights(ml, layer, dtype).items()}},
+            "expected": {"y": tensor(want)}, "tolerance": tol}
+    try:
+        result = next(run_cases(models.cases, json.dumps({"cases": [case]})))
+    except Exception as exc:  # noqa: BLE001 - the host refused the case file: the layer's FAIL
+        _say(f"FAIL {label}: {type(exc).__name__}: {_first(exc)}")
+        return "FAIL"
+    status = result["status"]
+    if status == "PASS":
+        _say(f"PASS {label} [{result['variant']}] max_abs_err={result['max_abs_err']:.3g} (atol {tol['atol']:.3g}) "
+             f"| x is empty: not timed")
+    else:
+        _say(f"{status} {label}" + (f" [{result['variant']}]" if result["variant"] != "-" else "")
+             + f": {result['detail']}")
+    return status
 
 
 def _env_int(name: str, default: int) -> int:
@@ -252,8 +286,10 @@ def _layer_run(models, ml, layer, dtype: str, common: dict, tmp: Path) -> str:
         cut = onnx_model.one_node(ml, layer, dtype).SerializeToString()
         want = ort_cpu(cut, x)
     except Exception as exc:  # noqa: BLE001 - the file's data made onnx, onnxruntime or numpy refuse: its FAIL
-        print(f"FAIL {label}: {type(exc).__name__}: {_first(exc)}", flush=True)
+        _say(f"FAIL {label}: {type(exc).__name__}: {_first(exc)}")
         return "FAIL"
+    if 0 in layer.x_shape:
+        return _run_empty(models, ml, layer, x, want, tolerance(dtype, reduction(layer)), dtype, label)
     name = f"layer{layer.index}.onnx"
     (tmp / name).write_bytes(cut)
     return _run(models, name, {**common, "x": base64.b64encode(x.tobytes()).decode()}, want,
@@ -262,22 +298,21 @@ def _layer_run(models, ml, layer, dtype: str, common: dict, tmp: Path) -> str:
 
 def main(path: str, host: str = "browser", against: str | None = None, dtype: str = "float32",
          chain: bool = False, runs: int = 5, warmup: int = 1, settle: float = 60) -> int:
-    try:  # everything that can refuse the file does so here, before a host starts
-        budget = _env_int(BUDGET_ENV, DEFAULT_BUDGET)
-        max_layers = _env_int(MAX_LAYERS_ENV, DEFAULT_MAX_LAYERS)
-        ml = onnx_model.read(path, budget)
-        layers = onnx_model.chain(ml) if chain else []
-        if chain and not layers:
-            raise onnx_model.ModelError(f"{path}: --chain: no two consecutive ConvTranspose layers feed one "
-                                        "another (docs/models.md)")
-    except onnx_model.ModelError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    print(f"{path}: {len(ml.layers) + len(ml.skipped)} ConvTranspose node(s), {len(ml.skipped)} skipped; "
-          f"host {host}, {dtype}" + (f", against onnxruntime-web, medians of {runs} rounds" if against else ""),
-          flush=True)
     counts = {"PASS": 0, "FAIL": 0, "SKIP": 0}
     try:
+        try:  # everything that can refuse the file does so here, before a host starts
+            budget = _env_int(BUDGET_ENV, DEFAULT_BUDGET)
+            max_layers = _env_int(MAX_LAYERS_ENV, DEFAULT_MAX_LAYERS)
+            ml = onnx_model.read(path, budget)
+            layers = onnx_model.chain(ml) if chain else []
+            if chain and not layers:
+                raise onnx_model.ModelError(f"{path}: --chain: no two consecutive ConvTranspose layers feed one "
+                                            "another (docs/models.md)")
+        except onnx_model.ModelError as exc:
+            _say(str(exc), file=sys.stderr)
+            return 2
+        _say(f"{path}: {len(ml.layers) + len(ml.skipped)} ConvTranspose node(s), {len(ml.skipped)} skipped; "
+             f"host {host}, {dtype}" + (f", against onnxruntime-web, medians of {runs} rounds" if against else ""))
         with signals_unwind():
             _run_all(ml, layers, counts, host, against, dtype, chain, runs, warmup, settle, budget, max_layers)
     finally:  # the summary comes whatever stopped the run
@@ -288,25 +323,29 @@ def main(path: str, host: str = "browser", against: str | None = None, dtype: st
 
 def _run_all(ml, layers, counts, host, against, dtype, chain, runs, warmup, settle, budget, max_layers) -> None:
     for s in ml.skipped:
-        print(f"SKIP {s.name}: {s.reason}", flush=True)
+        _say(f"SKIP {s.name}: {s.reason}")
         counts["SKIP"] += 1
     ordered = sorted(ml.layers, key=lambda l: l.index)
     if len(ordered) > max_layers:
-        print(f"SKIP {len(ordered) - max_layers} layer(s) past the first {max_layers} "
-              f"(${MAX_LAYERS_ENV}): {ordered[max_layers].name} onwards", flush=True)
+        _say(f"SKIP {len(ordered) - max_layers} layer(s) past the first {max_layers} "
+             f"(${MAX_LAYERS_ENV}): {ordered[max_layers].name} onwards")
         counts["SKIP"] += len(ordered) - max_layers
         ordered = ordered[:max_layers]
     runnable = []
     for layer in ordered:
         why = precheck(ml, layer, dtype, budget)
         if why:
-            print(f"FAIL {layer.name} {layer.describe()}: {why}", flush=True)
+            _say(f"FAIL {layer.name} {layer.describe()}: {why}")
             counts["FAIL"] += 1
         else:
             runnable.append(layer)
     if chain and any(l not in runnable for l in layers):
-        print("FAIL chain: a layer of it failed its checks", flush=True)
+        _say("FAIL chain: a layer of it failed its checks")
         counts["FAIL"] += 1
+        chain = False
+    elif chain and 0 in layers[0].x_shape:
+        _say(f"SKIP chain: its x is empty [{','.join(map(str, layers[0].x_shape))}]; each layer ran alone, untimed")
+        counts["SKIP"] += 1
         chain = False
     if not runnable and not chain:
         return
@@ -320,8 +359,8 @@ def _run_all(ml, layers, counts, host, against, dtype, chain, runs, warmup, sett
                     counts[_layer_run(models, ml, layer, dtype, common, Path(tmp))] += 1
                     (Path(tmp) / f"layer{layer.index}.onnx").unlink(missing_ok=True)
                     if done % PROGRESS_EVERY == 0 and done < len(runnable):
-                        print(f"progress: {done}/{len(runnable)} layers in {time.monotonic() - started:.0f} s "
-                              f"({counts['PASS']} passed, {counts['FAIL']} failed)", file=sys.stderr, flush=True)
+                        _say(f"progress: {done}/{len(runnable)} layers in {time.monotonic() - started:.0f} s "
+                             f"({counts['PASS']} passed, {counts['FAIL']} failed)", file=sys.stderr)
         if chain:
             _run_chain(ml, layers, counts, host, dtype, common, Path(tmp))
 
@@ -338,7 +377,7 @@ def _run_chain(ml, layers, counts, host, dtype, common, tmp: Path) -> None:
         cut = onnx_model.chain_model(ml, layers, dtype).SerializeToString()
         want = ort_cpu(cut, x)
     except Exception as exc:  # noqa: BLE001 - as in _layer_run
-        print(f"FAIL {label}: {type(exc).__name__}: {_first(exc)}", flush=True)
+        _say(f"FAIL {label}: {type(exc).__name__}: {_first(exc)}")
         counts["FAIL"] += 1
         return
     (tmp / "chain.onnx").write_bytes(cut)
