@@ -185,24 +185,21 @@ def preview(request) -> dict:
 @entry
 def validate(kernel, request) -> dict:
     """Everything the kernel would refuse, data and forced variant included, without GPU work:
-    {} when the request would run, else {"error", "field"} ("x_data" etc. for data that does not fit)."""
+    {} when the request would run, else {"error", "field"}, `field` as the call's refusal names it (an input's
+    name, "x", "w" or "b", for its shape, dtype and data alike)."""
     from .kernel import validate as validate_request
-    from .tensors import as_array
 
     inputs, variant, attributes = _request_parts(request)
-    for name, tensor in inputs.items():
-        try:
-            as_array(name, tensor)
-        except ConvTransposeError as exc:
-            return {"error": str(exc), "field": f"{name}_data"}
     try:
         geom, _ = validate_request(**inputs, **attributes)
     except ConvTransposeError as exc:
         return {"error": str(exc), "field": exc.field}
     try:
         kernel.plan(geom, variant)
-    except ConvTransposeError as exc:  # the forced variant does not cover it, or the dtype needs a feature
-        return {"error": str(exc), "field": "variant" if variant else "x_data"}
+    except ConvTransposeError as exc:
+        # the planner's refusals name "variant"; a dtype's device-feature gate (ConvTransposeKernel.plan) names
+        # none, and the dtype it gates is the request's, x's
+        return {"error": str(exc), "field": exc.field or "x"}
     return {}
 
 

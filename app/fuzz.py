@@ -24,7 +24,7 @@ TOLERANCE = {"atol": 1e-4, "rtol": 1e-4}  # f32 sums of <= a few hundred product
 MAX_OUTPUT = 3000  # elements: SwiftShader runs every case in a few ms
 
 
-def _draw_attributes(rng, rank: int, spatial, kernel) -> dict:
+def _draw_attributes(rng, rank: int, spatial, kernel, batch: int, out_channels: int) -> dict:
     strides = [int(rng.choice([1, 1, 2, 2, 3, 4])) for _ in range(rank)]
     dilations = [int(rng.choice([1, 1, 1, 2, 3])) for _ in range(rank)]
     attrs: dict = {}
@@ -39,8 +39,11 @@ def _draw_attributes(rng, rank: int, spatial, kernel) -> dict:
     elif mode in ("SAME_UPPER", "SAME_LOWER", "VALID", "NOTSET"):
         attrs["auto_pad"] = str(mode)
     elif mode.startswith("output_shape"):
-        target = [max(1, s * i + int(rng.integers(-2, 3))) for s, i in zip(strides, spatial)]
-        attrs["output_shape"] = target if mode == "output_shape" else [0, 0] + target
+        # at most s*I + (k-1)*d (app/shapes.py refuses longer ones): a draw past it takes that bound, an edge
+        # worth drawing; the full form's head is y's own N and M, as it must be
+        target = [min(max(1, s * i + int(rng.integers(-2, 3))), s * i + (k - 1) * d)
+                  for s, i, k, d in zip(strides, spatial, kernel, dilations)]
+        attrs["output_shape"] = target if mode == "output_shape" else [batch, out_channels] + target
         if rng.random() < 0.3:
             attrs["auto_pad"] = str(rng.choice(["SAME_UPPER", "SAME_LOWER"]))
     if rng.random() < 0.35:
@@ -65,7 +68,7 @@ def random_request(rng: np.random.Generator) -> dict:
         if rng.random() < 0.1:  # pointwise: the 1x1 GEMMs' and stride-1 variants' shape class
             kernel, attrs = [1] * rank, {}
         else:
-            attrs = _draw_attributes(rng, rank, spatial, kernel)
+            attrs = _draw_attributes(rng, rank, spatial, kernel, batch, mpg * group)
         if group > 1:
             attrs["group"] = group
         x_shape, w_shape = [batch, cpg * group, *spatial], [cpg * group, mpg, *kernel]

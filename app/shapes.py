@@ -3,7 +3,8 @@
 Everything here runs before any GPU work. Each refusal raises ConvTransposeError with a message that
 names the input or attribute at fault. The rules follow ../shared/notes/semantics.md; where the spec
 and onnxruntime disagree (SAME_* with a kernel smaller than the stride) we follow the spec: the output
-is I * stride and the pads go negative.
+is I * stride and the pads go negative. An output_shape longer than the input reaches is refused, as onnxruntime
+refuses it (docs/decisions.md, output-shape-bound).
 """
 from __future__ import annotations
 
@@ -114,7 +115,8 @@ def normalize_attributes(attributes: dict, rank: int) -> dict:
     specs = contract.attribute_specs()
     unknown = sorted(set(attributes) - set(specs))
     if unknown:
-        raise ConvTransposeError(f"unknown attribute(s) {unknown}; known: {sorted(specs)}")
+        # a misspelt name would otherwise be dropped and its default used in its place
+        raise ConvTransposeError(f"unknown attribute(s) {unknown}; known: {sorted(specs)}", field=unknown[0])
     out = {}
     for name, spec in specs.items():
         value = attributes.get(name)
@@ -136,10 +138,11 @@ def normalize_attributes(attributes: dict, rank: int) -> dict:
                     f"attribute '{name}' must be an integer from {spec['min']} to 2^31-1, got {value!r}", field=name)
             out[name] = value
         elif name == "output_shape":
-            # onnxruntime also accepts the full [N, M, O1..On]; only the spatial tail matters.
+            # onnxruntime's kernel also takes the full [N, M, O1..On]; its head is checked against y in infer
             if isinstance(value, (list, tuple)) and len(value) == rank + 2:
-                value = value[2:]
-            out[name] = _ints(name, value, rank, spec["min"])
+                out[name] = tuple(value[:2]) + _ints(name, value[2:], rank, spec["min"])
+            else:
+                out[name] = _ints(name, value, rank, spec["min"])
         else:
             length = 2 * rank if spec["length"] == "2n" else rank
             out[name] = _ints(name, value, length, spec["min"])
@@ -153,6 +156,28 @@ def _auto_pads(total: int, auto_pad: str) -> tuple[int, int]:
     return total - total // 2, total // 2
 
 
+def _output_shape_targets(output_shape, batch, out_channels, spatial, kernel, strides, dilations):
+    """output_shape's spatial dims, refused where onnxruntime refuses them (docs/decisions.md, output-shape-bound)."""
+    given = list(output_shape)
+    if len(given) == len(spatial) + 2:
+        head = given[:2]
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in head) or head != [batch, out_channels]:
+            raise ConvTransposeError(
+                f"attribute 'output_shape' = {given}: its full form [N, M, spatial...] must start with y's "
+                f"N = {batch} and M = {out_channels}; or give the spatial dims alone", field="output_shape")
+        given = given[2:]
+    for axis, (o, i, s, k, d) in enumerate(zip(given, spatial, strides, kernel, dilations)):
+        # past s*I + (k-1)*d only a longer input produces the output: onnxruntime refuses it in every auto_pad
+        # mode, ONNX's reference in NOTSET and VALID
+        most = s * i + (k - 1) * d
+        if o > most:
+            raise ConvTransposeError(
+                f"attribute 'output_shape' = {list(output_shape)}: axis {axis} asks for {o} outputs, past the "
+                f"{most} = stride*I + (k-1)*dilation that an input of {i} reaches (a longer output needs a longer "
+                f"input; onnxruntime refuses it too)", field="output_shape")
+    return given
+
+
 def _check_dtype(dtypes: dict[str, str]) -> str:
     allowed = contract.dtype_features()
     for name, dtype in dtypes.items():
@@ -160,7 +185,9 @@ def _check_dtype(dtypes: dict[str, str]) -> str:
             raise ConvTransposeError(f"input '{name}': dtype {dtype!r} is not supported; allowed: {sorted(allowed)}",
                                      field=name)
     if len(set(dtypes.values())) != 1:
-        raise ConvTransposeError(f"inputs must share one dtype (type constraint T), got {dtypes}")
+        # x's dtype is the request's (the output's too): the first input that differs from it is at fault
+        odd = next(name for name, dtype in dtypes.items() if dtype != dtypes["x"])
+        raise ConvTransposeError(f"inputs must share one dtype (type constraint T), got {dtypes}", field=odd)
     return dtypes["x"]
 
 
@@ -217,10 +244,12 @@ def infer(x_shape, w_shape, b_shape=None, attributes: dict | None = None,
         if n > MAX_ELEMENTS:  # every kernel index i*s + t*d - pad stays below this extent
             raise ConvTransposeError(
                 f"axis {axis}: the full output extent s*(I-1) + output_padding + (k-1)*d + 1 = {n} is past 2^31-1 "
-                f"(32-bit indices on the GPU); check 'strides' {list(strides)} and 'dilations' {list(dilations)}")
+                f"(32-bit indices on the GPU); check 'strides' {list(strides)} and 'dilations' {list(dilations)}",
+                field="y")  # no one input or attribute: the output y itself is too long to index
     auto_pad = attrs["auto_pad"]
     if attrs["output_shape"] is not None:
-        targets, source = attrs["output_shape"], "output_shape"
+        targets, source = _output_shape_targets(attrs["output_shape"], batch, out_channels, spatial, kernel,
+                                                strides, dilations), "output_shape"
     elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         targets, source = [i * s for i, s in zip(spatial, strides)], "auto_pad"
     else:
@@ -237,7 +266,8 @@ def infer(x_shape, w_shape, b_shape=None, attributes: dict | None = None,
         raise ConvTransposeError(f"output spatial shape {list(out_spatial)} (from '{source}') has a dim <= 0",
                                  field=source)
     if math.prod((batch, out_channels, *out_spatial)) > MAX_ELEMENTS:
-        raise ConvTransposeError(f"output shape {[batch, out_channels, *out_spatial]} has more than 2^31-1 elements")
+        raise ConvTransposeError(f"output shape {[batch, out_channels, *out_spatial]} has more than 2^31-1 elements",
+                                 field="y")
 
     return ConvGeometry(
         dtype=dtype, batch=batch, in_channels=channels, out_channels=out_channels, group=group,

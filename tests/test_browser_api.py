@@ -188,3 +188,103 @@ for g in (g1, g2):
     assert out["counts"] == [1, 1, 2, 2, 2, 3, 5], out
 
 
+
+
+# A request's refusal from JavaScript, by the call and by validate(): {call: {name, field, message} | {y_shape},
+# validate: {} | {error, field}}. `make` is a JS function body returning the request (a fresh one per use).
+REFUSAL_JS = """async (bodies) => {
+    const kernel = await window.getKernel("webgpu-kernels/ai.onnx.ConvTranspose", {version: 1});
+    const x = () => ({data: new Float32Array([1, 2, 3, 4]), shape: [1, 1, 4]});
+    const w = () => ({data: new Float32Array([1, -1, 0.5]), shape: [1, 1, 3]});
+    const out = {};
+    for (const [name, body] of Object.entries(bodies)) {
+        const make = new Function("x", "w", body);
+        let call;
+        try {
+            const { y } = await kernel(make(x, w));
+            call = {y_shape: y.shape, y: Array.from(y.data)};
+        } catch (e) {
+            call = {name: e.name, field: e.field ?? null, message: e.message};
+        }
+        let validated;
+        try { validated = kernel.validate(make(x, w)); } catch (e) { validated = {threw: `${e.name}: ${e.message}`}; }
+        out[name] = {call, validate: validated};
+    }
+    out.has_f16 = (await kernel.device()).features.includes("shader-f16");
+    return out;
+}"""
+
+
+def refusals(page, bodies: dict) -> dict:
+    return page.evaluate(REFUSAL_JS, bodies)
+
+
+def test_bigint_attributes_and_shapes_run_as_their_numbers(page):
+    """ONNX's ints are int64, which JS decoders give as BigInt: the call and validate() take them as the Numbers they
+    equal (before: the call threw a TypeError from JSON.stringify while validate() accepted)."""
+    out = refusals(page, {
+        "numbers": "return {x: x(), w: w(), strides: [2], group: 1, pads: [1, 0]};",
+        "bigints": "return {x: x(), w: w(), strides: [2n], group: 1n, pads: [1n, 0n]};",
+        "bigint64array": "return {x: x(), w: w(), strides: new BigInt64Array([2n]), pads: new Int32Array([1, 0])};",
+        "bigint_shape": "return {x: {data: x().data, shape: [1n, 1n, 4n]}, w: w(), strides: [2], pads: [1, 0]};",
+        "bigint_output_shape": "return {x: x(), w: w(), strides: [2n], output_shape: [1n, 1n, 9n]};",
+    })
+    want = out["numbers"]["call"]
+    assert want["y_shape"] == [1, 1, 8], want
+    for name in ("bigints", "bigint64array", "bigint_shape"):
+        assert out[name] == {"call": want, "validate": {}}, (name, out[name])
+    assert out["bigint_output_shape"]["call"]["y_shape"] == [1, 1, 9] and out["bigint_output_shape"]["validate"] == {}
+
+
+def test_bigint_past_the_attribute_range_is_refused_alike_in_call_and_validate(page):
+    out = refusals(page, {
+        "past_i32": "return {x: x(), w: w(), strides: [2n ** 31n]};",
+        "past_safe": "return {x: x(), w: w(), pads: [2n ** 53n + 1n, 0n]};",
+        "negative": "return {x: x(), w: w(), group: -1n};",
+    })
+    for name, field in (("past_i32", "strides"), ("past_safe", "pads"), ("negative", "group")):
+        call, validated = out[name]["call"], out[name]["validate"]
+        assert call["name"] == "ConvTransposeError" and call["field"] == field, (name, call)
+        assert validated == {"error": call["message"], "field": field}, (name, validated)
+
+
+def test_proto_attribute_is_refused_by_name_in_call_and_validate(page):
+    """An own "__proto__" key (JSON.parse, or a computed key) is an unknown attribute like any other: refused by
+    name in both (before: the call set the attributes' prototype and ran without it, validate() refused it
+    with no field)."""
+    out = refusals(page, {
+        "json_object": """return Object.assign(JSON.parse('{"__proto__": {"strides": [2]}}'), {x: x(), w: w()});""",
+        "json_number": """return {...JSON.parse('{"__proto__": 3, "strides": [2]}'), x: x(), w: w()};""",
+        "computed_key": """return {x: x(), w: w(), ["__proto__"]: [2]};""",
+        "misspelt": "return {x: x(), w: w(), stride: [2]};",
+    })
+    for name, field in (("json_object", "__proto__"), ("json_number", "__proto__"), ("computed_key", "__proto__"),
+                        ("misspelt", "stride")):
+        call, validated = out[name]["call"], out[name]["validate"]
+        assert call["name"] == "ConvTransposeError" and call["field"] == field, (name, call)
+        assert f"unknown attribute(s) ['{field}']" in call["message"], (name, call)
+        assert validated == {"error": call["message"], "field": field}, (name, validated)
+
+
+def test_refusals_name_one_field_per_input_in_call_and_validate(page):
+    """validate() names an input as the call does ("x", not "x_data"), and refusals that named nothing name the
+    input or attribute at fault."""
+    out = refusals(page, {
+        "x_short": "return {x: {data: new Float32Array(3), shape: [1, 1, 4]}, w: w()};",
+        "w_not_numbers": 'return {x: x(), w: {data: ["a", "b", "c"], shape: [1, 1, 3]}};',
+        "b_length": "return {x: x(), w: w(), b: {data: new Float32Array(2), shape: [2]}};",
+        "mixed_dtype": 'return {x: x(), w: {data: new Uint16Array(3), shape: [1, 1, 3], dtype: "float16"}};',
+        "output_shape_past": "return {x: x(), w: w(), strides: [2], output_shape: [11]};",
+        "output_shape_full_wrong_m": "return {x: x(), w: w(), strides: [2], output_shape: [1, 2, 9]};",
+        "f16": 'return {x: {data: new Uint16Array(4), shape: [1, 1, 4], dtype: "float16"}, '
+               'w: {data: new Uint16Array(3), shape: [1, 1, 3], dtype: "float16"}};',
+    })
+    for name, field in (("x_short", "x"), ("w_not_numbers", "w"), ("b_length", "b"), ("mixed_dtype", "w"),
+                        ("output_shape_past", "output_shape"), ("output_shape_full_wrong_m", "output_shape")):
+        call, validated = out[name]["call"], out[name]["validate"]
+        assert call["name"] == "ConvTransposeError" and call["field"] == field, (name, call)
+        assert validated.get("field") == field and validated.get("error"), (name, validated)
+    assert "asks for 11 outputs" in out["output_shape_past"]["validate"]["error"]
+    if not out["has_f16"]:  # SwiftShader: float16 is gated on shader-f16, the dtype's (x's) refusal
+        assert out["f16"]["call"]["name"] == "ConvTransposeError" and "shader-f16" in out["f16"]["call"]["message"]
+        assert out["f16"]["validate"]["field"] == "x" and "shader-f16" in out["f16"]["validate"]["error"]

@@ -39,6 +39,26 @@ def test_generator_covers_every_attribute_path():
     assert seen["full_output_shape"] > 0
 
 
+def test_generator_draws_only_output_shapes_onnxruntime_takes():
+    """No spatial target past stride*I + (k-1)*dilation, and the full form's head is y's own N and M (app/shapes.py
+    refuses the rest); the bound itself is drawn, as the edge it is."""
+    drawn = at_bound = full = 0
+    for index in range(600):
+        req = random_request(np.random.default_rng([1, index]))
+        output_shape = req["attributes"].get("output_shape")
+        if output_shape is None:
+            continue
+        geom = req["geom"]
+        drawn += 1
+        if len(output_shape) == geom.rank + 2:
+            full += 1
+            assert output_shape[:2] == [geom.batch, geom.out_channels], (index, output_shape)
+        bounds = [s * i + (k - 1) * d for s, i, k, d in zip(geom.strides, geom.in_spatial, geom.kernel, geom.dilations)]
+        assert all(o <= b for o, b in zip(output_shape[-geom.rank:], bounds)), (index, output_shape, bounds)
+        at_bound += output_shape[-geom.rank:] == bounds
+    assert drawn > 50 and full > 0 and at_bound > 0, (drawn, full, at_bound)
+
+
 def test_same_seed_same_requests():
     a = random_request(np.random.default_rng([5, 3]))
     b = random_request(np.random.default_rng([5, 3]))

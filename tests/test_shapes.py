@@ -155,6 +155,75 @@ def test_negative_total_from_output_shape():
     assert g.out_spatial == (13,) and g.pads_begin == (0,) and g.pads_end == (-1,)
 
 
+# output_shape's bound (docs/decisions.md, output-shape-bound): at most stride*I + (k-1)*dilation per axis, in
+# every auto_pad mode, as onnxruntime; output_padding does not move it.
+@pytest.mark.parametrize("auto_pad", [None, "NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"])
+@pytest.mark.parametrize("x, w, attributes, most", [
+    ([1, 1, 4], [1, 2, 3], {"strides": [2]}, 10),  # natural 9
+    ([1, 1, 4], [1, 2, 3], {"strides": [2], "output_padding": [1]}, 10),  # natural 10: nothing past it
+    ([1, 1, 4], [1, 1, 3], {"strides": [3]}, 14),  # natural 12
+    ([1, 1, 3], [1, 1, 2], {"strides": [1], "dilations": [3]}, 6),  # stride 1: the natural size is the bound
+    ([1, 1, 3, 3], [1, 2, 3, 3], {"strides": [3, 2]}, [11, 8]),  # the conformance case's layer
+], ids=["s2", "s2_op1", "s3", "s1_d3", "2d"])
+def test_output_shape_up_to_stride_times_input_plus_dilated_kernel(auto_pad, x, w, attributes, most):
+    most = most if isinstance(most, list) else [most]
+    extra = {"auto_pad": auto_pad} if auto_pad else {}
+    assert geom(x, w, **attributes, **extra, output_shape=most).out_spatial == tuple(most)
+    for axis in range(len(most)):
+        past = [o + (a == axis) for a, o in enumerate(most)]
+        with pytest.raises(ConvTransposeError, match=f"axis {axis} asks for {past[axis]} outputs") as info:
+            geom(x, w, **attributes, **extra, output_shape=past)
+        assert info.value.field == "output_shape"
+
+
+def test_output_shape_full_form_with_wrong_n_or_m_is_refused():
+    # x [2, 2, 4], w [2, 3, 3] with group 1: y is [2, 3, ...]
+    assert geom([2, 2, 4], [2, 3, 3], strides=[2], output_shape=[2, 3, 8]).y_shape == (2, 3, 8)
+    assert geom([0, 2, 4], [2, 3, 3], strides=[2], output_shape=[0, 3, 8]).y_shape == (0, 3, 8)
+    for head in ([1, 3], [2, 2], [0, 0], [3, 2], [True, 3], [2.0, 3]):
+        with pytest.raises(ConvTransposeError, match="full form") as info:
+            geom([2, 2, 4], [2, 3, 3], strides=[2], output_shape=head + [8])
+        assert info.value.field == "output_shape"
+    # grouped: M is w.shape[1] * group
+    assert geom([1, 4, 4], [4, 1, 3], group=2, output_shape=[1, 2, 6]).y_shape == (1, 2, 6)
+    with pytest.raises(ConvTransposeError, match="M = 2"):
+        geom([1, 4, 4], [4, 1, 3], group=2, output_shape=[1, 1, 6])
+
+
+def _onnxruntime_takes(x_shape, w_shape, attributes) -> bool:
+    import numpy as np
+
+    from tools.ort_oracle import run_onnxruntime
+
+    try:
+        run_onnxruntime(np.zeros(x_shape, np.float32), np.zeros(w_shape, np.float32), None, attributes)
+    except Exception as exc:  # onnxruntime's own exception types
+        assert "output_shape" in str(exc) or "Expected input size" in str(exc), exc
+        return False
+    return True
+
+
+def test_output_shape_accepted_exactly_where_onnxruntime_accepts_it():
+    """The bound measured, not assumed: every target from below the natural size to past the bound, over strides,
+    dilations, kernels, output_padding and the auto_pad modes, accepted here iff onnxruntime runs it."""
+    pytest.importorskip("onnxruntime")
+    differ = []
+    for i, k, s, d, op, auto_pad in [(4, 3, 2, 1, 0, "NOTSET"), (4, 3, 2, 1, 1, "SAME_UPPER"), (3, 2, 3, 2, 2, "VALID"),
+                                     (2, 1, 3, 1, 0, "SAME_LOWER"), (5, 2, 1, 3, 0, "NOTSET"), (1, 3, 2, 2, 1, "NOTSET")]:
+        natural = s * (i - 1) + op + (k - 1) * d + 1
+        for target in range(max(1, natural - 2), natural + s + 2):
+            attributes = {"strides": [s], "dilations": [d], "output_padding": [op], "output_shape": [target],
+                          "auto_pad": auto_pad}
+            try:
+                infer([1, 1, i], [1, 1, k], None, attributes)
+                ours = True
+            except ConvTransposeError:
+                ours = False
+            if ours != _onnxruntime_takes([1, 1, i], [1, 1, k], attributes):
+                differ.append((attributes, ours))
+    assert not differ
+
+
 def test_kernel_shape_equal_to_w_is_accepted():
     assert geom([1, 1, 3, 3], [1, 1, 2, 3], kernel_shape=[2, 3]).kernel == (2, 3)
 
@@ -246,7 +315,7 @@ def test_refusal(x, w, b, attributes, dtypes, words):
         assert word in str(info.value), f"{word!r} not in {str(info.value)!r}"
 
 
-FIELD_REFUSALS = [r for r in REFUSALS if r[6][0].startswith("'") and r[0] != "unknown_attribute"]
+FIELD_REFUSALS = [r for r in REFUSALS if r[6][0].startswith("'")]
 
 
 @pytest.mark.parametrize("x, w, b, attributes, dtypes, words", [r[1:] for r in FIELD_REFUSALS],
@@ -258,10 +327,42 @@ def test_refusal_names_its_field_for_forms(x, w, b, attributes, dtypes, words):
     assert info.value.field == words[0].strip("'")
 
 
-def test_refusal_without_a_single_culprit_has_no_field():
-    with pytest.raises(ConvTransposeError) as info:
-        infer(X1, W1, None, {}, {"x": "float32", "w": "float16"})
-    assert info.value.field is None
+@pytest.mark.parametrize("dtypes, field", [({"x": "float32", "w": "float16"}, "w"),
+                                           ({"x": "float16", "w": "float16", "b": "float32"}, "b")])
+def test_mixed_dtypes_name_the_input_that_differs_from_x(dtypes, field):
+    with pytest.raises(ConvTransposeError, match="share one dtype") as info:
+        infer(X1, W1, [3] if "b" in dtypes else None, {}, dtypes)
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize("name", ["stride", "__proto__"])
+def test_unknown_attribute_is_its_field(name):
+    """`__proto__` (JSON.parse makes it an own key) is refused as any unknown name is, and named."""
+    with pytest.raises(ConvTransposeError, match=r"unknown attribute.*'%s'" % name) as info:
+        infer(X1, W1, None, {name: [2]})
+    assert info.value.field == name
+
+
+@pytest.mark.parametrize("x, w, attributes", [
+    ([2**14, 1, 2**16], [1, 2, 1], {"strides": [2]}),  # y has 2^32 - 2^15 elements
+    ([1, 1, 70000], [1, 1, 2], {"strides": [40000]}),  # one axis past 2^31-1
+], ids=["elements", "extent"])
+def test_output_too_large_to_index_names_y(x, w, attributes):
+    with pytest.raises(ConvTransposeError, match="2\\^31-1") as info:
+        infer(x, w, None, attributes)
+    assert info.value.field == "y"
+
+
+def test_every_shape_refusal_has_a_field():
+    """Every refusal here names the input, attribute or output at fault (docs/api.md, Errors)."""
+    for _, x, w, b, attributes, dtypes, _ in REFUSALS:
+        with pytest.raises(ConvTransposeError) as info:
+            infer(x, w, b, attributes, dtypes)
+        assert info.value.field, info.value
+    for _, x, w, attributes, _ in HOSTILE:
+        with pytest.raises(ConvTransposeError) as info:
+            infer(x, w, None, attributes)
+        assert info.value.field, info.value
 
 
 def test_unknown_attribute_message_lists_unknown_name():

@@ -13,7 +13,7 @@ import { PlanRecord, defaultPlanStore, runnable, storable } from "./plan-store.m
 import { kernelError } from "./errors.mjs";
 import { forgetFinite, runFinite } from "./finite.mjs";
 import { callPython, callPythonNow } from "./python.mjs";
-import { INPUTS, inputDtypes, pythonRequest, tensor } from "./tensors.mjs";
+import { INPUTS, inputDtypes, pythonRequest, requestAttributes, tensor } from "./tensors.mjs";
 import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
 import { WEIGHT_CACHE_BYTES } from "./weight-cache.mjs";
 
@@ -252,7 +252,7 @@ async function openKernel(id, options) {
     }
     const tensors = {}, attributes = {};
     let slow = false;
-    for (const k of Object.keys(inputs)) if (k !== "x" && k !== "w" && k !== "b" && k !== "variant") attributes[k] = inputs[k];
+    requestAttributes(inputs, attributes);
     for (const name of INPUTS) {
       if (inputs[name] == null) {
         if (name !== "b") throw kernelError("ConvTransposeError", `input '${name}' is missing`, name);

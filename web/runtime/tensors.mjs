@@ -22,6 +22,33 @@ export function forgetConstant(source) {
   if (source !== null && typeof source === "object") constants.delete(source);
 }
 
+// ONNX's ints are int64, so JS decoders of models hand them over as BigInt: one taken where a number goes becomes the
+// Number it equals, exact for every value the kernel takes (sizes and attributes stop at 2^31-1); a larger one is
+// refused by the range check that refuses that Number. The call and validate() both read values through these.
+const plainNumber = (v) => (typeof v === "bigint" ? Number(v) : v);
+
+function plainValue(v) {
+  if (typeof v === "bigint") return Number(v);
+  if (Array.isArray(v)) return v.some((e) => typeof e === "bigint") ? v.map(plainNumber) : v;
+  // an ints attribute as an Int32Array or a BigInt64Array: a list, as Python reads lists
+  if (ArrayBuffer.isView(v) && !(v instanceof DataView)) return Array.from(v, plainNumber);
+  return v;
+}
+
+/** A caller's value in a message: JSON, with BigInts written as literals (JSON.stringify throws on them). */
+const show = (v) => JSON.stringify(v, (_, e) => (typeof e === "bigint" ? `${e}n` : e));
+
+/** The attributes of a request (every own key but the inputs and `variant`), each value as Python reads it, defined
+ * on `into` as own properties: assigned, a key "__proto__" (JSON.parse makes one) would set the object's prototype
+ * and vanish from the request, where Python refuses it as the unknown attribute it is. */
+export function requestAttributes(inputs, into = {}) {
+  for (const k of Object.keys(inputs)) {
+    if (k === "x" || k === "w" || k === "b" || k === "variant") continue;
+    Object.defineProperty(into, k, { value: plainValue(inputs[k]), enumerable: true, writable: true, configurable: true });
+  }
+  return into;
+}
+
 /** The element count of a shape, or -1 when it is not a list of non-negative integers. */
 function elements(shape) {
   if (!Array.isArray(shape)) return -1;
@@ -50,12 +77,16 @@ export function tensor(name, t, dtypes) {
   const dtype = t.dtype ?? DEFAULT_DTYPE;
   if (!dtypes.includes(dtype)) {
     const allowed = `[${dtypes.map((d) => `'${d}'`).join(", ")}]`;
-    throw kernelError("ConvTransposeError", `input '${name}': dtype ${JSON.stringify(dtype)} is not supported; allowed: ${allowed}`, name);
+    throw kernelError("ConvTransposeError", `input '${name}': dtype ${show(dtype)} is not supported; allowed: ${allowed}`, name);
   }
-  const shape = t.shape;
-  const count = elements(shape);
+  let shape = t.shape;
+  let count = elements(shape);
+  if (count < 0 && Array.isArray(shape) && shape.some((d) => typeof d === "bigint")) {
+    shape = shape.map(plainNumber);  // converted only here: a shape of Numbers, the hot path's, is never copied
+    count = elements(shape);
+  }
   if (count < 0) {
-    throw kernelError("ConvTransposeError", `input '${name}': shape must be a list of non-negative integers, got ${JSON.stringify(shape)}`, name);
+    throw kernelError("ConvTransposeError", `input '${name}': shape must be a list of non-negative integers, got ${show(shape)}`, name);
   }
   const buffer = t.buffer;
   if (buffer !== undefined) {
@@ -84,7 +115,7 @@ export function tensor(name, t, dtypes) {
   } else if (Array.isArray(data)) {
     const bad = Array.prototype.find.call(data, (v) => typeof v !== "number" && typeof v !== "bigint");
     if (bad !== undefined || (Array.isArray(data) && data.length !== data.filter(() => true).length)) {
-      throw kernelError("ConvTransposeError", `input '${name}': data must be a flat list of numbers, found ${JSON.stringify(bad ?? null)}`, name);
+      throw kernelError("ConvTransposeError", `input '${name}': data must be a flat list of numbers, found ${show(bad ?? null)}`, name);
     }
     if (dtype === "float16") {
       // numbers to float16 bits: Float16Array rounds them as numpy does; without it, numpy does it in Python
@@ -98,21 +129,23 @@ export function tensor(name, t, dtypes) {
     throw kernelError("ConvTransposeError", `input '${name}': data must be a typed array or a flat list of numbers, got ${data === undefined ? "nothing" : typeof data}`, name);
   }
   if (data.length !== count) {
-    throw kernelError("ConvTransposeError", `input '${name}': data has ${data.length} values but shape ${JSON.stringify(shape)} needs ${count}`, name);
+    throw kernelError("ConvTransposeError", `input '${name}': data has ${data.length} values but shape ${show(shape)} needs ${count}`, name);
   }
   if (constant && data !== source) constants.set(source, { dtype, data });
   return { data, shape, dtype, constant };
 }
 
-/** A JS request -> the plain request Python's bridge.call reads (typed arrays travel without per-element copies). */
+/** A JS request -> the plain request Python's bridge.call reads (typed arrays travel without per-element copies);
+ * its attributes and shapes read as the call reads them (requestAttributes), so that validate() and the call agree. */
 export function pythonRequest(inputs) {
-  const out = { ...inputs };
+  const out = requestAttributes(inputs);
+  for (const name of [...INPUTS, "variant"]) if (Object.hasOwn(inputs, name)) out[name] = inputs[name];
   for (const name of INPUTS) {
     const t = inputs[name];
     if (t == null) continue;
     const dtype = t.dtype ?? DEFAULT_DTYPE;
     const data = ArrayBuffer.isView(t.data) ? t.data : Array.from(t.data ?? []);
-    out[name] = { data, shape: Array.from(t.shape ?? []), dtype };
+    out[name] = { data, shape: Array.from(t.shape ?? [], plainNumber), dtype };
   }
   return out;
 }
