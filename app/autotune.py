@@ -14,7 +14,7 @@ The store maps a key (the request's shapes, dtypes and attributes, as geometry) 
 the choice with the adapter and package revision it was measured on. Anything unreadable, from another
 adapter or revision, or that no longer covers the request (a variant renamed, a param refused) is ignored
 with a warning, and the search runs again. In the browser the store is IndexedDB, in Node a JSON file
-(web/runtime/autotune-store.mjs); any object with async `get(key)` and `set(key, text)` will do.
+(web/runtime/store.mjs); any object with async `get(key)` and `set(key, text)` will do.
 """
 from __future__ import annotations
 

@@ -15,6 +15,10 @@ def test_web_contract_module_matches_the_manifest():
     text = (ROOT / "web" / "runtime" / "contract.mjs").read_text()
     assert re.search(r'export const KERNEL_ID = "([^"]+)";', text).group(1) == kernel_id()
     assert int(re.search(r"export const CONTRACT_VERSION = (\d+);", text).group(1)) == contract_version()
+    # what a revisit accepts before Python is up: the manifest's input dtypes, as tensors.mjs inputDtypes reads them
+    manifest = json.loads((ROOT / "manifest.json").read_text())
+    dtypes = sorted({c["dtype"] for i in manifest["inputs"] for c in manifest["type_constraints"][i["type"]]})
+    assert json.loads(re.search(r"export const DTYPES = (\[[^\]]*\]);", text).group(1)) == dtypes
 
 
 def test_no_other_web_module_spells_the_kernel_id():

@@ -203,6 +203,25 @@ export class Executor {
     return launch;
   }
 
+  /** Drops the launch of a signature (destroyed once no call is running it). */
+  evict(signature) {
+    const launch = this.launches.get(signature);
+    if (!launch) return;
+    this.launches.delete(signature);
+    if (launch === this.recent) this.recent = this.recentSignature = null;
+    launch.retire();
+  }
+
+  /** The launch of `from` serves `to` from now on; the one `to` had is dropped (destroyed once no call runs it). */
+  rekey(from, to) {
+    const launch = this.launches.get(from);
+    if (!launch) return;
+    this.launches.delete(from);
+    this.evict(to);
+    this.launches.set(to, launch);
+    if (launch === this.recent) this.recent = this.recentSignature = null;
+  }
+
   /** The weight cache of `owner` (a kernel; null: the one for calls that name none, Python's), made with
    * `limit` bytes on first use. */
   weightCache(owner = null, limit = undefined) {
@@ -280,6 +299,8 @@ class Launch {
     this.buffers = {};  // launch-owned buffers by name: scratch, prepared (weights not cached), staging, y
     this.readbacks = [];
     this.stampReads = [];
+    this.running = 0;  // calls under way (run): a retired launch is destroyed when the last ends
+    this.retired = false;
     for (const [name, size] of Object.entries(spec.scratch)) this.own(name, size, USAGE.STORAGE);
     const device = executor.device;
     const pass = (p) => {
@@ -500,7 +521,22 @@ class Launch {
    * timing: GPU ms from timestamp-query (free with a CPU output: the stamps ride along with y's readback).
    * profile: an object that receives performance.now() marks of the stages. weights: the WeightCache of the
    * calling kernel (default: the executor's own, for callers that name none). */
-  async run(tensors, { output = "cpu", timing = false, profile = null, weights = undefined, into = null } = {}) {
+  async run(tensors, options) {
+    this.running += 1;
+    try {
+      return await this.runOnce(tensors, options);
+    } finally {
+      if (--this.running === 0 && this.retired) this.destroy();
+    }
+  }
+
+  /** Destroys the launch once no call is running it (a call may still be reading y back). */
+  retire() {
+    this.retired = true;
+    if (!this.running) this.destroy();
+  }
+
+  async runOnce(tensors, { output = "cpu", timing = false, profile = null, weights = undefined, into = null } = {}) {
     const exec = this.executor, device = exec.device, spec = this.spec;
     if (into !== null && into.byteLength !== spec.y_bytes) {
       throw kernelError("ConvTransposeError", `into holds ${into.length} values, y has ${spec.y_bytes / into.BYTES_PER_ELEMENT} ` +

@@ -11,7 +11,7 @@
 
 import { USAGE } from "./usage.mjs";
 
-const EXACT = "!nonfinite";
+export const EXACT = "!nonfinite";
 
 /** Whether every value of a float32 array is finite (float16 bit patterns: exponent not all ones). */
 export function allFinite(data, dtype) {

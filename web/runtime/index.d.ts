@@ -175,8 +175,8 @@ export interface Kernel {
             options?: { runs?: number; progress?: (message: string) => void }): Promise<unknown>;
 }
 
-/** Where autotuning keeps its choices between runs (web/runtime/autotune-store.mjs: IndexedDB in a browser, a
- * JSON file in Node, by default). */
+/** Where autotuning keeps its choices between runs (web/runtime/store.mjs: IndexedDB in a browser, a JSON file in
+ * Node, by default). A store you pass must answer each call within 5 s (else a warning, and it is not asked again). */
 export interface AutotuneStore {
   get(key: string): Promise<string | null>;
   set(key: string, text: string): Promise<void>;
@@ -204,7 +204,8 @@ export interface GetKernelOptions {
   planStore?: PlanStore | false | null;
 }
 
-/** A store of persisted plans (web/runtime/plan-store.mjs): JSON text by key. */
+/** A store of persisted plans (web/runtime/plan-store.mjs): JSON text by key, each call answered within 5 s
+ * (else a warning, and it is not asked again). What it gives back is checked before use (docs/reliability.md). */
 export interface PlanStore {
   get(key: string): Promise<string | null>;
   set(key: string, text: string): Promise<void>;

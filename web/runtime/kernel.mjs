@@ -5,13 +5,14 @@
 //
 // Launches are also persisted (plan-store.mjs): on a revisit, getKernel resolves as soon as the device is open
 // and the stored plans are read, and calls of the signatures stored run at once, while Python boots behind them.
-import { defaultStore } from "./autotune-store.mjs";
+// Once Python is up, each signature that ran from the store is planned again and its stored entry compared.
 import { bootApp, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
-import { CONTRACT_VERSION, KERNEL_ID } from "./contract.mjs";
+import { CONTRACT_VERSION, DTYPES, KERNEL_ID } from "./contract.mjs";
 import { adapterKey, executorFor, openDevice, sharedDevice } from "./device.mjs";
-import { PlanRecord, defaultPlanStore, runnable, storable } from "./plan-store.mjs";
+import { PlanRecord, runnable, storable } from "./plan-store.mjs";
+import { defaultStore, guardedStore, warnStore } from "./store.mjs";
 import { kernelError } from "./errors.mjs";
-import { forgetFinite, runFinite } from "./finite.mjs";
+import { EXACT, forgetFinite, runFinite } from "./finite.mjs";
 import { callPython, callPythonNow } from "./python.mjs";
 import { INPUTS, inputDtypes, pythonRequest, requestAttributes, tensor } from "./tensors.mjs";
 import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
@@ -21,6 +22,7 @@ let kernels = 0;
 const OPTIONS = ["version", "revision", "limits", "device", "assets", "autotune", "weightCacheBytes", "planStore"];
 const signatureOf = (key) => key.slice(key.indexOf("|") + 1);  // a launch key without the kernel's serial
 const HOLD_MS = 2000;  // the longest a revisit holds Python back for its stored plans' first call
+const VERIFY = "|verify";  // the launch key under which Python plans a signature again that ran from the store
 
 // Python's start waits, on a revisit, for the first call that runs from stored plans (or HOLD_MS): both on one
 // thread, the call would otherwise wait seconds for Pyodide's start. It does not wait on a first visit (no plans
@@ -32,7 +34,7 @@ gatePython(async (revision) => {
   if (!gettingKernels || !storesPlans()) return;
   let text = null;
   try {
-    text = await (await defaultPlanStore()).get(`plans|${revision}`);
+    text = await (await defaultStore("plans")).get(`plans|${revision}`);
   } catch { /* no store here: nothing to wait for */ }
   if (!text) return;
   let release;
@@ -44,21 +46,33 @@ gatePython(async (revision) => {
 
 /** A revisit's head start: the stored plans of the package revision being booted, and the shared device opened
  * as they were planned on; null when there are none for this adapter (then everything waits for Python). */
-async function storedPlans(store) {
+async function storedPlans(given) {
   let revision;
   try {
     revision = await bootRevision();
   } catch {
     return null;  // bundle.zip did not load: the boot's error is getKernel's
   }
-  const record = await timedPhase("read stored plans", async () => PlanRecord.open(store ?? await defaultPlanStore(), revision));
+  const store = given ? guardedStore(given, "getKernel's planStore") : await defaultStore("plans");
+  const record = await timedPhase("read stored plans", () => PlanRecord.open(store, revision));
   const wanted = record.device;
   if (!wanted) return { record };
-  const opened = await timedPhase("open the device", () => openDevice(wanted.features, wanted.limitNames));
+  let opened;
+  try {
+    opened = await timedPhase("open the device", () => openDevice(wanted.features, wanted.limitNames));
+  } catch (err) {
+    // a record can name features or limits no adapter here has: Python opens the device its own way
+    warnStore(record.name, `the device the stored plans name did not open (${err?.message ?? err}); planned afresh`);
+    return { record };
+  }
   const adapter = adapterKey(opened);
-  const stored = record.planning(adapter);
-  return { record, adapter, planning: stored, dtypes: record.data.dtypes, exec: executorFor(opened.device),
-           device: opened.device };
+  return { record, adapter, planning: record.planning(adapter), exec: executorFor(opened.device), device: opened.device };
+}
+
+/** What Python's plan_launch takes of a call: each input's shape and dtype, the attributes, variant and finiteness. */
+function requestMeta(tensors, attributes, variant, finite) {
+  const meta = Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, { shape: t.shape, dtype: t.dtype }]));
+  return { ...meta, attributes, variant, finite };
 }
 
 /** getKernel's options: an object of known names (a misspelt one would be silently ignored). */
@@ -104,7 +118,8 @@ class Autotuning {
 async function autotuning(option) {
   if (!option) return null;
   const given = option === true ? {} : option;
-  return new Autotuning(given.store ?? await defaultStore(), given.budgetMs ?? null);
+  const store = given.store ? guardedStore(given.store, "autotune's store") : await defaultStore("autotune");
+  return new Autotuning(store, given.budgetMs ?? null);
 }
 // The tuning tables' revision that plans follow (Python's, one for the whole runtime): part of every launch
 // key, so that a new table (any kernel's tuneBench) plans afresh instead of replaying launches planned
@@ -151,9 +166,12 @@ async function openKernel(id, options) {
   const persist = planStore !== false && (planStore !== null || storesPlans()) && device === null && limits === null &&
     revision === null && !autotune && id === KERNEL_ID && version === CONTRACT_VERSION;
   const stored = persist ? await storedPlans(planStore) : null;
-  const early = stored?.planning != null && stored.dtypes ? stored : null;
-  let pyKernel = null, dtypes = early?.dtypes ?? null, exec = early?.exec ?? null, weights = null;
+  const early = stored?.planning != null ? stored : null;
+  let pyKernel = null, dtypes = early ? DTYPES : null, exec = early?.exec ?? null, weights = null, pythonUp = false;
   const serial = ++kernels;
+  // Launches built from the store, by key, with what Python needs to plan them again: {spec, request, launch}.
+  // A key stays here until Python has planned it and the two were compared (verify).
+  const unverified = new Map();
   // this kernel's weight cache on the executor it runs on now (a new one on a device reopened after a loss)
   const adopt = (executor) => {
     if (executor !== exec || weights === null) { exec = executor; weights = exec.weightCache(serial, weightCacheBytes); }
@@ -170,25 +188,77 @@ async function openKernel(id, options) {
     replanned({ planning: opened.planning });
     dtypes = inputDtypes((await bootApp()).manifest);
     adopt(await callPython("executor", opened));
+    pythonUp = true;
+    for (const key of unverified.keys()) verify(key).catch(() => {});  // a call of the key meets the error
     return opened;
   });
   python.catch(() => {});
   if (!early) await python;
   const shared = () => persist && stored && sharedDevice()?.promise;
 
-  /** A stored launch for a key, rebuilt on this executor, or null (none, or it no longer builds: dropped). */
-  async function fromStore(key) {
-    if (!stored?.adapter || exec !== stored.exec) return null;
-    const spec = stored.record.entry(stored.adapter, planning, signatureOf(key));
+  /** A stored launch for a key, checked against the call and the device and rebuilt on this executor; null
+   * when Python is up (it plans), or there is none, or it fails a check or does not build (then dropped). */
+  async function fromStore(key, finite, call) {
+    if (pythonUp || !stored?.adapter || exec !== stored.exec) return null;
+    const signature = signatureOf(key);
+    const request = { tensors: call.tensors, attributes: call.attributes };
+    const spec = await stored.record.checkedSpec(stored.adapter, planning, signature, request, exec.device.limits);
     if (!spec) return null;
     try {
       const made = await timedPhase("compile a stored plan", () => runnable(spec, exec));
-      return exec.cached(key) ?? exec.buildLaunch(made, key);
+      if (exec.cached(key)) return exec.cached(key);
+      const launch = exec.buildLaunch(made, key);
+      launch.storedKey = key;
+      unverified.set(key, { spec, launch, request: requestMeta(call.tensors, call.attributes, call.variant, finite) });
+      return launch;
     } catch (err) {
-      console.warn(`webgpu-convtranspose: a stored plan was ignored (${err?.message ?? err}); planned afresh`);
-      stored.record.drop(stored.adapter, signatureOf(key));
+      warnStore(stored.record.name, `a stored plan did not build (${err?.message ?? err}); dropped, planned afresh`);
+      await stored.record.drop(stored.adapter, signature);
       return null;
     }
+  }
+
+  /** Python plans a key that ran from the store again: the same plan keeps its launch; another (the stored entry
+   * was altered, or planned by other code) replaces it, and its entry, with a warning; a request Python plans no
+   * launch for, or refuses, loses both (the next call of the key meets Python's answer). */
+  function verify(key) {
+    const entry = unverified.get(key);
+    entry.verifying ??= (async () => {
+      try {
+        const out = await callPython("plan_launch", pyKernel, entry.request, key + VERIFY);
+        if (out.launch) {
+          const same = JSON.stringify(storable(out.launch.spec, exec.sources)) === JSON.stringify(entry.spec);
+          if (same) {
+            exec.evict(key + VERIFY);
+          } else {
+            warnStore(stored.record.name, `a stored plan differs from the package's own plan for it (variant ` +
+              `${entry.spec.variant} stored, ${out.launch.spec.variant} planned); replaced`);
+            exec.rekey(key + VERIFY, key);
+            await keep(key, out.launch);
+          }
+        } else {
+          warnStore(stored.record.name, "a stored plan is for a request the package runs without one; dropped");
+          exec.evict(key);
+          await stored.record.drop(stored.adapter, signatureOf(key));
+        }
+      } catch (err) {
+        exec.evict(key);
+        await stored.record.drop(stored.adapter, signatureOf(key));
+        if (err?.name !== "ConvTransposeError") throw err;
+        warnStore(stored.record.name, `a stored plan is for a request the package refuses (${err.message}); dropped`);
+      } finally {
+        unverified.delete(key);
+      }
+    })();
+    return entry.verifying;
+  }
+
+  /** A stored launch that failed on the GPU: it and its entry go, and the call is planned by Python. */
+  async function storedRunFailed(key, err) {
+    warnStore(stored.record.name, `a stored plan failed to run (${err?.message ?? err}); dropped, planned afresh`);
+    unverified.delete(key);
+    exec.evict(key);
+    await stored.record.drop(stored.adapter, signatureOf(key));
   }
 
   /** After Python planned a launch: stored for the next visit (the shared device's, under the planning in use). */
@@ -200,7 +270,7 @@ async function openKernel(id, options) {
     const { features, limitNames } = sharedDevice();
     stored.adapter ??= adapterKey(opened);
     stored.exec ??= exec;
-    await stored.record.keep({ adapter: adapterKey(opened), planning, features, limitNames, dtypes }, signatureOf(key),
+    await stored.record.keep({ adapter: adapterKey(opened), planning, features, limitNames }, signatureOf(key),
       storable(launch.spec, exec.sources));
   }
   const pending = new Map();  // signature -> the Python planning under way (concurrent first calls share it)
@@ -209,8 +279,7 @@ async function openKernel(id, options) {
   async function plan(key, tensors, attributes, variant, finite, profile) {
     await python;
     if (!pending.has(key)) {
-      const meta = Object.fromEntries(Object.entries(tensors).map(([n, t]) => [n, { shape: t.shape, dtype: t.dtype }]));
-      const job = callPython("plan_launch", pyKernel, { ...meta, attributes, variant, finite }, key)
+      const job = callPython("plan_launch", pyKernel, requestMeta(tensors, attributes, variant, finite), key)
         .finally(() => pending.delete(key));
       pending.set(key, job);
     }
@@ -245,7 +314,7 @@ async function openKernel(id, options) {
   const kernel = async (inputs, { output = "cpu", timing = false, profile = null, into = null } = {}) => {
     if (profile) profile.start = performance.now();
     if (inputs === null || typeof inputs !== "object") {
-      throw kernelError("ConvTransposeError", "kernel(inputs): inputs must be an object {x, w, b?, ...attributes}");
+      throw kernelError("ConvTransposeError", "kernel(inputs): inputs must be an object {x, w, b?, ...attributes}", "inputs");
     }
     if (output !== "cpu" && output !== "gpu") {
       throw kernelError("ConvTransposeError", `output must be "cpu" or "gpu", got ${JSON.stringify(output)}`, "output");
@@ -285,10 +354,25 @@ async function openKernel(id, options) {
 
   // runFinite's side of a call (finite.mjs), made once per kernel
   const policy = {
-    cached: (k) => exec.cached(k),
-    launchFor: async (k, finite, call) => exec.cached(k) ?? (special.has(k) ? null : await fromStore(k) ??
-      await plan(k, call.tensors, call.attributes, call.variant, finite, call.profile)),
-    run: (launch, call) => launch.run(call.tensors, call),
+    // a launch from the store is not used past Python's start until Python has planned its key again
+    cached: (k) => pythonUp && unverified.has(k) ? undefined : exec.cached(k),
+    launchFor: async (k, finite, call) => {
+      if (pythonUp && unverified.has(k)) await verify(k);
+      return exec.cached(k) ?? (special.has(k) ? null : await fromStore(k, finite, call) ??
+        await plan(k, call.tensors, call.attributes, call.variant, finite, call.profile));
+    },
+    run: async (launch, call) => {
+      const key = launch.storedKey;
+      if (key === undefined || !unverified.has(key)) return launch.run(call.tensors, call);
+      try {
+        return await launch.run(call.tensors, call);
+      } catch (err) {
+        if (err?.name !== "GpuError") throw err;
+        await storedRunFailed(key, err);
+        const again = await plan(key, call.tensors, call.attributes, call.variant, !key.endsWith(EXACT), call.profile);
+        return again ? again.run(call.tensors, call) : policy.without(key, call);
+      }
+    },
     without: (k, call) => {
       const info = special.get(k);
       if (!info.empty) return slowPath(call.inputs, call.output, info.pieces);
@@ -312,7 +396,7 @@ async function openKernel(id, options) {
   /** A typed array or {data, shape, dtype?} copied once into a GPU buffer of this kernel's device: {buffer, shape, dtype}. */
   kernel.upload = (t) => {
     const checked = tensor("upload", t, dtypes);
-    if (!checked?.data) throw kernelError("ConvTransposeError", "upload takes {data: typed array, shape, dtype?}");
+    if (!checked?.data) throw kernelError("ConvTransposeError", "upload takes {data: typed array, shape, dtype?}", "upload");
     return { buffer: exec.upload(checked.data), shape: checked.shape, dtype: checked.dtype };
   };
   /** After rewriting, in place, a constant weight array or a weight GPUBuffer (or a tensor holding one): its

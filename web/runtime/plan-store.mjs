@@ -5,88 +5,36 @@
 // rebuilt here, compiled, and run, with no Python. One record per package revision (the sha-256 of bundle.zip,
 // which holds the Python package, the templates and the tuning tables that decide every plan): the features and
 // limits the device was opened with, and per adapter (device.mjs adapterKey) the tuning tables' revision the
-// plans followed (`planning`) and the launches by signature. A record of another revision is never read; an
-// entry that does not parse or rebuild is ignored with a warning (as the autotune store does).
+// plans followed (`planning`) and the entries by signature, each {digest, spec}.
 //
-// Where: IndexedDB in a browser, a JSON file in Node ($CONVTRANSPOSE_PLANS, default
-// ~/.cache/webgpu-convtranspose/plans.json), memory elsewhere; or any {get(key), set(key, text)} the caller
-// passes as getKernel's `planStore` (false: none).
+// A record is untrusted text (store.mjs holds it by the store's rules): read whole or not at all, each part
+// checked before use (`checkedSpec`: its digest, then its shapes, sizes, grids, bindings and dtype against the
+// request and the device), and never trusted over the package: once Python is up, kernel.mjs plans every
+// signature that ran from the store again and drops an entry that differs. docs/reliability.md says what this
+// does and does not protect against.
 
-const FORMAT = 1;
-const MAX_ENTRIES = 64;  // signatures kept per adapter, the oldest dropped first
-const DB = "webgpu-convtranspose-plans";
+import { DTYPES } from "./contract.mjs";
+import { outputShape } from "./output-shape.mjs";
+import { warnStore } from "./store.mjs";
 
-function request(r) {
-  return new Promise((resolve, reject) => {
-    r.onsuccess = () => resolve(r.result);
-    r.onerror = () => reject(r.error);
-  });
-}
+const FORMAT = 2;
+const MAX_ENTRIES = 64;  // signatures kept per adapter, the least recently planned dropped first
+const MAX_PASSES = 16;  // a plan has at most a few weight passes and a few main passes
+const MAX_UNIFORMS = 256;
+const MAX_SOURCE = 1 << 20;  // one pass's WGSL: tens of KB as rendered
+const NAME = /^[a-z][a-z0-9_]{0,63}$/;  // variants, scratch and prepared buffers
+const INPUT_NAMES = ["x", "w", "b"];
+const ITEMSIZE = { float32: 4, float16: 2 };
 
-function indexedDbStore(indexedDB) {
-  let opened = null;
-  const db = () => opened ??= (() => {
-    const r = indexedDB.open(DB, 1);
-    r.onupgradeneeded = () => r.result.createObjectStore("records");
-    return request(r);
-  })();
-  const store = async (mode) => (await db()).transaction("records", mode).objectStore("records");
-  return {
-    async get(key) { return (await request((await store("readonly")).get(key))) ?? null; },
-    async set(key, text) { await request((await store("readwrite")).put(text, key)); },
-  };
-}
-
-// Node's built-ins by a name bundlers do not resolve (a browser bundle never reaches them)
-const nodeBuiltin = (name) => import(/* webpackIgnore: true */ /* @vite-ignore */ `node:${name}`);
-
-function fileStore(path) {
-  const read = async () => {
-    const fs = await nodeBuiltin("fs/promises");
-    try {
-      return JSON.parse(await fs.readFile(path, "utf8"));
-    } catch {
-      return {};
-    }
-  };
-  return {
-    async get(key) { const items = await read(); return typeof items[key] === "string" ? items[key] : null; },
-    async set(key, text) {
-      const fs = await nodeBuiltin("fs/promises");
-      const { dirname } = await nodeBuiltin("path");
-      const items = await read();
-      items[key] = text;
-      await fs.mkdir(dirname(path), { recursive: true });
-      // whole or not at all: a process ending mid-write (or another writing beside it) never leaves half a file
-      const partial = `${path}.${process.pid}.tmp`;
-      await fs.writeFile(partial, JSON.stringify(items));
-      await fs.rename(partial, path);
-    },
-  };
-}
-
-function memoryStore() {
-  const items = new Map();
-  return { async get(key) { return items.get(key) ?? null; }, async set(key, text) { items.set(key, text); } };
-}
-
-let shared = null;
-/** The store of this host (one per page or process). */
-export async function defaultPlanStore() {
-  if (shared) return shared;
-  if (globalThis.indexedDB) return (shared = indexedDbStore(globalThis.indexedDB));
-  if (globalThis.process?.versions?.node) {
-    const { homedir } = await nodeBuiltin("os");
-    return (shared = fileStore(process.env.CONVTRANSPOSE_PLANS || `${homedir()}/.cache/webgpu-convtranspose/plans.json`));
-  }
-  return (shared = memoryStore());
-}
-
-/** The sha-256 of bundle.zip's bytes, as hex: the package revision every stored plan belongs to. */
-export async function revisionOf(bytes) {
+/** The sha-256 of bytes (an ArrayBuffer or view) or of a string's UTF-8, as hex. */
+export async function sha256(data) {
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
 }
+
+/** The sha-256 of bundle.zip's bytes, as hex: the package revision every stored plan belongs to. */
+export const revisionOf = (bytes) => sha256(bytes);
 
 /** A launch spec as stored: each pipeline replaced by its {key, source, label} (sources: pipeline -> that). */
 export function storable(spec, sources) {
@@ -100,30 +48,115 @@ export function storable(spec, sources) {
            finite_check: spec.finite_check ? pipeline(spec.finite_check) : null };
 }
 
-/** A stored spec made runnable on `executor`: its pipelines compiled (or found in the executor's cache). */
+/** A stored spec made runnable on `executor`: its pipelines compiled (or found in the executor's cache). The
+ * executor's cache, which Python's plans share, is keyed by each source's sha-256 (app/gpu.py pipeline_key): a
+ * stored key that is not its source's would put that source where Python finds it for another, so it is refused. */
 export async function runnable(stored, executor) {
-  const compile = (p) => executor.pipeline(p.key, p.source, p.label);
+  const compile = async (p) => {
+    if (!p.key.endsWith(`|${await sha256(p.source)}`)) throw new Error(`pipeline ${p.label}: its key is not its source's digest`);
+    return executor.pipeline(p.key, p.source, p.label);
+  };
   const pass = async (p) => ({ ...p, pipeline: await compile(p.pipeline) });
   return { ...stored, prepare: await Promise.all(stored.prepare.map(pass)), passes: await Promise.all(stored.passes.map(pass)),
            finite_check: stored.finite_check ? await compile(stored.finite_check) : null };
 }
 
-/** The plans of one package revision in a store: read once, written back as signatures are planned. */
+const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+const isCount = (v, max) => Number.isSafeInteger(v) && v >= 1 && v <= max;
+const sameList = (a, b) => Array.isArray(a) && a.length === b.length && a.every((v, i) => v === b[i]);
+
+/** Why a stored spec cannot run the request on this device (null: it can, as far as can be known before Python
+ * plans it). request: {tensors: {name: {shape, dtype}}, attributes}; limits: the device's GPUSupportedLimits. */
+export function storedSpecFault(spec, { tensors, attributes }, limits) {
+  if (!isObject(spec)) return "the entry is not an object";
+  const dtype = tensors.x.dtype;
+  if (!DTYPES.includes(dtype) || spec.dtype !== dtype) return `dtype ${String(spec.dtype).slice(0, 20)} for a ${dtype} request`;
+  if (typeof spec.variant !== "string" || !NAME.test(spec.variant)) return "no variant name";
+  if (typeof spec.reason !== "string") return "no reason";
+  const want = outputShape(tensors.x.shape, tensors.w.shape, attributes);
+  if (!sameList(spec.y_shape, want)) return `y_shape ${JSON.stringify(spec.y_shape)?.slice(0, 60)}, the request's is [${want}]`;
+  const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  const yBytes = want.reduce((n, d) => n * d, ITEMSIZE[dtype]);
+  if (spec.y_bytes !== yBytes || yBytes > maxBytes) return `y_bytes ${spec.y_bytes} for y [${want}] (${dtype})`;
+  if (!isObject(spec.inputs)) return "no inputs";
+  for (const [name, bytes] of Object.entries(spec.inputs)) {
+    const t = tensors[name];
+    if (!INPUT_NAMES.includes(name) || !t) return `input ${name.slice(0, 20)} is not the request's`;
+    if (bytes !== t.shape.reduce((n, d) => n * d, ITEMSIZE[dtype])) return `input ${name}: ${bytes} bytes for [${t.shape}]`;
+  }
+  const buffers = new Set([...Object.keys(spec.inputs), "y"]);
+  for (const group of ["scratch", "prepared"]) {
+    if (!isObject(spec[group])) return `no ${group} buffers`;
+    for (const [name, bytes] of Object.entries(spec[group])) {
+      if (!NAME.test(name) || INPUT_NAMES.includes(name) || name === "y" || buffers.has(name)) return `${group} buffer ${name.slice(0, 20)}`;
+      if (!isCount(bytes, maxBytes)) return `${group} buffer ${name}: ${bytes} bytes`;
+      buffers.add(name);
+    }
+  }
+  if (typeof spec.finite_only !== "boolean" || !Array.isArray(spec.finite_scanned)) return "no finite policy";
+  if (!isCount(spec.check_workgroup, limits.maxComputeInvocationsPerWorkgroup)) return "check_workgroup";
+  const pipelineFault = (p) => isObject(p) && typeof p.key === "string" && typeof p.label === "string" &&
+    typeof p.source === "string" && p.source.length <= MAX_SOURCE ? null : "a pipeline is not {key, source, label}";
+  if (spec.finite_check !== null && pipelineFault(spec.finite_check)) return pipelineFault(spec.finite_check);
+  for (const group of ["prepare", "passes"]) {
+    const passes = spec[group];
+    if (!Array.isArray(passes) || passes.length > MAX_PASSES || (group === "passes" && !passes.length)) return `${group}`;
+    for (const p of passes) {
+      if (!isObject(p) || pipelineFault(p.pipeline)) return `a pass of ${group}: ${pipelineFault(p?.pipeline) ?? "not an object"}`;
+      if (!Array.isArray(p.bindings) || !isCount(p.bindings.length, limits.maxStorageBuffersPerShaderStage) ||
+          !p.bindings.every((n) => buffers.has(n))) return `a pass binds ${JSON.stringify(p.bindings)?.slice(0, 80)}`;
+      if (!Array.isArray(p.uniforms) || p.uniforms.length > MAX_UNIFORMS ||
+          !p.uniforms.every((u) => Number.isInteger(u) && u >= -(2 ** 31) && u < 2 ** 31)) return "a pass's uniforms";
+      if (!Array.isArray(p.workgroups) || p.workgroups.length !== 3 ||
+          !p.workgroups.every((g) => isCount(g, limits.maxComputeWorkgroupsPerDimension))) {
+        return `a pass's grid ${JSON.stringify(p.workgroups)?.slice(0, 60)} (at most ${limits.maxComputeWorkgroupsPerDimension} a dimension)`;
+      }
+    }
+  }
+  return null;
+}
+
+const digestOf = (spec) => sha256(JSON.stringify(spec));
+
+function strings(value, max) {
+  return Array.isArray(value) && value.length <= max && value.every((s) => typeof s === "string" && s.length <= 256);
+}
+
+/** A record's text as data: {format, revision, device, adapters}, with contexts that are not {planning, entries}
+ * left out (warned); throws when the record as a whole is not one this revision wrote. */
+function parseRecord(text, revision, name) {
+  const data = JSON.parse(text);
+  if (!isObject(data) || data.format !== FORMAT || data.revision !== revision) {
+    throw new Error(`format ${data?.format}, revision ${String(data?.revision).slice(0, 12)}`);
+  }
+  if (!isObject(data.adapters)) throw new Error("its adapters are not an object");
+  const device = isObject(data.device) && strings(data.device.features, 64) && strings(data.device.limitNames, 128)
+    ? { features: data.device.features, limitNames: data.device.limitNames } : null;
+  const adapters = Object.create(null);
+  for (const [adapter, context] of Object.entries(data.adapters)) {
+    if (isObject(context) && typeof context.planning === "string" && isObject(context.entries)) {
+      adapters[adapter] = { planning: context.planning, entries: Object.assign(Object.create(null), context.entries) };
+    } else {
+      warnStore(name, `stored plans for an adapter are not {planning, entries}; ignored`);
+    }
+  }
+  return { format: FORMAT, revision, device, adapters };
+}
+
+/** The plans of one package revision in a store: read once; each signature planned is merged into the stored
+ * record (what other kernels and processes stored since is kept). */
 export class PlanRecord {
   constructor(store, revision, text) {
     this.store = store;
+    this.name = store.name ?? "plan store";
     this.key = `plans|${revision}`;
     this.revision = revision;
-    this.data = { format: FORMAT, revision, features: null, limitNames: null, dtypes: null, adapters: {} };
+    this.data = { format: FORMAT, revision, device: null, adapters: Object.create(null) };
     if (text === null) return;
     try {
-      const data = JSON.parse(text);
-      if (data?.format !== FORMAT || data.revision !== revision || typeof data.adapters !== "object") {
-        throw new Error(`format ${data?.format}, revision ${String(data?.revision).slice(0, 12)}`);
-      }
-      this.data = data;
+      this.data = parseRecord(text, revision, this.name);
     } catch (err) {
-      console.warn(`webgpu-convtranspose: stored plans under ${this.key} ignored (${err.message}); planned afresh`);
+      warnStore(this.name, `stored plans under ${this.key} ignored (${err.message}); planned afresh`);
     }
   }
 
@@ -132,44 +165,71 @@ export class PlanRecord {
     try {
       text = await store.get(`plans|${revision}`);
     } catch (err) {
-      console.warn(`webgpu-convtranspose: the plan store could not be read (${err?.message ?? err}); planned afresh`);
+      warnStore(store.name ?? "plan store", `could not be read (${err?.message ?? err}); planned afresh`);
     }
     return new PlanRecord(store, revision, typeof text === "string" ? text : null);
   }
 
   /** What the device must be opened with for the stored plans to hold: {features, limitNames} or null. */
   get device() {
-    const { features, limitNames } = this.data;
-    return Array.isArray(features) && Array.isArray(limitNames) ? { features, limitNames } : null;
-  }
-
-  /** The stored launch spec of a signature on this adapter, planned under `planning`, or null. */
-  entry(adapter, planning, signature) {
-    const context = this.data.adapters[adapter];
-    return context && context.planning === planning ? context.entries[signature] ?? null : null;
+    return this.data.device;
   }
 
   planning(adapter) {
     return this.data.adapters[adapter]?.planning ?? null;
   }
 
-  drop(adapter, signature) {
-    delete this.data.adapters[adapter]?.entries[signature];
+  /** The stored spec of a signature on this adapter, planned under `planning`, checked against the request and
+   * the device; null when there is none or it fails a check (then dropped, with a warning naming why). */
+  async checkedSpec(adapter, planning, signature, request, limits) {
+    const context = this.data.adapters[adapter];
+    if (!context || context.planning !== planning) return null;
+    const entry = context.entries[signature];
+    if (entry === undefined) return null;
+    let fault = !isObject(entry) || typeof entry.digest !== "string" ? "not {digest, spec}"
+      : await digestOf(entry.spec) !== entry.digest ? "its digest does not match its content" : null;
+    fault ??= storedSpecFault(entry.spec, request, limits);
+    if (fault === null) return entry.spec;
+    warnStore(this.name, `a stored plan was dropped (${fault}); planned afresh`);
+    await this.drop(adapter, signature);
+    return null;
   }
 
-  /** Keeps a signature's launch and writes the record back (a failed write is a warning, never the call's error). */
-  async keep({ adapter, planning, features, limitNames, dtypes }, signature, stored) {
-    Object.assign(this.data, { features, limitNames, dtypes });
-    let context = this.data.adapters[adapter];
-    if (!context || context.planning !== planning) context = this.data.adapters[adapter] = { planning, entries: {} };
-    delete context.entries[signature];
-    context.entries[signature] = stored;
-    const names = Object.keys(context.entries);
-    for (const name of names.slice(0, Math.max(0, names.length - MAX_ENTRIES))) delete context.entries[name];
+  /** Forgets a signature's entry, here and in the store. */
+  async drop(adapter, signature) {
+    delete this.data.adapters[adapter]?.entries[signature];
+    await this.write((data) => { delete data.adapters[adapter]?.entries[signature]; });
+  }
+
+  /** Keeps a signature's spec: merged into the stored record under the store's rules (a failed write is a
+   * warning, never the call's error). */
+  async keep({ adapter, planning, features, limitNames }, signature, spec) {
+    const entry = { digest: await digestOf(spec), spec };
+    const put = (data) => {
+      data.device = { features, limitNames };
+      let context = data.adapters[adapter];
+      if (!context || context.planning !== planning) context = data.adapters[adapter] = { planning, entries: Object.create(null) };
+      delete context.entries[signature];
+      context.entries[signature] = entry;
+      const names = Object.keys(context.entries);
+      for (const name of names.slice(0, Math.max(0, names.length - MAX_ENTRIES))) delete context.entries[name];
+    };
+    put(this.data);
+    await this.write(put);
+  }
+
+  async write(change) {
     try {
-      await this.store.set(this.key, JSON.stringify(this.data));
+      await this.store.update(this.key, (text) => {
+        let data = { format: FORMAT, revision: this.revision, device: null, adapters: Object.create(null) };
+        if (text !== null) {
+          try { data = parseRecord(text, this.revision, this.name); } catch { /* written afresh */ }
+        }
+        change(data);
+        return JSON.stringify(data);
+      });
     } catch (err) {
-      console.warn(`webgpu-convtranspose: the plan store could not be written (${err?.message ?? err})`);
+      warnStore(this.name, `could not be written (${err?.message ?? err})`);
     }
   }
 }
