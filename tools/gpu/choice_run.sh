@@ -23,6 +23,8 @@ step() {  # step SECONDS_NEEDED COMMAND...: runs it under the time left, or says
   timeout "$(( $(left) - 15 ))" "$@" || echo "failed or cut: $*"
 }
 bash tools/gpu/run.sh device >/dev/null 2>&1; cp "$OUT/device.json" /tmp/gpu/runs/ 2>/dev/null
+# what run.sh sets for itself: the Node it unpacked and the NVIDIA driver's Vulkan ICD, for the bench runs below
+export NODE=/tmp/gpu/node VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
 python3 -m app.fresh "${SEED:?SEED: the seed of the fresh tier}" --count "${COUNT:-60}" >/tmp/gpu/runs/fresh.json
 names=$(python3 -c "import json; print(' '.join(c['name'] for c in json.load(open('/tmp/gpu/runs/fresh.json'))['cases']))")
 set -- $names; third=$(( ($# + 2) / 3 ))
