@@ -112,7 +112,7 @@ def parse(text, fmt: int, variants: dict, geom, caps) -> dict:
     return entry
 
 
-STORE_TIMEOUT_S = 30.0  # a store that never answers must not hold the call forever
+STORE_TIMEOUT_S = 5.0  # web/runtime/store.mjs STORE_TIMEOUT_MS: one limit for every store a caller passes
 
 
 class StoreFailed(Exception):
