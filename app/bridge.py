@@ -62,10 +62,23 @@ def entry(fn):
     return wrapped
 
 
+def _typed(tensor: dict) -> dict:
+    """A JS typed array (a memoryview that keeps its element format) as a numpy array of that element type, so that
+    app.tensors.as_array refuses one whose type is not the dtype's, as the JS call's `tensor` does: read as raw
+    bytes, an Int32Array passed for float32. Float16 travels as its bits (a Uint16Array; tensors.mjs pythonRequest
+    hands a Float16Array over as one)."""
+    data = tensor.get("data")
+    if isinstance(data, memoryview):
+        array = np.asarray(data)
+        bits = tensor.get("dtype") == "float16" and array.dtype == np.uint16
+        tensor["data"] = array.view(np.float16) if bits else array
+    return tensor
+
+
 def _request_parts(request) -> tuple[dict, str | None, dict]:
     """A JS request -> (input tensors, forced variant or None, attributes)."""
     request = _plain(request)
-    inputs = {name: dict(request.pop(name)) for name in INPUTS if request.get(name) is not None}
+    inputs = {name: _typed(dict(request.pop(name))) for name in INPUTS if request.get(name) is not None}
     request.pop("b", None)
     variant = request.pop("variant", None)
     return inputs, variant, request
@@ -196,10 +209,8 @@ def validate(kernel, request) -> dict:
         return {"error": str(exc), "field": exc.field}
     try:
         kernel.plan(geom, variant)
-    except ConvTransposeError as exc:
-        # the planner's refusals name "variant"; a dtype's device-feature gate (ConvTransposeKernel.plan) names
-        # none, and the dtype it gates is the request's, x's
-        return {"error": str(exc), "field": exc.field or "x"}
+    except ConvTransposeError as exc:  # the planner's refusals name "variant", a dtype's device-feature gate "x"
+        return {"error": str(exc), "field": exc.field}
     return {}
 
 

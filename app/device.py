@@ -24,14 +24,15 @@ def check_limits(limits) -> dict[str, int]:
     if limits is None:
         return {}
     if not isinstance(limits, dict):
-        raise ConvTransposeError(f"limits must be an object of {list(CAPPABLE)} -> integer, got {limits!r}")
+        raise ConvTransposeError(f"limits must be an object of {list(CAPPABLE)} -> integer, got {limits!r}",
+                                 field="limits")
     out = {}
     for name, value in limits.items():
         if name not in CAPPABLE:
-            raise ConvTransposeError(f"limit {name!r} cannot be capped; cappable: {list(CAPPABLE)}")
+            raise ConvTransposeError(f"limit {name!r} cannot be capped; cappable: {list(CAPPABLE)}", field="limits")
         minimum = 1 if name == "maxComputeWorkgroupsPerDimension" else 16
         if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ConvTransposeError(f"limit {name!r} must be an integer >= {minimum}, got {value!r}")
+            raise ConvTransposeError(f"limit {name!r} must be an integer >= {minimum}, got {value!r}", field="limits")
         out[name] = value
     return out
 

@@ -57,7 +57,9 @@ class ConvTransposeKernel:
              tables: list[dict] | None = None, measured=None):
         missing = [f for f in contract.dtype_features()[geom.dtype] if not self.device.caps.has(f)]
         if missing:
-            raise ConvTransposeError(f"dtype {geom.dtype} needs the device feature(s) {missing}, which this adapter lacks")
+            # the request's dtype is x's (the others must match it): x is the input to change
+            raise ConvTransposeError(
+                f"dtype {geom.dtype} needs the device feature(s) {missing}, which this adapter lacks", field="x")
         return planner.plan(geom, self.device.caps, variant, params, tables, measured)
 
     def pieces(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,

@@ -105,7 +105,7 @@ try:
     res = await kernel(x=x, w=w, strides=[2])
     out = {"ran": True, "y": res["y"].astype(np.float64).ravel().tolist(), "dtype": str(res["y"].dtype)}
 except app.ConvTransposeError as exc:
-    out = {"ran": False, "error": str(exc)}
+    out = {"ran": False, "error": str(exc), "field": exc.field}
 out["has_f16"] = kernel.device.caps.has("shader-f16")
 out
 """)
@@ -117,7 +117,7 @@ out
         assert out["ran"] and out["dtype"] == "float16"
         np.testing.assert_allclose(np.array(out["y"]).reshape(want.shape), want, atol=2e-3, rtol=2e-3)
     else:
-        assert not out["ran"] and "shader-f16" in out["error"]
+        assert not out["ran"] and "shader-f16" in out["error"] and out["field"] == "x"
 
 
 def test_output_past_65535_workgroups(page):
@@ -287,4 +287,40 @@ def test_refusals_name_one_field_per_input_in_call_and_validate(page):
     assert "asks for 11 outputs" in out["output_shape_past"]["validate"]["error"]
     if not out["has_f16"]:  # SwiftShader: float16 is gated on shader-f16, the dtype's (x's) refusal
         assert out["f16"]["call"]["name"] == "ConvTransposeError" and "shader-f16" in out["f16"]["call"]["message"]
+        assert out["f16"]["call"]["field"] == "x"
         assert out["f16"]["validate"]["field"] == "x" and "shader-f16" in out["f16"]["validate"]["error"]
+
+
+def test_typed_array_of_another_type_is_refused_alike_in_call_and_validate(page):
+    """A typed array carries its element type, which must be the dtype's, in validate() as in the call (before:
+    validate() read an Int32Array's bytes as float32 and accepted it); float16 takes its bits or a Float16Array."""
+    out = refusals(page, {
+        "int32": "return {x: {data: new Int32Array([1, 2, 3, 4]), shape: [1, 1, 4]}, w: w()};",
+        "float64_w": "return {x: x(), w: {data: new Float64Array([1, -1, 0.5]), shape: [1, 1, 3]}};",
+        "uint8_b": "return {x: x(), w: w(), b: {data: new Uint8Array([1]), shape: [1]}};",
+        "f16_bits": 'return {x: {data: new Uint16Array(4), shape: [1, 1, 4], dtype: "float16"}, '
+                    'w: {data: new Uint16Array(3), shape: [1, 1, 3], dtype: "float16"}};',
+        "f16_as_float32": 'return {x: {data: new Float32Array(4), shape: [1, 1, 4], dtype: "float16"}, '
+                          'w: {data: new Uint16Array(3), shape: [1, 1, 3], dtype: "float16"}};',
+    })
+    for name, field, kind in (("int32", "x", "int32"), ("float64_w", "w", "float64"), ("uint8_b", "b", "uint8"),
+                              ("f16_as_float32", "x", "float32")):
+        call, validated = out[name]["call"], out[name]["validate"]
+        assert call["name"] == "ConvTransposeError" and call["field"] == field, (name, call)
+        assert validated.get("field") == field and kind in validated.get("error", ""), (name, validated)
+    # Uint16Array is float16's own (its bits): refused only where the adapter lacks shader-f16, by that gate
+    f16 = out["f16_bits"]["validate"]
+    assert f16 == {} if out["has_f16"] else f16["field"] == "x" and "shader-f16" in f16["error"], f16
+
+
+def test_js_only_refusals_name_their_argument(page):
+    """kernel(inputs) given no object and kernel.upload() given no typed array name the argument at fault."""
+    out = page.evaluate("""async () => {
+        const kernel = await window.getKernel("webgpu-kernels/ai.onnx.ConvTranspose", {version: 1});
+        const fields = {};
+        try { await kernel(null); } catch (e) { fields.inputs = [e.name, e.field]; }
+        const uploaded = kernel.upload({data: new Float32Array(4), shape: [1, 1, 4]});
+        try { kernel.upload({buffer: uploaded.buffer, shape: [1, 1, 4]}); } catch (e) { fields.upload = [e.name, e.field]; }
+        return fields;
+    }""")
+    assert out == {"inputs": ["ConvTransposeError", "inputs"], "upload": ["ConvTransposeError", "upload"]}, out

@@ -97,7 +97,7 @@ def test_a_request_that_fits_is_one_piece():
      120, None, "rows"),
     # rows with dilation, negative pads (SAME with kernel < stride) and a 3D request
     ([1, 2, 5, 2, 2], [2, 1, 1, 2, 1], None, {"strides": [3, 1, 2], "auto_pad": "SAME_LOWER"}, 64, None, "rows"),
-    ([1, 1, 7], [1, 1, 3], None, {"dilations": [3], "output_shape": [20]}, 32, None, "rows"),
+    ([1, 1, 7], [1, 1, 3], None, {"strides": [2], "dilations": [3], "output_shape": [20]}, 32, None, "rows"),
     # the dispatch grid: 8 workgroups per dimension fold to 64, past that the output splits
     ([1, 1, 300, 300], [1, 1, 2, 2], None, {"strides": [2, 2]}, None, 8, "rows"),
 ])
@@ -150,8 +150,9 @@ def test_piece_count_is_bounded():
     ({BYTES: 8}, ">= 16"), ({GRID: 0}, ">= 1"), ({BYTES: "big"}, "integer"), ([1, 2], "object"),
 ])
 def test_limit_caps_are_checked(limits, words):
-    with pytest.raises(ConvTransposeError, match=words):
+    with pytest.raises(ConvTransposeError, match=words) as refused:
         check_limits(limits)
+    assert refused.value.field == "limits"
 
 
 def test_caps_only_lower():

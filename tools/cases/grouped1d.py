@@ -25,7 +25,7 @@ SPECS = [
     spec("dw_s2_d2_step1_bias", [1, 4, 20], [4, 1, 3], True, group=4, strides=[2], dilations=[2]),
     spec("dw_same_upper_k2_s3_negative_pad", [1, 4, 13], [4, 1, 2], False, group=4, strides=[3],
          auto_pad="SAME_UPPER"),
-    spec("g2_output_shape_past_natural", [1, 4, 10], [4, 2, 3], True, group=2, strides=[2], output_shape=[24]),
+    spec("g2_output_shape_past_natural", [1, 4, 10], [4, 2, 3], True, group=2, strides=[2], output_shape=[22]),
     spec("dw_valid_k4_s2", [1, 6, 11], [6, 1, 4], False, group=6, strides=[2], auto_pad="VALID"),
     spec("g3_same_lower_k4_s2", [1, 6, 12], [6, 2, 4], True, group=3, strides=[2], auto_pad="SAME_LOWER"),
     spec("dw_k16_s8_p4_vocoder", [1, 4, 20], [4, 1, 16], True, group=4, strides=[8], pads=[4, 4]),

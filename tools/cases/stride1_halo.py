@@ -11,7 +11,7 @@ SPECS = [
     {"name": "h1d_pads_dil", "x": [2, 9, 150], "w": [9, 16, 5], "bias": True,
      "attributes": {"dilations": [2], "pads": [3, 1]}},
     {"name": "h1d_grouped_output_shape", "x": [1, 24, 70], "w": [24, 16, 4], "bias": False,
-     "attributes": {"group": 2, "output_shape": [75]}},
+     "attributes": {"group": 2, "output_shape": [73]}},
     {"name": "h2d_pad1_bias", "x": [1, 20, 19, 37], "w": [20, 24, 3, 3], "bias": True,
      "attributes": {"pads": [1, 1, 1, 1]}},
     {"name": "h2d_dilated_asym_batch", "x": [2, 17, 11, 21], "w": [17, 16, 3, 2], "bias": False,
@@ -23,7 +23,7 @@ SPECS = [
     {"name": "h3d_pad1_bias", "x": [1, 20, 5, 6, 19], "w": [20, 16, 3, 3, 3], "bias": True,
      "attributes": {"pads": [1, 1, 1, 1, 1, 1]}},
     {"name": "h3d_dilated_output_shape", "x": [1, 9, 4, 5, 17], "w": [9, 24, 2, 3, 2], "bias": False,
-     "attributes": {"dilations": [2, 1, 3], "output_shape": [7, 6, 21]}},
+     "attributes": {"dilations": [2, 1, 3], "output_shape": [6, 6, 20]}},
     {"name": "h3d_grouped_wide", "x": [1, 36, 3, 4, 18], "w": [36, 16, 3, 2, 3], "bias": True,
      "attributes": {"group": 2, "pads": [1, 0, 2, 1, 0, 1]}},
 ]

@@ -144,7 +144,10 @@ export function pythonRequest(inputs) {
     const t = inputs[name];
     if (t == null) continue;
     const dtype = t.dtype ?? DEFAULT_DTYPE;
-    const data = ArrayBuffer.isView(t.data) ? t.data : Array.from(t.data ?? []);
+    let data = ArrayBuffer.isView(t.data) ? t.data : Array.from(t.data ?? []);
+    // Python tells a typed array's element type by its buffer format, which Pyodide has none for in a Float16Array:
+    // float16 goes as its bits, as the call takes it (app/bridge.py _typed)
+    if (globalThis.Float16Array && data instanceof globalThis.Float16Array) data = new Uint16Array(data.buffer, data.byteOffset, data.length);
     out[name] = { data, shape: Array.from(t.shape ?? [], plainNumber), dtype };
   }
   return out;

@@ -364,7 +364,13 @@ export function enableRun(readyKernel, adapter) {
     const req = buildRequest();
     if (!req) return;
     const problem = kernel.validate(req);
-    if (problem.error) { showError(problem); return; }
+    if (problem.error) {
+      // preview() has accepted every shape, so a refusal naming an input is about its data or dtype: the data
+      // field is where the user fixes it
+      const field = INPUTS.includes(problem.field) ? `${problem.field}_data` : problem.field;
+      showError({ ...problem, field });
+      return;
+    }
     $("run").disabled = true;
     try {
       const start = performance.now();
