@@ -107,9 +107,13 @@ async def executor(kernel):
 async def plan_launch(kernel, request, key: str) -> dict:
     """A signature's first call from JS: validate the shapes and attributes, plan, render and compile,
     and leave the launch in the executor under `key`. request: {x: {shape, dtype}, w, b?, attributes,
-    variant, finite}; `key` includes the kernel's `planning`. Returns {launch} or, for requests that get none,
-    {empty: {...}} (the output is empty) or {pieces: n} (split past the device's limits: JS runs those
-    through `call`); plus Python's timings."""
+    variant, finite, params?, learned?, adapt?}: `params` forced with `variant` (a candidate adaptation times);
+    `learned` {variant, params, why}: the choice adaptation measured fastest for the signature on this adapter,
+    taken as the planner's measured step; `adapt` {count, within}: return that many next-best candidates
+    (planner.alternatives) beside a plan of the planner's own. `key` includes the kernel's `planning`. Returns
+    {launch, alternatives?} or, for requests that get none, {empty: {...}} (the output is empty) or
+    {pieces: n} (split past the device's limits: JS runs those through `call`); plus Python's timings."""
+    from . import planner
     from .shapes import infer
 
     started = time.perf_counter()
@@ -120,10 +124,18 @@ async def plan_launch(kernel, request, key: str) -> dict:
     geom = finite.marked(geom, request["finite"])
     validated = time.perf_counter()
     gpu = await kernel.device.current()
-    made, pieces = await kernel.launch_for(geom, request["variant"], key)
+    learned = _learned(request.get("learned"))
+    made, pieces = await kernel.launch_for(geom, request["variant"], key, params=request.get("params"),
+                                           measured=learned)
     timings = {"validate_ms": (validated - started) * 1000, "plan_render_compile_ms": (time.perf_counter() - validated) * 1000}
     out = {"timings": timings, "executor": gpu.executor}
     if made is not None:
+        adapt = request.get("adapt")
+        chosen = pieces[0][1] if pieces else None
+        if adapt and chosen is not None and request["variant"] is None and kernel.autotuner is None and \
+                not (learned and chosen.reason == learned[1]):
+            out["alternatives"] = planner.alternatives(geom, kernel.device.caps, chosen, int(adapt["count"]),
+                                                       float(adapt["within"]))
         return out | {"launch": made}
     plan = pieces[0][1]
     if geom.y_size == 0:
@@ -131,6 +143,23 @@ async def plan_launch(kernel, request, key: str) -> dict:
                                 "meta": {"variant": "none (empty output)", "reason": plan.reason, "gpu_ms": None,
                                          "y_shape": list(geom.y_shape), "pieces": 1}}}
     return out | {"pieces": len(pieces)}
+
+
+def _learned(given) -> tuple | None:
+    """A learned choice as the planner's measured step, (Candidate, why), or None. It comes from a store
+    (web/runtime/adapt.mjs): anything but a variant name and integer params is ignored, and the planner takes it
+    only where that variant, with those params, covers the request."""
+    from . import planner
+
+    from .variants import VARIANTS
+
+    if not isinstance(given, dict) or given.get("variant") not in VARIANTS or not isinstance(given.get("why"), str):
+        return None
+    params = given.get("params")
+    if params is not None and not (isinstance(params, dict) and all(
+            isinstance(k, str) and isinstance(v, int) for k, v in params.items())):
+        return None
+    return planner.Candidate(given["variant"], params, "learned"), given["why"][:200]
 
 
 @entry

@@ -69,15 +69,15 @@ class ConvTransposeKernel:
         return plan_pieces(geom, self.device.caps, lambda piece: self.plan(piece, variant, params, tables, measured))
 
     async def launch_for(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None,
-                         params: dict | None = None, tables: list[dict] | None = None):
+                         params: dict | None = None, tables: list[dict] | None = None, measured=None):
         """(executor launch, pieces): the launch cached under `key`, or None when the request runs as
         several pieces (or has an empty output); planned (unless `pieces` are given) and compiled only on
-        the signature's first call."""
+        the signature's first call. `measured`: as `pieces` takes it."""
         gpu = await self.device.current()
         launch = gpu.cached(key)
         if launch is not None:
             return launch, None
-        pieces = pieces if pieces is not None else self.pieces(geom, variant, params, tables)
+        pieces = pieces if pieces is not None else self.pieces(geom, variant, params, tables, measured)
         if len(pieces) > 1 or geom.y_size == 0:
             return None, pieces
         if self.autotuner is not None and variant is None and params is None:

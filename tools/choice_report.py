@@ -8,6 +8,12 @@ deterministic plan the GPU machine made, whose time is that variant's row in the
 variant was timed). The fastest is the least median of the layer's rows. Ratios against cuDNN are throughput
 (cuDNN's time over ours), cuDNN timed in the same call. A layer's autotuned time is the fastest of the
 candidates autotuning would time (app/autotune.py nominees) as measured in the same run.
+
+Adaptation (tools/adapt_bench.mjs, RUNS_DIR/adapt-*.jsonl): the variant a layer's trial chose within its calls
+(the first pick where the trial did not settle or had no candidates); its time is that variant's row in the
+`--variants all` run (its table tiles: a trial may have chosen other tiles of the same variant), so that the
+adapted and the fastest are read off one run. Also the calls the trial took and what it cost: `cost_share`, the
+timed calls above the first pick's median as a share of 50 calls of the first pick.
 """
 from __future__ import annotations
 
@@ -48,6 +54,12 @@ def rows(runs: Path) -> list[dict]:
             for dtype in ("float32", "float16"):
                 if r.get(dtype):
                     torch[(path.stem.removeprefix("torch-"), r["case"], dtype)] = r[dtype]["median_ms"]
+    adapted = {}  # (tier, case, dtype) -> an adapt_bench row
+    for path in runs.glob("adapt-*.jsonl"):
+        for line in path.read_text().splitlines():
+            if line.startswith("{"):
+                r = json.loads(line)
+                adapted[(r["tier"], r["case"], r["dtype"])] = r
     layers: dict[tuple, list[dict]] = {}
     for path in sorted(runs.glob("all-*.json")):
         dtype = "float16" if "float16" in path.name else "float32"
@@ -67,13 +79,28 @@ def rows(runs: Path) -> list[dict]:
         tuned = [r["median_ms"] for r in rs if VARIANTS[r["variant"]].tuning_name in nominated]
         ours = mine[0]["median_ms"] if mine else None
         cudnn = torch.get((tier, name, dtype))
+        trial_row = adapted.get((tier, name, dtype))
+        trial = (trial_row or {}).get("trial")
+        if trial_row is None:
+            adapted_variant = None
+        elif trial and trial["done"] and trial["chosen"]:
+            adapted_variant = trial["chosen"]["variant"]
+        else:
+            adapted_variant = trial_row["last"]
+        same = [r for r in rs if adapted_variant and VARIANTS[r["variant"]].tuning_name ==
+                VARIANTS[adapted_variant].tuning_name]
+        adapted_ms = same[0]["median_ms"] if same else None
         out.append({"tier": tier, "case": name, "dtype": dtype, "planner": chosen.variant, "planner_ms": ours,
                     "reason": chosen.reason, "best": best["variant"], "best_ms": best["median_ms"],
                     "ratio_to_best": ours / best["median_ms"] if ours else None,
                     "autotuned_ms": min(tuned) if tuned else None, "cudnn_ms": cudnn,
                     "vs_cudnn": cudnn / ours if cudnn and ours else None,
                     "best_vs_cudnn": cudnn / best["median_ms"] if cudnn else None,
-                    "group": "dense" if geom.group == 1 else "grouped", "candidates": len(rs)})
+                    "group": "dense" if geom.group == 1 else "grouped", "candidates": len(rs),
+                    "adapted": adapted_variant, "adapted_ms": adapted_ms,
+                    "adapted_to_best": adapted_ms / best["median_ms"] if adapted_ms else None,
+                    "trial_calls": trial["calls"] if trial else None, "settled": bool(trial and trial["done"]),
+                    "cost_share": trial["cost_share"] if trial else None})
     return out
 
 
@@ -92,16 +119,32 @@ def summary(out: list[dict]) -> list[str]:
                 f"{sum(x <= 1.25 for x in q)}, worst {max(q):.2f}x; autotune's candidates within 5% on "
                 f"{sum(a <= 1.05 for a in auto)}/{len(auto)}; vs cuDNN (throughput, geometric mean): planner "
                 f"{_gmean(r['vs_cudnn'] for r in rs):.2f}, fastest covering {_gmean(r['best_vs_cudnn'] for r in rs):.2f}")
+            ad = [r for r in rs if r["adapted_to_best"]]
+            if ad:
+                a = [r["adapted_to_best"] for r in ad]
+                trials = [r for r in ad if r["trial_calls"]]
+                costs = [r["cost_share"] for r in trials if r["cost_share"] is not None]
+                lines.append(
+                    f"{tier} {dtype} adapted: within 5% of the fastest on {sum(x <= 1.05 for x in a)} of {len(a)} "
+                    f"({100 * sum(x <= 1.05 for x in a) / len(a):.0f}%), within 25% on {sum(x <= 1.25 for x in a)}, "
+                    f"worst {max(a):.2f}x; {len(trials)} trials, {sum(r['settled'] for r in trials)} settled, calls "
+                    f"{max((r['trial_calls'] for r in trials), default=0)} at most; exploration cost "
+                    f"{max(costs, default=0):.3f} of 50 first-pick calls at most; vs cuDNN "
+                    f"{_gmean(r['cudnn_ms'] / r['adapted_ms'] for r in ad if r['cudnn_ms']):.2f}")
     return lines
 
 
 def markdown(out: list[dict]) -> str:
-    head = ("| tier | layer | dtype | planner | ms | fastest covering | ms | planner / fastest | cuDNN ms | "
-            "ours vs cuDNN |\n|---|---|---|---|---|---|---|---|---|---|\n")
+    head = ("| tier | layer | dtype | planner | ms | adapted | ms | calls | cost | fastest covering | ms | "
+            "planner / fastest | adapted / fastest | cuDNN ms | ours vs cuDNN |\n|---|---|---|---|---|---|---|---|---|---|"
+            "---|---|---|---|---|\n")
+    nan = float("nan")
     body = "".join(
-        f"| {r['tier']} | `{r['case']}` | {r['dtype'][5:]} | {r['planner']} | {r['planner_ms'] or float('nan'):.4f} | "
-        f"{r['best']} | {r['best_ms']:.4f} | {r['ratio_to_best'] or float('nan'):.2f} | "
-        f"{r['cudnn_ms'] or float('nan'):.4f} | {r['vs_cudnn'] or float('nan'):.2f} |\n" for r in out)
+        f"| {r['tier']} | `{r['case']}` | {r['dtype'][5:]} | {r['planner']} | {r['planner_ms'] or nan:.4f} | "
+        f"{r['adapted'] or '-'} | {r['adapted_ms'] or nan:.4f} | {r['trial_calls'] or '-'} | "
+        f"{r['cost_share'] if r['cost_share'] is not None else nan:.3f} | "
+        f"{r['best']} | {r['best_ms']:.4f} | {r['ratio_to_best'] or nan:.2f} | {r['adapted_to_best'] or nan:.2f} | "
+        f"{r['cudnn_ms'] or nan:.4f} | {r['vs_cudnn'] or nan:.2f} |\n" for r in out)
     return head + body + "\n" + "\n".join(f"- {line}" for line in summary(out)) + "\n"
 
 

@@ -4,6 +4,8 @@
 # same call; then tools/choice_report.py reads $OUT/choice-runs.tgz here. Steps run in order while DEADLINE
 # seconds (from the start) leave room, so that whatever finished comes back:
 #   SEED=2026 COUNT=60 TIERS="large" DEADLINE=560 bash tools/gpu/choice_run.sh
+# STEPS (default "all torch adapt"): which runs each tier gets: every covering variant forced (all), cuDNN
+# (torch), and adaptation on repeated calls through getKernel (adapt: tools/adapt_bench.mjs, CALLS calls a layer).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --all ]; then  # one `bench --variants all` run: NAME TIER BENCH DTYPE [CASES]
@@ -14,6 +16,15 @@ if [ "${1:-}" = --all ]; then  # one `bench --variants all` run: NAME TIER BENCH
   echo "  all-$1: $(grep -c ' ok ' "/tmp/gpu/runs/all-$1.txt") rows ($(date -u +%T))"
   exit 0
 fi
+if [ "${1:-}" = --adapt ]; then  # one adaptation run: NAME TIER BENCH DTYPE [CASES]
+  shift
+  "$NODE" tools/adapt_bench.mjs /tmp/gpu/kernel "$3" "$2" "$4" "${5:-}" "${CALLS:-20}" "${GAP_MS:-2}" \
+    >"/tmp/gpu/runs/adapt-$1.jsonl" 2>"/tmp/gpu/runs/adapt-$1.txt"
+  echo "  adapt-$1: $(grep -c '"done":true' "/tmp/gpu/runs/adapt-$1.jsonl") settled of $(wc -l <"/tmp/gpu/runs/adapt-$1.jsonl") ($(date -u +%T))"
+  exit 0
+fi
+STEPS=${STEPS:-all torch adapt}
+has() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 OUT=${OUT:-out}; mkdir -p "$OUT" /tmp/gpu/runs
 start=$(date +%s)
 left() { echo $(( ${DEADLINE:-560} - ($(date +%s) - start) )); }
@@ -25,6 +36,7 @@ step() {  # step SECONDS_NEEDED COMMAND...: runs it under the time left, or says
 bash tools/gpu/run.sh device >/dev/null 2>&1; cp "$OUT/device.json" /tmp/gpu/runs/ 2>/dev/null
 # what run.sh sets for itself: the Node it unpacked and the NVIDIA driver's Vulkan ICD, for the bench runs below
 export NODE=/tmp/gpu/node VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
+has adapt && python3 -m app export /tmp/gpu/kernel >/dev/null
 python3 -m app.fresh "${SEED:?SEED: the seed of the fresh tier}" --count "${COUNT:-60}" >/tmp/gpu/runs/fresh.json
 names=$(python3 -c "import json; print(' '.join(c['name'] for c in json.load(open('/tmp/gpu/runs/fresh.json'))['cases']))")
 set -- $names; third=$(( ($# + 2) / 3 ))
@@ -34,17 +46,20 @@ chunks=("$(echo "$names" | tr ' ' '\n' | sed -n "1,${third}p" | paste -sd,)"
 holdout=$(python3 -c "import json; print(','.join(c['name'] for c in json.load(open('bench.json'))['cases'] if c['tier'] == 'holdout' and c['name'] != 'istft_n4096_h1024'))")
 
 for tier in ${TIERS:-}; do  # tuned tiers first: the calibration may use them
-  for d in float32 float16; do step 60 bash "$0" --all "$tier-$d" "$tier" bench.json "$d"; done
-  step 40 python3 tools/gpu/torch_bench.py --tier "$tier" --runs 5 --repeats 20 --out "/tmp/gpu/runs/torch-$tier.json" \
-    >"/tmp/gpu/runs/torch-$tier.txt" 2>&1
+  has all && for d in float32 float16; do step 60 bash "$0" --all "$tier-$d" "$tier" bench.json "$d"; done
+  has torch && step 40 python3 tools/gpu/torch_bench.py --tier "$tier" --runs 5 --repeats 20 \
+    --out "/tmp/gpu/runs/torch-$tier.json" >"/tmp/gpu/runs/torch-$tier.txt" 2>&1
+  has adapt && for d in float32 float16; do step 40 bash "$0" --adapt "$tier-$d" "$tier" bench.json "$d"; done
 done
-for d in float32 float16; do
+has all && for d in float32 float16; do
   for i in 0 1 2; do step 60 bash "$0" --all "fresh$i-$d" fresh /tmp/gpu/runs/fresh.json "$d" "${chunks[$i]}"; done
 done
-step 90 python3 tools/gpu/torch_bench.py --tier fresh --bench /tmp/gpu/runs/fresh.json --runs 5 --repeats 20 \
-  --out /tmp/gpu/runs/torch-fresh.json >/tmp/gpu/runs/torch-fresh.txt 2>&1
-for d in float32 float16; do step 60 bash "$0" --all "holdout-$d" holdout bench.json "$d" "$holdout"; done
-step 40 python3 tools/gpu/torch_bench.py --tier holdout --skip istft_n4096_h1024 --runs 5 --repeats 20 \
+has torch && step 90 python3 tools/gpu/torch_bench.py --tier fresh --bench /tmp/gpu/runs/fresh.json --runs 5 \
+  --repeats 20 --out /tmp/gpu/runs/torch-fresh.json >/tmp/gpu/runs/torch-fresh.txt 2>&1
+has adapt && for d in float32 float16; do step 60 bash "$0" --adapt "fresh-$d" fresh /tmp/gpu/runs/fresh.json "$d"; done
+has all && for d in float32 float16; do step 60 bash "$0" --all "holdout-$d" holdout bench.json "$d" "$holdout"; done
+has torch && step 40 python3 tools/gpu/torch_bench.py --tier holdout --skip istft_n4096_h1024 --runs 5 --repeats 20 \
   --out /tmp/gpu/runs/torch-holdout.json >/tmp/gpu/runs/torch-holdout.txt 2>&1
+has adapt && for d in float32 float16; do step 40 bash "$0" --adapt "holdout-$d" holdout bench.json "$d" "$holdout"; done
 tar -C /tmp/gpu/runs -czf "$OUT/choice-runs.tgz" .
 echo "done at $(( $(date +%s) - start )) s"

@@ -155,6 +155,8 @@ export interface Kernel {
   /** After rewriting constant weights (an array, a GPUBuffer or a tensor holding one) in place. */
   forget(weights: TensorData | GPUBuffer | Tensor): void;
   memory(): KernelMemory;
+  /** What adaptation did per signature this kernel planned (docs/api.md `adapt`). */
+  adaptations(): Array<Record<string, unknown>>;
   /** Resolves once Python has opened the kernel (a revisit's getKernel may resolve before): device(), validate(),
    * reference() and the case and bench runners need it; calls never do. */
   readonly ready: Promise<true>;
@@ -202,6 +204,10 @@ export interface GetKernelOptions {
    * (the package's default: IndexedDB in a browser, $CONVTRANSPOSE_PLANS or ~/.cache/webgpu-convtranspose/plans.json
    * in Node; false: none). Used for the package's own device, without limits, revision or autotune. */
   planStore?: PlanStore | false | null;
+  /** Adaptation on repeated calls (default true): while a signature keeps being called, a few next-best
+   * candidates run real calls, timed, and the fastest is kept (kernel.adaptations() says what ran). Variants
+   * differ in rounding within the stated tolerances: false for bit-identical runs. */
+  adapt?: boolean;
 }
 
 /** A store of persisted plans (web/runtime/plan-store.mjs): JSON text by key, each call answered within 5 s

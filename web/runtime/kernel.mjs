@@ -6,6 +6,7 @@
 // Launches are also persisted (plan-store.mjs): on a revisit, getKernel resolves as soon as the device is open
 // and the stored plans are read, and calls of the signatures stored run at once, while Python boots behind them.
 // Once Python is up, each signature that ran from the store is planned again and its stored entry compared.
+import { ADAPT, Trial } from "./adapt.mjs";
 import { bootApp, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
 import { CONTRACT_VERSION, DTYPES, KERNEL_ID } from "./contract.mjs";
 import { adapterKey, executorFor, openDevice, sharedDevice } from "./device.mjs";
@@ -19,7 +20,10 @@ import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
 import { WEIGHT_CACHE_BYTES } from "./weight-cache.mjs";
 
 let kernels = 0;
-const OPTIONS = ["version", "revision", "limits", "device", "assets", "autotune", "weightCacheBytes", "planStore"];
+const OPTIONS = ["version", "revision", "limits", "device", "assets", "autotune", "weightCacheBytes", "planStore", "adapt"];
+// What adaptation chose per signature (planning|signature -> {variant, params, why}), for every kernel of the
+// page or process; kept across visits in the plan record where plans persist (plan-store.mjs learned).
+const learnedHere = new Map();
 const signatureOf = (key) => key.slice(key.indexOf("|") + 1);  // a launch key without the kernel's serial
 const HOLD_MS = 2000;  // the longest a revisit holds Python back for its stored plans' first call
 const VERIFY = "|verify";  // the launch key under which Python plans a signature again that ran from the store
@@ -152,7 +156,10 @@ export async function getKernel(id, options = {}) {
 async function openKernel(id, options) {
   checkOptions(options);
   const { version = 1, revision = null, limits = null, device = null, assets = null, autotune = false,
-          weightCacheBytes = WEIGHT_CACHE_BYTES, planStore = null } = options;
+          weightCacheBytes = WEIGHT_CACHE_BYTES, planStore = null, adapt = true } = options;
+  if (typeof adapt !== "boolean") {
+    throw kernelError("ConvTransposeError", `adapt must be true or false, got ${JSON.stringify(adapt)}`, "adapt");
+  }
   if (typeof weightCacheBytes !== "number" || !Number.isFinite(weightCacheBytes) || weightCacheBytes < 0) {
     throw kernelError("ConvTransposeError", `weightCacheBytes must be a finite number of bytes >= 0, got ${String(weightCacheBytes)}`,
       "weightCacheBytes");
@@ -261,25 +268,106 @@ async function openKernel(id, options) {
     await stored.record.drop(stored.adapter, signatureOf(key));
   }
 
-  /** After Python planned a launch: stored for the next visit (the shared device's, under the planning in use). */
-  async function keep(key, launch) {
+  /** Where this kernel's plans persist: {adapter, planning, features, limitNames} of the shared device, or null. */
+  async function persisted() {
     const device = shared();
-    if (!device || !launch?.spec || !exec.sources) return;
+    if (!device || !exec.sources) return null;
     const opened = await device;
-    if (opened.device !== exec.device) return;
+    if (opened.device !== exec.device) return null;
     const { features, limitNames } = sharedDevice();
     stored.adapter ??= adapterKey(opened);
     stored.exec ??= exec;
-    await stored.record.keep({ adapter: adapterKey(opened), planning, features, limitNames }, signatureOf(key),
-      storable(launch.spec, exec.sources));
+    return { adapter: adapterKey(opened), planning, features, limitNames };
   }
+
+  /** After Python planned a launch: stored for the next visit (the shared device's, under the planning in use). */
+  async function keep(key, launch) {
+    const context = launch?.spec ? await persisted() : null;
+    if (context) await stored.record.keep(context, signatureOf(key), storable(launch.spec, exec.sources));
+  }
+
+  /** What adaptation learned for a signature: this page's, else the plan record's (a revisit's); or null. */
+  function learnedFor(key) {
+    const signature = signatureOf(key);
+    return learnedHere.get(`${planning}|${signature}`) ??
+      (stored?.adapter ? stored.record.learned(stored.adapter, planning, signature) : null);
+  }
+
+  /** A trial is over: its winner serves the key from now on (planned by Python as the planner's measured step, so
+   * that Python plans the same on a revisit and the stored entry agrees), the other candidates' launches go, and
+   * the choice is kept for the page and, where plans persist, the next visits. */
+  async function settle(key, trial) {
+    trial.alternatives.forEach((_, i) => exec.evict(`${key}|alt${i}`));
+    const w = trial.winner, report = trial.report();
+    const ms = (c) => `${c.ms?.toPrecision(3)} ms`;
+    const why = w === trial.first
+      ? `adapted on this adapter: the first pick held against ${trial.alternatives.length} candidates timed on this signature's calls (${ms(report.first)})`
+      : `adapted on this adapter: the fastest of ${trial.alternatives.length + 1} candidates timed on this signature's calls ` +
+        `(${ms(report.chosen)}; the first pick ${trial.first.variant} ${ms(report.first)})`;
+    const choice = { variant: w.variant, params: w.params ?? null, why };
+    learnedHere.set(`${planning}|${signatureOf(key)}`, choice);
+    const out = await callPython("plan_launch", pyKernel, { ...trial.request, learned: choice }, `${key}|learned`);
+    if (!out.launch) return;
+    exec.rekey(`${key}|learned`, key);
+    await keep(key, out.launch);
+    const context = await persisted();
+    if (context) await stored.record.learn(context, signatureOf(key), choice);
+  }
+
+  /** Plans a trial's alternatives while the first pick serves the calls (all at once: their shaders compile
+   * side by side). */
+  async function planAlternatives(key, trial) {
+    await Promise.all(trial.alternatives.map(async (alt, i) => {
+      try {
+        const out = await callPython("plan_launch", pyKernel, { ...trial.request, variant: alt.variant, params: alt.params },
+          `${key}|alt${i}`);
+        if (trial.done) exec.evict(`${key}|alt${i}`);  // settled while it compiled
+        else if (out.launch) alt.launch = out.launch;
+        else trial.unplannable(alt, "no single launch");
+      } catch (err) {
+        trial.unplannable(alt, err?.message ?? String(err));
+      }
+    }));
+    if (trial.done) await settleOnce(key, trial);
+  }
+
+  function settleOnce(key, trial) {
+    trial.settled ??= settle(key, trial).catch((err) => console.warn(`webgpu-convtranspose: adaptation did not settle (${err?.message ?? err})`));
+    return trial.settled;
+  }
+
+  /** A call of a signature under trial: the candidate the trial picks, timed. */
+  async function explore(trial, call) {
+    const candidate = trial.pick();
+    const started = performance.now();
+    const out = await candidate.launch.run(call.tensors, { ...call, timing: true });
+    trial.record(candidate, out.meta.gpu_ms ?? performance.now() - started);
+    if (candidate !== trial.first) {
+      out.meta.reason = `adapting on this adapter: a candidate timed on this call (the first pick: ${trial.first.variant})`;
+    }
+    if (trial.done) await settleOnce(trial.key, trial);
+    return out;
+  }
+  const trials = [];  // every trial this kernel ran, for adaptations()
   const pending = new Map();  // signature -> the Python planning under way (concurrent first calls share it)
   const special = new Map();  // signatures that never get a launch: empty outputs, requests split into pieces
 
   async function plan(key, tensors, attributes, variant, finite, profile) {
     await python;
     if (!pending.has(key)) {
-      const job = callPython("plan_launch", pyKernel, requestMeta(tensors, attributes, variant, finite), key)
+      const request = requestMeta(tensors, attributes, variant, finite);
+      const job = callPython("plan_launch", pyKernel, { ...request, learned: learnedFor(key),
+        adapt: adapt && variant === null ? { count: ADAPT.count, within: ADAPT.within } : null }, key)
+        .then((out) => {
+          if (out.launch && out.alternatives?.length) {
+            const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch }, out.alternatives);
+            Object.assign(trial, { key, request });
+            trials.push(trial);
+            out.launch.trial = trial;
+            planAlternatives(key, trial).catch(() => {});
+          }
+          return out;
+        })
         .finally(() => pending.delete(key));
       pending.set(key, job);
     }
@@ -362,6 +450,9 @@ async function openKernel(id, options) {
         await plan(k, call.tensors, call.attributes, call.variant, finite, call.profile));
     },
     run: async (launch, call) => {
+      // explored on calls that read y back, whose timestamps ride along: a resident call that did not wait
+      // would have to (output "gpu" runs the first pick)
+      if (launch.trial && !launch.trial.done && call.output === "cpu") return explore(launch.trial, call);
       const key = launch.storedKey;
       if (key === undefined || !unverified.has(key)) return launch.run(call.tensors, call);
       try {
@@ -391,6 +482,8 @@ async function openKernel(id, options) {
   kernel.device = () => callPythonNow("device_info", pyKernel);
   /** The GPU memory the executor holds (launches, weight caches), its counters, and this kernel's weight cache. */
   kernel.memory = () => exec.memory(serial);
+  /** What adaptation did per signature this kernel planned: first pick, candidates, chosen, calls, cost. */
+  kernel.adaptations = () => trials.map((t) => ({ signature: signatureOf(t.key), ...t.report() }));
   /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
   kernel.gpuDevice = () => exec.device;
   /** A typed array or {data, shape, dtype?} copied once into a GPU buffer of this kernel's device: {buffer, shape, dtype}. */

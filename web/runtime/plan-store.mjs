@@ -5,7 +5,8 @@
 // rebuilt here, compiled, and run, with no Python. One record per package revision (the sha-256 of bundle.zip,
 // which holds the Python package, the templates and the tuning tables that decide every plan): the features and
 // limits the device was opened with, and per adapter (device.mjs adapterKey) the tuning tables' revision the
-// plans followed (`planning`) and the entries by signature, each {digest, spec}.
+// plans followed (`planning`), the entries by signature, each {digest, spec}, and what adaptation learned by
+// signature ({variant, params, why}: adapt.mjs), which Python takes as the planner's measured step.
 //
 // A record is untrusted text (store.mjs holds it by the store's rules): read whole or not at all, each part
 // checked before use (`checkedSpec`: its digest, then its shapes, sizes, grids, bindings and dtype against the
@@ -19,6 +20,7 @@ import { warnStore } from "./store.mjs";
 
 const FORMAT = 2;
 const MAX_ENTRIES = 64;  // signatures kept per adapter, the least recently planned dropped first
+const MAX_LEARNED = 256;  // adaptation's choices kept per adapter, the least recently learned dropped first
 const MAX_PASSES = 16;  // a plan has at most a few weight passes and a few main passes
 const MAX_UNIFORMS = 256;
 const MAX_SOURCE = 1 << 20;  // one pass's WGSL: tens of KB as rendered
@@ -135,7 +137,8 @@ function parseRecord(text, revision, name) {
   const adapters = Object.create(null);
   for (const [adapter, context] of Object.entries(data.adapters)) {
     if (isObject(context) && typeof context.planning === "string" && isObject(context.entries)) {
-      adapters[adapter] = { planning: context.planning, entries: Object.assign(Object.create(null), context.entries) };
+      adapters[adapter] = { planning: context.planning, entries: Object.assign(Object.create(null), context.entries),
+                            learned: Object.assign(Object.create(null), isObject(context.learned) ? context.learned : {}) };
     } else {
       warnStore(name, `stored plans for an adapter are not {planning, entries}; ignored`);
     }
@@ -195,6 +198,38 @@ export class PlanRecord {
     return null;
   }
 
+  /** What adaptation learned for a signature on this adapter, under `planning`: {variant, params, why} or null (a
+   * choice not of that shape is ignored; Python takes one only where it covers the request). */
+  learned(adapter, planning, signature) {
+    const context = this.data.adapters[adapter];
+    const choice = context?.planning === planning ? context.learned[signature] : undefined;
+    if (choice === undefined) return null;
+    const params = choice?.params;
+    if (isObject(choice) && typeof choice.variant === "string" && NAME.test(choice.variant) && typeof choice.why === "string" &&
+        (params === null || (isObject(params) && Object.values(params).every((v) => Number.isInteger(v) || typeof v === "boolean")))) {
+      return { variant: choice.variant, params, why: choice.why.slice(0, 200) };
+    }
+    warnStore(this.name, "a learned choice is not {variant, params, why}; ignored");
+    return null;
+  }
+
+  /** Keeps what adaptation chose for a signature (merged into the stored record, as `keep`). */
+  async learn({ adapter, planning, features, limitNames }, signature, choice) {
+    const put = (data) => {
+      data.device = { features, limitNames };
+      let context = data.adapters[adapter];
+      if (!context || context.planning !== planning) {
+        context = data.adapters[adapter] = { planning, entries: Object.create(null), learned: Object.create(null) };
+      }
+      delete context.learned[signature];
+      context.learned[signature] = choice;
+      const names = Object.keys(context.learned);
+      for (const name of names.slice(0, Math.max(0, names.length - MAX_LEARNED))) delete context.learned[name];
+    };
+    put(this.data);
+    await this.write(put);
+  }
+
   /** Forgets a signature's entry, here and in the store. */
   async drop(adapter, signature) {
     delete this.data.adapters[adapter]?.entries[signature];
@@ -208,7 +243,9 @@ export class PlanRecord {
     const put = (data) => {
       data.device = { features, limitNames };
       let context = data.adapters[adapter];
-      if (!context || context.planning !== planning) context = data.adapters[adapter] = { planning, entries: Object.create(null) };
+      if (!context || context.planning !== planning) {
+        context = data.adapters[adapter] = { planning, entries: Object.create(null), learned: Object.create(null) };
+      }
       delete context.entries[signature];
       context.entries[signature] = entry;
       const names = Object.keys(context.entries);
