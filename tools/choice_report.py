@@ -10,7 +10,7 @@ variant was timed). The fastest is the least median of the layer's rows. Ratios 
 candidates autotuning would time (app/autotune.py nominees) as measured in the same run.
 
 Adaptation (tools/adapt_bench.mjs, RUNS_DIR/adapt-*.jsonl): the variant a layer's trial chose within its calls
-(the first pick where the trial did not settle or had no candidates); its time is that variant's row in the
+(the first pick where the trial did not settle or had no candidates: it serves until the trial settles); its time is that variant's row in the
 `--variants all` run (its table tiles: a trial may have chosen other tiles of the same variant), so that the
 adapted and the fastest are read off one run. Also the calls the trial took and what it cost: `cost_share`, the
 timed calls above the first pick's median as a share of 50 calls of the first pick.
@@ -83,8 +83,8 @@ def rows(runs: Path) -> list[dict]:
         trial = (trial_row or {}).get("trial")
         if trial_row is None:
             adapted_variant = None
-        elif trial and trial["done"] and trial["chosen"]:
-            adapted_variant = trial["chosen"]["variant"]
+        elif trial:  # the trial's choice, else (not settled in its calls) the first pick, which serves meanwhile
+            adapted_variant = trial["chosen"]["variant"] if trial["done"] else trial["first"]["variant"]
         else:
             adapted_variant = trial_row["last"]
         same = [r for r in rs if adapted_variant and VARIANTS[r["variant"]].tuning_name ==

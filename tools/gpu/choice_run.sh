@@ -5,7 +5,8 @@
 # seconds (from the start) leave room, so that whatever finished comes back:
 #   SEED=2026 COUNT=60 TIERS="large" DEADLINE=560 bash tools/gpu/choice_run.sh
 # STEPS (default "all torch adapt"): which runs each tier gets: every covering variant forced (all), cuDNN
-# (torch), and adaptation on repeated calls through getKernel (adapt: tools/adapt_bench.mjs, CALLS calls a layer).
+# (torch), and adaptation on repeated calls through getKernel (adapt: tools/adapt_bench.mjs, CALLS calls a layer);
+# SETS (default "fresh holdout"): the never-tuned sets that get them after TIERS.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --all ]; then  # one `bench --variants all` run: NAME TIER BENCH DTYPE [CASES]
@@ -51,12 +52,16 @@ for tier in ${TIERS:-}; do  # tuned tiers first: the calibration may use them
     --out "/tmp/gpu/runs/torch-$tier.json" >"/tmp/gpu/runs/torch-$tier.txt" 2>&1
   has adapt && for d in float32 float16; do step 40 bash "$0" --adapt "$tier-$d" "$tier" bench.json "$d"; done
 done
-has all && for d in float32 float16; do
+sets=" ${SETS:-fresh holdout} "
+[[ $sets == *" fresh "* ]] || STEPS_FRESH=none
+fresh_has() { [ "${STEPS_FRESH:-}" != none ] && has "$1"; }
+fresh_has all && for d in float32 float16; do
   for i in 0 1 2; do step 60 bash "$0" --all "fresh$i-$d" fresh /tmp/gpu/runs/fresh.json "$d" "${chunks[$i]}"; done
 done
-has torch && step 90 python3 tools/gpu/torch_bench.py --tier fresh --bench /tmp/gpu/runs/fresh.json --runs 5 \
+fresh_has torch && step 90 python3 tools/gpu/torch_bench.py --tier fresh --bench /tmp/gpu/runs/fresh.json --runs 5 \
   --repeats 20 --out /tmp/gpu/runs/torch-fresh.json >/tmp/gpu/runs/torch-fresh.txt 2>&1
-has adapt && for d in float32 float16; do step 60 bash "$0" --adapt "fresh-$d" fresh /tmp/gpu/runs/fresh.json "$d"; done
+fresh_has adapt && for d in float32 float16; do step 60 bash "$0" --adapt "fresh-$d" fresh /tmp/gpu/runs/fresh.json "$d"; done
+[[ $sets == *" holdout "* ]] || STEPS=none
 has all && for d in float32 float16; do step 60 bash "$0" --all "holdout-$d" holdout bench.json "$d" "$holdout"; done
 has torch && step 40 python3 tools/gpu/torch_bench.py --tier holdout --skip istft_n4096_h1024 --runs 5 --repeats 20 \
   --out /tmp/gpu/runs/torch-holdout.json >/tmp/gpu/runs/torch-holdout.txt 2>&1

@@ -12,27 +12,32 @@
 export const ADAPT = {
   count: 3,  // alternatives timed beside the first pick
   within: 4,  // none predicted past this multiple of the first pick's time
-  samples: 3,  // timed calls per candidate (after one warm-up call each: its buffers, its weight passes)
-  abort: 1.5,  // an alternative whose first timed call is past this multiple of the first pick's median stops
-  margin: 0.05,  // an alternative replaces the first pick only when its median is this much lower
+  samples: 2,  // timed calls per alternative (after one warm-up call each: its buffers, its weight passes)
+  abort: 1.5,  // an alternative whose first timed call is past this multiple of the first pick's stops
+  margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1
   budget: 0.1,  // exploration stops once it has cost this share of FIRST_CALLS calls of the first pick
 };
 const FIRST_CALLS = 50;
+const WARMUP_ABORT = 4;  // a warm-up (weight passes included) past abort x this x the first pick's call stops
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : Infinity;
 };
 
+// Each timed call of an alternative follows a call of the first pick, and is read as the ratio of the two: a GPU
+// between calls changes its clocks (timed between host round trips, an H100 ran one layer 5x slower per call than
+// back to back), and a ratio of neighbours holds where either time alone drifts.
 export class Trial {
   /** first: {variant, params, launch} (the planner's pick, its launch run by the first call); alternatives:
    * [{variant, params, predicted_ms}] (their launches are planned later: `launch` null until then). */
   constructor(first, alternatives) {
-    this.first = { ...first, warm: true, times: [], first: true };
-    this.alternatives = alternatives.map((a) => ({ ...a, launch: null, warm: false, times: [], stopped: null }));
+    this.first = { ...first, warm: true, times: [] };
+    this.alternatives = alternatives.map((a) => ({ ...a, launch: null, warm: false, times: [], ratios: [], stopped: null }));
     this.calls = 1;  // the planning call ran the first pick
-    this.costMs = 0;  // timed calls of candidates, above the first pick's median
-    this.warmupMs = 0;  // the candidates' first calls, whole
+    this.reference = null;  // the first pick's time on the call before, for the next alternative's ratio
+    this.costMs = 0;  // timed calls of alternatives, above the first pick's call before each
+    this.warmupMs = 0;  // the alternatives' first calls, whole
     this.winner = null;  // set when the trial is over: a candidate (the first pick when none beat it)
   }
 
@@ -40,65 +45,75 @@ export class Trial {
 
   /** The alternative being explored (its launch planned or not), or null when none is left. */
   current() {
-    return this.alternatives.find((a) => !a.stopped && a.times.length < ADAPT.samples) ?? null;
+    return this.alternatives.find((a) => !a.stopped && a.ratios.length < ADAPT.samples) ?? null;
   }
 
-  /** The candidate the next call runs: the first pick until it has its samples, then the alternative under
-   * exploration once its launch is ready (the first pick meanwhile). */
+  /** The candidate the next call runs: the alternative under exploration once its launch is ready (its warm-up,
+   * then each timed call after one of the first pick), else the first pick. */
   pick() {
-    if (this.first.times.length < ADAPT.samples) return this.first;
     const alt = this.current();
-    return alt?.launch ? alt : this.first;
+    if (!alt?.launch) return this.first;
+    return !alt.warm || this.reference !== null ? alt : this.first;
   }
 
   /** A call of `candidate` took `ms` (GPU time, else wall time). */
   record(candidate, ms) {
     this.calls += 1;
-    const base = median(this.first.times);
-    if (candidate !== this.first) {
-      if (!candidate.warm) {
-        // its first call made its buffers and ran its weight passes, as the first pick's first call did: a
-        // one-time cost, reported apart (warmupMs), not a time of the candidate
-        candidate.warm = true;
-        this.warmupMs += ms;
-      } else {
-        if (Number.isFinite(base)) this.costMs += Math.max(0, ms - base);
-        candidate.times.push(ms);
-        if (candidate.times.length === 1 && ms > ADAPT.abort * base) candidate.stopped = "slower at once";
-      }
-    } else {
+    if (candidate === this.first) {
       this.first.times.push(ms);
+      this.reference = ms;
+      return;
     }
-    if (this.costMs > ADAPT.budget * FIRST_CALLS * base) {
-      for (const a of this.alternatives) if (!a.stopped && a.times.length < ADAPT.samples) a.stopped = "out of budget";
+    if (!candidate.warm) {
+      // its first call made its buffers and ran its weight passes, as the first pick's first call did: a one-time
+      // cost, reported apart (warmupMs), not a time of the candidate; far past the first pick even so, it stops
+      candidate.warm = true;
+      this.warmupMs += ms;
+      const last = this.first.times.at(-1);
+      if (last !== undefined && ms > WARMUP_ABORT * ADAPT.abort * last) this.stop(candidate, "slower at its warm-up");
+      return;
     }
-    if (this.first.times.length >= ADAPT.samples && this.current() === null) this.decide();
+    const base = this.reference;
+    this.reference = null;
+    this.costMs += Math.max(0, ms - base);
+    candidate.times.push(ms);
+    candidate.ratios.push(ms / base);
+    if (candidate.ratios.length === 1 && ms > ADAPT.abort * base) candidate.stopped = "slower at once";
+    if (this.costMs > ADAPT.budget * FIRST_CALLS * median(this.first.times)) {
+      for (const a of this.alternatives) if (!a.stopped && a.ratios.length < ADAPT.samples) a.stopped = "out of budget";
+    }
+    if (this.current() === null) this.decide();
   }
 
   /** An alternative whose launch could not be planned is not explored. */
   unplannable(candidate, why) {
-    candidate.stopped = `not planned (${why})`;
-    if (this.first.times.length >= ADAPT.samples && this.current() === null) this.decide();
+    this.stop(candidate, `not planned (${why})`);
+  }
+
+  stop(candidate, why) {
+    candidate.stopped = why;
+    if (this.current() === null) this.decide();
   }
 
   decide() {
-    const firstMs = median(this.first.times);
-    let best = this.first, bestMs = firstMs;
+    let best = this.first, bestRatio = 1;
     for (const a of this.alternatives) {
-      const ms = a.times.length >= ADAPT.samples ? median(a.times) : Infinity;
-      if (ms < bestMs) { best = a; bestMs = ms; }
+      const ratio = a.ratios.length >= ADAPT.samples ? median(a.ratios) : Infinity;
+      if (ratio < bestRatio) { best = a; bestRatio = ratio; }
     }
-    this.winner = bestMs < firstMs * (1 - ADAPT.margin) ? best : this.first;
+    this.winner = bestRatio < 1 - ADAPT.margin ? best : this.first;
   }
 
   /** What the trial did, for `kernel.adaptations()` and the bench. */
   report() {
-    const row = (c) => ({ variant: c.variant, params: c.params ?? null, ms: Number.isFinite(median(c.times)) ? median(c.times) : null,
-                          samples: c.times.length, ...(c.stopped ? { stopped: c.stopped } : {}),
+    const ms = (c) => Number.isFinite(median(c.times)) ? median(c.times) : null;
+    const row = (c) => ({ variant: c.variant, params: c.params ?? null, ms: ms(c), samples: c.times.length,
+                          ...(c.ratios ? { ratio: Number.isFinite(median(c.ratios)) ? median(c.ratios) : null } : {}),
+                          ...(c.stopped ? { stopped: c.stopped } : {}),
                           ...(c.predicted_ms !== undefined ? { predicted_ms: c.predicted_ms } : {}) });
-    const firstMs = median(this.first.times);
+    const firstMs = ms(this.first);
     return { first: row(this.first), candidates: this.alternatives.map(row), calls: this.calls, done: this.done,
              chosen: this.winner ? row(this.winner) : null, cost_ms: this.costMs, warmup_ms: this.warmupMs,
-             cost_share: Number.isFinite(firstMs) ? this.costMs / (FIRST_CALLS * firstMs) : null };
+             cost_share: firstMs ? this.costMs / (FIRST_CALLS * firstMs) : null };
   }
 }
