@@ -107,9 +107,9 @@ console.log(JSON.stringify({ n, keys: Object.keys(JSON.parse((await import("node
 
 
 def test_past_the_byte_bound_old_keys_are_pruned_and_the_new_one_kept(tmp_path):
-    path = tmp_path / "adapters.json"
-    out = node("""const s = await fileStore(args[0], { kind: "adapters" });
-const big = "z".repeat(KINDS.adapters.maxBytes / 4);
+    path = tmp_path / "autotune.json"
+    out = node("""const s = await fileStore(args[0], { kind: "autotune" });
+const big = "z".repeat(KINDS.autotune.maxBytes / 4);
 for (let i = 0; i < 4; i++) await s.set(`a${i}`, big);
 console.log(JSON.stringify(Object.keys(JSON.parse((await import("node:fs")).readFileSync(args[0], "utf8")))));""", path)
     assert out.returncode == 0, out.stderr

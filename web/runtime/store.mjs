@@ -1,5 +1,5 @@
-// The one store of what the package remembers between calls and visits: plans (plan-store.mjs), autotune
-// choices (app/autotune.py), and whatever else is learned about an adapter. Every kind of record lives under
+// The one store of what the package remembers between calls and visits: plans and what adaptation learned on an
+// adapter (plan-store.mjs), autotune choices (app/autotune.py). Every kind of record lives under
 // one set of rules, whichever backend holds it:
 // - a store holds text by key; what a text means is checked by its reader, never trusted (plan-store.mjs,
 //   app/store_entries.py);
@@ -16,11 +16,10 @@ const LOCK_WAIT_MS = 5000;  // how long a writer waits for another's lock
 const LOCK_STALE_MS = 30000;  // a lock this old was left by a writer that died mid-write
 
 /** Bounds per kind of record: plans are one record per package revision (a few old ones kept for a rollback),
- * autotune choices one per signature, adapters one per adapter. */
+ * autotune choices one per signature. */
 export const KINDS = {
   plans: { maxBytes: 32 * 1024 * 1024, maxKeys: 4 },
   autotune: { maxBytes: 16 * 1024 * 1024, maxKeys: 4096 },
-  adapters: { maxBytes: 4 * 1024 * 1024, maxKeys: 64 },
 };
 
 export function warnStore(name, message) {
@@ -280,7 +279,7 @@ export function guardedStore(store, label = "the caller's store") {
 
 const shared = new Map();
 /** The default store of a kind on this host (one per page or process): IndexedDB in a browser; in Node a JSON
- * file, $CONVTRANSPOSE_PLANS / $CONVTRANSPOSE_AUTOTUNE / $CONVTRANSPOSE_ADAPTERS or
+ * file, $CONVTRANSPOSE_PLANS / $CONVTRANSPOSE_AUTOTUNE or
  * ~/.cache/webgpu-convtranspose/<kind>.json; memory elsewhere. */
 export async function defaultStore(kind) {
   if (!(kind in KINDS)) throw new Error(`no store kind ${kind}`);
