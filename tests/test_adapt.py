@@ -46,22 +46,22 @@ def run_trial(alternatives: list[str], times: list[tuple[str, float]]) -> dict:
 
 def test_a_faster_alternative_wins_after_its_warm_up_and_paired_samples():
     """Each timed call of an alternative follows one of the first pick and counts as their ratio."""
-    got = run_trial(["fast"], [("fast", 50), ("first", 10), ("fast", 6), ("first", 12), ("fast", 6)])
+    got = run_trial(["fast"], [("first", 10), ("fast", 50), ("first", 10), ("fast", 6), ("first", 12), ("fast", 6)])
     r = got["report"]
     assert r["done"] and r["chosen"]["variant"] == "fast" and r["chosen"]["ratio"] == pytest.approx(0.55)
-    assert r["warmup_ms"] == 50 and r["cost_ms"] == 0 and r["calls"] == 6  # the planning call, then 5
+    assert r["warmup_ms"] == 50 and r["cost_ms"] == 0 and r["calls"] == 7  # the planning call, then 6
     assert r["candidates"][0]["samples"] == got["samples"]
 
 
 def test_clock_drift_between_calls_does_not_decide_a_trial():
     """The first pick measured slow early (low clocks) and an alternative as slow later: their ratio, 1, holds."""
-    got = run_trial(["same"], [("same", 5), ("first", 20), ("same", 20), ("first", 4), ("same", 4)])
+    got = run_trial(["same"], [("first", 20), ("same", 5), ("first", 20), ("same", 20), ("first", 4), ("same", 4)])
     assert got["report"]["chosen"]["variant"] == "first"
 
 
 def test_an_alternative_slower_at_once_stops_and_the_first_pick_holds_within_the_margin():
     got = run_trial(["slow", "close", "huge"], [
-        ("slow", 30), ("first", 10), ("slow", 16),
+        ("first", 10), ("slow", 30), ("first", 10), ("slow", 16),
         ("close", 30), ("first", 10), ("close", 9.8), ("first", 10), ("close", 9.7),
         ("huge", 500)])
     r = got["report"]
@@ -74,14 +74,19 @@ def test_an_alternative_slower_at_once_stops_and_the_first_pick_holds_within_the
 
 def test_exploration_stops_once_it_has_cost_its_budget():
     """Budget: 10% of 50 calls of the first pick (1 ms here: 5 ms)."""
-    times = []
+    times = [("first", 1)]
     for name in ("a", "b", "c"):
         times += [(name, 1), ("first", 1), (name, 1.45), ("first", 1), (name, 1.45)]
     r = run_trial(["a", "b", "c"], times)["report"]
     assert r["done"] and r["chosen"]["variant"] == "first" and r["cost_ms"] == pytest.approx(0.45 * 6)
     assert not any(c.get("stopped") for c in r["candidates"])
-    r = run_trial(["a", "b"], [("a", 1), ("first", 1), ("a", 1.49), ("first", 1), ("a", 6)])["report"]
+    r = run_trial(["a", "b"], [("first", 1), ("a", 1), ("first", 1), ("a", 1.49), ("first", 1), ("a", 6)])["report"]
     assert r["done"] and r["candidates"][1]["stopped"] == "out of budget" and r["cost_ms"] > 5
+    # a warm-up that alone would pass what is left of the budget stops its candidate before any timed call
+    r = run_trial(["a", "b"], [("first", 1), ("a", 1), ("first", 1), ("a", 1.45), ("first", 1), ("a", 1.45),
+                               ("b", 5.5)])["report"]
+    assert r["candidates"][1]["stopped"] == "out of budget" and r["candidates"][1]["samples"] == 0 and r["done"]
+    assert r["cost_ms"] == pytest.approx(0.9)
 
 
 @pytest.fixture(scope="module")

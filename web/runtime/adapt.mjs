@@ -48,11 +48,11 @@ export class Trial {
     return this.alternatives.find((a) => !a.stopped && a.ratios.length < ADAPT.samples) ?? null;
   }
 
-  /** The candidate the next call runs: the alternative under exploration once its launch is ready (its warm-up,
-   * then each timed call after one of the first pick), else the first pick. */
+  /** The candidate the next call runs: the alternative under exploration once its launch is ready and the first
+   * pick has a time (its warm-up, then each timed call after one of the first pick), else the first pick. */
   pick() {
     const alt = this.current();
-    if (!alt?.launch) return this.first;
+    if (!alt?.launch || !this.first.times.length) return this.first;
     return !alt.warm || this.reference !== null ? alt : this.first;
   }
 
@@ -69,8 +69,12 @@ export class Trial {
       // cost, reported apart (warmupMs), not a time of the candidate; far past the first pick even so, it stops
       candidate.warm = true;
       this.warmupMs += ms;
+      this.reference = null;  // its timed calls follow a call of the first pick made after it
       const last = this.first.times.at(-1);
-      if (last !== undefined && ms > WARMUP_ABORT * ADAPT.abort * last) this.stop(candidate, "slower at its warm-up");
+      if (ms > WARMUP_ABORT * ADAPT.abort * last) this.stop(candidate, "slower at its warm-up");
+      // its warm-up bounds what a timed call of it would cost from above (weight passes included): one that
+      // would pass the budget is not made
+      else if (this.costMs + ms - last > this.budgetMs()) this.stop(candidate, "out of budget");
       return;
     }
     const base = this.reference;
@@ -79,10 +83,14 @@ export class Trial {
     candidate.times.push(ms);
     candidate.ratios.push(ms / base);
     if (candidate.ratios.length === 1 && ms > ADAPT.abort * base) candidate.stopped = "slower at once";
-    if (this.costMs > ADAPT.budget * FIRST_CALLS * median(this.first.times)) {
+    if (this.costMs > this.budgetMs()) {
       for (const a of this.alternatives) if (!a.stopped && a.ratios.length < ADAPT.samples) a.stopped = "out of budget";
     }
     if (this.current() === null) this.decide();
+  }
+
+  budgetMs() {
+    return ADAPT.budget * FIRST_CALLS * median(this.first.times);
   }
 
   /** An alternative whose launch could not be planned is not explored. */
