@@ -1,30 +1,35 @@
-"""The npm package under the bundlers web developers use, each app built from the packed tarball by docs/npm.md's steps
-for its bundler and nothing else (no configuration file, no plugin): Vite's dev server and `vite build`, webpack 5 and
-esbuild. Each app's page runs a 1D, a 2D and a 3D call in headless Chromium, checked against the float64 reference.
-One tarball and one `npm install` serve every app (each app's node_modules links to it). And a location that cannot be
-the assets folder fails at once with a KernelError naming the URL and the `assets` option."""
+"""The npm package under the bundlers web developers use, each recipe of docs/npm.md run as written: every ```sh block
+of its section, whole, in a new folder holding only the packed tarball and docs/npm.md's app.js and index.html, from
+`npm init -y`, the bundler installed from the npm registry as the recipe says. Vite's build and dev server (`npx vite`,
+at the URL it prints), webpack 5 and esbuild: each page shows the float64 reference's y in headless Chromium. Then in the
+same folder the recipe's own bundle command builds the test's app, whose page runs a 1D, a 2D and a 3D call, checked.
+And a location that cannot be the assets folder fails at once with a KernelError naming the URL and the `assets`
+option."""
 import functools
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import threading
+import time
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from app.host.export import PACKAGE_NAME, package_version
-from tests.local_http import free_port, wait_until_served
-from tests.test_npm_package import QuietHandler, check, requests, run, tarball  # noqa: F401 (tarball: a fixture)
+from tests.test_npm_package import (QuietHandler, check, check_doc_page, doc_files, npm_env, readme_app,  # noqa: F401
+                                    requests, run, run_block, tarball)  # readme_app, tarball: fixtures
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "node_modules" / ".bin"
 DOCS = ROOT / "docs" / "npm.md"
 pytestmark = pytest.mark.browser
 
-# The app's page code: the package's import, three calls, and what a failed getKernel says.
+# The test's app: the package's import, three calls, and what a failed getKernel says.
 APP_JS = """
 import { getKernel, KernelError, bootPhases } from "webgpu-convtranspose";
 
@@ -51,41 +56,47 @@ window.tryAssets = async (assets) => {
 PAGE = '<!doctype html><meta charset="utf-8"><title>{name}</title><script {kind} src="{src}"></script>\n'
 
 
-def doc_lines(heading: str) -> list[str]:
-    """The lines of the ```sh block under docs/npm.md's `### {heading}` section."""
-    section = re.search(rf"^### {re.escape(heading)}.*?```sh\n(.*?)```", DOCS.read_text(), re.S | re.M)
-    assert section, f"docs/npm.md has no ### {heading} section with a sh block"
-    return [line.strip() for line in section.group(1).splitlines() if line.strip()]
+def doc_blocks(heading: str) -> list[str]:
+    """The ```sh blocks of docs/npm.md's `### {heading}` section, in order."""
+    section = re.search(rf"^### {re.escape(heading)}.*?(?=^##)", DOCS.read_text(), re.S | re.M)
+    assert section, f"docs/npm.md has no ### {heading} section"
+    blocks = re.findall(r"```sh\n(.*?)```", section.group(0), re.S)
+    assert blocks, f"docs/npm.md's {heading} section has no sh block"
+    return blocks
 
 
-def doc_steps(heading: str) -> list[list[str]]:
-    return [shlex.split(line) for line in doc_lines(heading)]
+def doc_line(heading: str, starts: str) -> str:
+    return next(line.strip() for block in doc_blocks(heading) for line in block.splitlines()
+                if line.strip().startswith(starts))
 
 
-def shell(heading: str, index: int) -> list[str]:
-    """A copy step, run by the shell as written."""
-    line = doc_lines(heading)[index]
-    assert line.split("&&")[-1].split()[:2] == ["cp", "-r"], line
-    return ["bash", "-c", line]
+def recipe(heading: str, tarball: Path, parent: Path) -> Path:  # noqa: F811
+    """A new folder with the tarball and docs/npm.md's two files, then the section's first block, as written."""
+    app = parent / heading.lower()
+    app.mkdir()
+    shutil.copyfile(tarball, app / tarball.name)
+    for name, text in doc_files().items():
+        (app / name).write_text(text)
+    block = doc_blocks(heading)[0]
+    assert block.splitlines()[0] == "npm init -y", block  # from a fresh package.json, as a new app has
+    assert f"npm install ./{PACKAGE_NAME}-{package_version()}.tgz " in block, block  # the bundler beside the package
+    run_block(block, app, npm_env())
+    return app
 
 
-def tool(argv: list[str]) -> list[str]:
-    """`npx NAME ...` as the app would run it: NAME from this repository's node_modules (pinned in package-lock.json)."""
-    assert argv[0] == "npx", argv
-    return [str(BIN / argv[1]), *argv[2:]]
+def rebuild_with_the_test_app(app: Path, command: str) -> None:
+    """The test's app in place of docs/npm.md's app.js, bundled by the recipe's own command."""
+    (app / "app.js").write_text(APP_JS)
+    run_block(command, app, npm_env())
 
 
 @pytest.fixture(scope="module")
 def installed(tarball, tmp_path_factory) -> Path:  # noqa: F811
-    """One `npm install` of the tarball (docs' first step, offline: it has no dependencies to fetch)."""
-    steps = doc_steps("esbuild")
-    assert steps[0] == ["npm", "install", f"./{PACKAGE_NAME}-{package_version()}.tgz"]
-    for heading in ("Vite", "webpack"):
-        assert doc_steps(heading)[0] == steps[0]
+    """One offline `npm install` of the tarball, for the apps bundled with this repository's esbuild."""
     folder = tmp_path_factory.mktemp("install")
     (folder / "package.json").write_text(json.dumps({"name": "apps", "private": True, "type": "module"}))
     shutil.copyfile(tarball, folder / tarball.name)
-    run([*steps[0][:2], "--offline", "--no-audit", "--no-fund", steps[0][2]], folder)
+    run(["npm", "install", "--offline", "--no-audit", "--no-fund", f"./{tarball.name}"], folder)
     return folder / "node_modules"
 
 
@@ -129,14 +140,12 @@ def run_page(page, url: str, seed: int) -> list[dict]:
         return app.evaluate("window.phases()")
 
 
-def test_esbuild_app(installed, tmp_path, page):
-    steps = doc_steps("esbuild")
-    app = new_app(tmp_path, "esbuild-app", installed, {"app.js": APP_JS})
-    run(tool(steps[1]), app)
-    (app / "dist" / "index.html").write_text(PAGE.format(name="esbuild", kind='type="module"', src="app.js"))
-    run(shell("esbuild", 2), app)
+def test_esbuild_recipe(tarball, tmp_path, page):  # noqa: F811
+    app = recipe("esbuild", tarball, tmp_path)
     server, url = serve(app / "dist")
     try:
+        check_doc_page(page, f"{url}index.html")
+        rebuild_with_the_test_app(app, doc_line("esbuild", "npx esbuild "))
         phases = run_page(page, f"{url}index.html", seed=41)
     finally:
         server.shutdown()
@@ -144,37 +153,50 @@ def test_esbuild_app(installed, tmp_path, page):
     assert names[0] == "fetch bundle.zip" and {"import pyodide.mjs", "start Python", "import the package"} <= set(names)
 
 
-def test_webpack_app(installed, tmp_path, page):
-    steps = doc_steps("webpack")
-    app = new_app(tmp_path, "webpack-app", installed, {"src/index.js": APP_JS})
-    run(tool(steps[1]), app)
-    assert (app / "dist" / "main.js").is_file()
-    (app / "dist" / "index.html").write_text(PAGE.format(name="webpack", kind="defer", src="main.js"))
-    run(shell("webpack", 2), app)
+def test_webpack_recipe(tarball, tmp_path, page):  # noqa: F811
+    app = recipe("webpack", tarball, tmp_path)
+    assert json.loads((app / "package.json").read_text())["type"] == "module"
     server, url = serve(app / "dist")
     try:
+        check_doc_page(page, f"{url}index.html")
+        rebuild_with_the_test_app(app, doc_line("webpack", "npx webpack "))
         run_page(page, f"{url}index.html", seed=42)
     finally:
         server.shutdown()
 
 
-def test_vite_dev_server_and_build(installed, tmp_path, page):
-    dev, build = doc_steps("Vite")[2:]
-    app = new_app(tmp_path, "vite-app", installed, {
-        "main.js": APP_JS, "index.html": PAGE.format(name="vite", kind='type="module"', src="/main.js")})
-    run(shell("Vite", 1), app)
-    port = free_port()
-    server = subprocess.Popen([*tool(dev), "--port", str(port), "--strictPort", "--host", "127.0.0.1"], cwd=app,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        wait_until_served(url, attempts=300, pause=0.2, timeout=2)
-        run_page(page, url, seed=43)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-    run(tool(build), app)
+def dev_server_url(server: subprocess.Popen, lines: list, timeout: float = 120) -> str:
+    """The URL `npx vite` prints (Local: http://localhost:PORT/), its colours stripped."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in list(lines):
+            found = re.search(r"Local:\s+(http://\S+/)", re.sub(r"\x1b\[[0-9;]*m", "", line))
+            if found:
+                return found[1]
+        assert server.poll() is None, "".join(lines)
+        time.sleep(0.2)
+    raise AssertionError(f"npx vite printed no URL in {timeout} s: {''.join(lines)}")
+
+
+def test_vite_recipe_build_and_dev_server(tarball, tmp_path, page):  # noqa: F811
+    app = recipe("Vite", tarball, tmp_path)
     assert (app / "dist" / PACKAGE_NAME / "bundle.zip").is_file()  # public/ copied into the build
+    static, url = serve(app / "dist")
+    try:
+        check_doc_page(page, url)
+    finally:
+        static.shutdown()
+    (dev,) = [line.strip() for line in doc_blocks("Vite")[1].splitlines() if line.strip()]
+    lines: list[str] = []
+    server = subprocess.Popen(shlex.split(dev), cwd=app, env=npm_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    threading.Thread(target=lambda: [lines.append(line) for line in server.stdout], daemon=True).start()
+    try:
+        check_doc_page(page, dev_server_url(server, lines))
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)  # npx and the vite it started: a group of their own
+        server.wait(timeout=20)
+    rebuild_with_the_test_app(app, doc_line("Vite", "npx vite build"))
     static, url = serve(app / "dist")
     try:
         run_page(page, url, seed=44)
@@ -186,7 +208,7 @@ def test_a_location_that_cannot_be_the_assets_folder_fails_at_once(installed, tm
     """In an esbuild app whose package folder is missing (the early start from the default fails, quietly),
     each bad `assets` gives a KernelError naming the URL and the option, within seconds."""
     app = new_app(tmp_path, "bad-assets", installed, {"app.js": APP_JS})
-    run(tool(doc_steps("esbuild")[1]), app)
+    run([BIN / "esbuild", *shlex.split(doc_line("esbuild", "npx esbuild "))[2:]], app)
     (app / "dist" / "index.html").write_text(PAGE.format(name="bad", kind='type="module"', src="app.js"))
     (app / "dist" / "not-a-zip" / "pyodide").mkdir(parents=True)
     shutil.copytree(installed / PACKAGE_NAME / "pyodide", app / "dist" / "not-a-zip" / "pyodide", dirs_exist_ok=True)

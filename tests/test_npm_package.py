@@ -1,9 +1,12 @@
-"""The npm package (`python -m app export DIR` is one): packed with `npm pack`, then used as a web developer would,
-offline, with nothing written beyond what README.md's "Use it in your web app" says:
+"""The npm package (`python -m app export DIR` is one): packed with `npm pack`, then used as a web developer would:
 
-- a browser app `npm install`s the tarball, is bundled by esbuild with the package's assets copied beside the
-  bundle, is served by a plain static server and runs 1D, 2D and 3D calls (GPU-resident ones too) in headless
-  Chromium and Firefox, checked against the float64 reference; the same app with its assets elsewhere
+- README.md's "Use it in your web app" block runs as written, whole, in a scratch folder (export, a new app from
+  `npm init -y`, pack, install with esbuild, bundle, copy) with docs/npm.md's app.js and index.html, and the page it
+  builds shows the right y in headless Chromium; the tarball it packs is the one every test here uses, and its size
+  and file count are the figures README.md and docs/npm.md state;
+- apps of the test's own `npm install` that tarball (offline), are bundled by esbuild with the package's assets copied
+  beside the bundle, are served by a plain static server and run 1D, 2D and 3D calls (GPU-resident ones too) in
+  headless Chromium and Firefox, checked against the float64 reference; the same app with its assets elsewhere
   (getKernel's `assets` option) loads them from there and nowhere else;
 - a Node script with npm `webgpu` providing navigator.gpu imports getKernel with no other setup;
 - TypeScript type-checks an app against the package's declarations with `tsc --strict`, and refuses wrong calls.
@@ -11,10 +14,12 @@ offline, with nothing written beyond what README.md's "Use it in your web app" s
 import functools
 import hashlib
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tarfile
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -31,6 +36,7 @@ from app.reference import conv_transpose_reference
 ROOT = Path(__file__).resolve().parent.parent
 BIN = ROOT / "node_modules" / ".bin"
 README = ROOT / "README.md"
+NPM_DOC = ROOT / "docs" / "npm.md"
 MAX_TARBALL = 25_000_000  # bytes: the issue's 25 MB
 KERNEL_ID = "webgpu-kernels/ai.onnx.ConvTranspose"
 REQUESTS = [  # x shape, w shape, bias length, attributes: 2D, 1D grouped, 3D
@@ -46,33 +52,84 @@ def run(command: list, cwd: Path, **kwargs) -> subprocess.CompletedProcess:
     return done
 
 
+def readme_block() -> str:
+    """README.md's "Use it in your web app" block, as a user copies it."""
+    blocks = [b for b in re.findall(r"```sh\n(.*?)```", README.read_text(), re.S) if "npm pack" in b]
+    assert len(blocks) == 1, blocks
+    return blocks[0]
+
+
 def readme_steps() -> dict:
-    """README.md's commands, "Use it in your web app": export, pack, then the app's install, bundle and copy."""
-    block = next(b for b in re.findall(r"```sh\n(.*?)```", README.read_text(), re.S) if "npm pack ./DIR" in b)
-    lines = [line.strip() for line in block.splitlines() if line.strip()]
-    assert lines[:2] == ["python -m app export DIR", "npm pack ./DIR"] and len(lines) == 5, lines
-    install, bundle, copy = lines[2:]
-    assert install == f"npm install ./{PACKAGE_NAME}-{package_version()}.tgz", install  # the tarball npm pack makes
-    assert bundle.startswith("npx esbuild ") and copy.startswith("cp "), lines
+    """The block's app steps: the tarball's install, the bundle and the copy."""
+    lines = [line.strip() for line in readme_block().splitlines() if line.strip() and not line.startswith("#")]
+    install = next(line for line in lines if line.startswith("npm install "))
+    assert shlex.split(install)[2] == f"./{PACKAGE_NAME}-{package_version()}.tgz", install  # the tarball npm pack makes
+    bundle = next(line for line in lines if line.startswith("npx esbuild "))
+    copy = lines[-1]
+    assert copy.startswith("cp ") and lines.index(bundle) == len(lines) - 2, lines
     return {"install": shlex.split(install), "bundle": shlex.split(bundle), "copy": copy}
 
 
+def doc_files() -> dict:
+    """docs/npm.md's app file and page, named by their first line, as every recipe there and the README use them."""
+    text = NPM_DOC.read_text()
+    app = re.search(r"```js\n(// app\.js\n.*?)```", text, re.S)
+    page = re.search(r"```html\n(<!-- index\.html -->\n.*?)```", text, re.S)
+    assert app and page, "docs/npm.md shows no app.js or index.html"
+    return {"app.js": app.group(1), "index.html": page.group(1)}
+
+
+def npm_env(extra_path: Path | None = None) -> dict:
+    """The environment of a user's shell, less npm's audit and funding notes."""
+    env = {**os.environ, "npm_config_audit": "false", "npm_config_fund": "false", "npm_config_update_notifier": "false"}
+    if extra_path:
+        env["PATH"] = f"{extra_path}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def run_block(block: str, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    """A docs block as a shell script: every line must succeed, in order (a `cd` carries to the next line)."""
+    return run(["bash", "-e", "-c", block], cwd, env=env)
+
+
 @pytest.fixture(scope="module")
-def tarball(tmp_path_factory) -> Path:
-    work = tmp_path_factory.mktemp("npm")
-    export(work / "DIR")
-    run(["npm", "pack", "./DIR"], work)  # README.md's `npm pack ./DIR`
-    return work / f"{PACKAGE_NAME}-{package_version()}.tgz"
+def readme_app(tmp_path_factory) -> Path:
+    """README.md's block, whole and as written, from a folder standing for the checkout (`python -m app` is this
+    checkout's, through PYTHONPATH; `python` is the test's interpreter) beside which it makes ../kernel and
+    ../my-app, the app holding docs/npm.md's two files. Returns my-app."""
+    scratch = tmp_path_factory.mktemp("readme")
+    (scratch / "bin").mkdir()
+    (scratch / "bin" / "python").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (scratch / "bin" / "python").chmod(0o755)
+    (scratch / "checkout").mkdir()
+    for name, text in doc_files().items():  # written before the block runs; its `mkdir -p my-app` keeps them
+        (scratch / "my-app" / name).parent.mkdir(parents=True, exist_ok=True)
+        (scratch / "my-app" / name).write_text(text)
+    env = npm_env(scratch / "bin")
+    env["PYTHONPATH"] = str(ROOT)
+    run_block(readme_block(), scratch / "checkout", env)
+    app = scratch / "my-app"
+    assert json.loads((app / "package.json").read_text())["dependencies"][PACKAGE_NAME].startswith("file:")
+    assert {p.name for p in (app / "dist").iterdir()} >= {"index.html", "app.js", PACKAGE_NAME}
+    return app
+
+
+@pytest.fixture(scope="module")
+def tarball(readme_app) -> Path:
+    """The tarball README.md's `npm pack` wrote into the app's folder."""
+    path = readme_app / f"{PACKAGE_NAME}-{package_version()}.tgz"
+    assert path.is_file(), sorted(p.name for p in readme_app.iterdir())
+    return path
 
 
 def scratch_app(folder: Path, tarball: Path) -> Path:
-    """A new app folder with the tarball installed by README.md's command (offline here: the file has no
-    dependencies to fetch)."""
+    """A new app folder with the tarball installed by README.md's command, less its bundler (offline here: the file
+    has no dependencies to fetch; the tests bundle with this repository's esbuild)."""
     folder.mkdir(parents=True)
     (folder / "package.json").write_text(json.dumps({"name": "scratch-app", "private": True, "type": "module"}))
     shutil.copyfile(tarball, folder / tarball.name)
-    npm, install, *rest = readme_steps()["install"]
-    run([npm, install, "--offline", "--no-audit", "--no-fund", *rest], folder)
+    npm, install, package = readme_steps()["install"][:3]
+    run([npm, install, "--offline", "--no-audit", "--no-fund", package], folder)
     return folder
 
 
@@ -190,6 +247,77 @@ window.refusal = async () => {
 INDEX_HTML = '<!doctype html><meta charset="utf-8"><title>scratch app</title><script type="module" src="app.js"></script>\n'
 
 
+def measured(tarball: Path) -> dict:
+    """The tarball's size, its files' size unpacked, and its file count (npm pack's "total files")."""
+    with tarfile.open(tarball) as tar:
+        files = [m for m in tar.getmembers() if m.isfile()]
+    return {"size": tarball.stat().st_size, "unpacked": sum(m.size for m in files), "files": len(files)}
+
+
+def test_the_docs_state_the_tarball_s_measured_size_and_file_count(tarball):
+    """README.md and docs/npm.md give the figures of the tarball README.md's block packs: MB to 0.1 MB, files exactly."""
+    got = measured(tarball)
+    print(f"\n{tarball.name}: {got['size']:,} bytes, {got['unpacked']:,} unpacked, {got['files']} files")
+    npm_doc = re.search(r"The tarball is ([\d.]+) MB [^,]*, ([\d.]+) MB unpacked, (\d+) files", NPM_DOC.read_text())
+    readme = re.search(r"\(([\d.]+) MB tarball, (\d+) files", README.read_text())
+    assert npm_doc and readme, "the figures' sentences changed: update the patterns with them"
+    stated = {"docs/npm.md": (float(npm_doc[1]), float(npm_doc[2]), int(npm_doc[3])),
+              "README.md": (float(readme[1]), None, int(readme[2]))}
+    for doc, (size, unpacked, files) in stated.items():
+        assert abs(size * 1e6 - got["size"]) <= 0.1e6, (doc, size, got)
+        assert unpacked is None or abs(unpacked * 1e6 - got["unpacked"]) <= 0.1e6, (doc, unpacked, got)
+        assert files == got["files"], (doc, files, got)
+
+
+def doc_request() -> tuple:
+    """docs/npm.md's app's x, w and strides, read from its app.js."""
+    app = doc_files()["app.js"]
+    (x, x_shape), (w, w_shape) = re.findall(r"Float32Array\((\[[^]]*\])\), shape: (\[[^]]*\])", app)
+    strides = json.loads(re.search(r"strides: (\[[^]]*\])", app)[1])
+    x = np.array(json.loads(x), np.float32).reshape(json.loads(x_shape))
+    w = np.array(json.loads(w), np.float32).reshape(json.loads(w_shape))
+    return x, w, strides
+
+
+def check_doc_page(page, url: str) -> None:
+    """docs/npm.md's page at url, in a fresh context (empty cache), shows the float64 reference's y."""
+    from app.host.browser import BOOT_TIMEOUT_MS
+
+    context = page.context.browser.new_context()
+    with context:
+        tab = context.new_page()
+        errors = []
+        tab.on("pageerror", lambda e: errors.append(str(e)))
+        tab.goto(url)
+        tab.wait_for_function("document.getElementById('out').textContent !== 'running'", timeout=BOOT_TIMEOUT_MS)
+        text = tab.inner_text("#out").strip()
+    assert not errors, errors
+    shown = re.fullmatch(r"y (\[[\d,]+\]): ([-\d.e ]+)", text)
+    assert shown, text
+    x, w, strides = doc_request()
+    geom, _ = validate(x, w, None, strides=strides)
+    want = conv_transpose_reference(geom, x, w, None)
+    assert json.loads(shown[1]) == list(want.shape), text
+    np.testing.assert_allclose(np.array(shown[2].split(), float).reshape(want.shape), want, rtol=1e-6)
+
+
+def serve_folder(folder: Path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/"
+
+
+@pytest.mark.browser
+def test_the_readme_app_runs_in_chromium(readme_app, page):
+    """The site README.md's block built (dist/) shows the right y."""
+    server, url = serve_folder(readme_app / "dist")
+    try:
+        check_doc_page(page, f"{url}index.html")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 @pytest.fixture(scope="module")
 def site(tarball, tmp_path_factory):
     """A static site with the scratch app as README.md builds it: installed, bundled (esbuild from this
@@ -201,9 +329,10 @@ def site(tarball, tmp_path_factory):
     (source / "app.js").write_text(APP_JS)
     steps = readme_steps()
     run([BIN / "esbuild", *steps["bundle"][2:]], source)
-    (source / "dist" / "index.html").write_text(INDEX_HTML)
     shutil.copytree(source / "dist", root / "www" / "cdn-app")
-    run(["bash", "-c", steps["copy"]], source)
+    (root / "www" / "cdn-app" / "index.html").write_text(INDEX_HTML)
+    (source / "index.html").write_text(INDEX_HTML)
+    run(["bash", "-c", steps["copy"]], source)  # the page and the package folder into dist/
     shutil.copytree(source / "dist", root / "www" / "app")
     shutil.copytree(source / "node_modules" / PACKAGE_NAME, root / "www" / "cdn" / PACKAGE_NAME)
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(QuietHandler, directory=str(root / "www")))

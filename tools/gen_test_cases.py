@@ -35,7 +35,11 @@ import sys
 import warnings
 from pathlib import Path
 
-import numpy as np
+try:
+    import numpy as np
+except ModuleNotFoundError:  # set-up runs this in whatever Python runs serve.py: one line, not a traceback
+    sys.exit("tools/gen_test_cases.py writes test.json with numpy, onnx and onnxruntime: numpy is missing "
+             "(pip install -r requirements-test.txt); the app serves without test.json")
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
