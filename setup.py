@@ -47,17 +47,9 @@ class BuildWithData(build_py):
                 shutil.copyfile(src, dest)
 
 
-def build_base() -> str:
-    """setuptools' own build folder (build/lib, build/bdist.*), kept out of build/, which in a checkout holds the
-    Pyodide assets that `serve.py` assembles; it ignores itself, so `git status` stays clean without a .gitignore
-    entry."""
-    folder = HERE / BUILD_BASE
-    folder.mkdir(exist_ok=True)
-    (folder / ".gitignore").write_text("*\n")
-    return str(folder)
-
-
+# setuptools' own build folder (build/lib, build/bdist.*), kept out of build/, which in a checkout holds the Pyodide
+# assets that `serve.py` assembles (.gitignore ignores it)
 BUILD_BASE = ".setuptools-build"
 PACKAGES = packages()
 setup(packages=list(PACKAGES), package_dir=PACKAGES, cmdclass={"build_py": BuildWithData},
-      options={"build": {"build_base": build_base()}})
+      options={"build": {"build_base": str(HERE / BUILD_BASE)}})

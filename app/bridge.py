@@ -150,7 +150,6 @@ def _learned(given) -> tuple | None:
     (web/runtime/adapt.mjs): anything but a variant name and integer params is ignored, and the planner takes it
     only where that variant, with those params, covers the request."""
     from . import planner
-
     from .variants import VARIANTS
 
     if not isinstance(given, dict) or given.get("variant") not in VARIANTS or not isinstance(given.get("why"), str):

@@ -19,9 +19,12 @@ import { caseInputs, maxDiff, median, ortModel, sameBits } from "./ort-bench.mjs
 const now = () => performance.now();
 
 // One kernel object for every case a page or process compares, as an app holds one for all its layers: each
-// case's constant weights join its weight cache (web/runtime/weight-cache.mjs) beside the earlier cases'.
+// case's constant weights join its weight cache (web/runtime/weight-cache.mjs) beside the earlier cases'. Without
+// adaptation: every round and mode times the planner's choice, and their y's are compared bit for bit
+// (adaptation is measured on its own: tools/adapt_bench.mjs).
+const OPTIONS = { version: 1, adapt: false };
 let shared = null;
-const sharedKernel = () => (shared ??= getKernel(KERNEL_ID, { version: 1 }));
+const sharedKernel = () => (shared ??= getKernel(KERNEL_ID, OPTIONS));
 
 async function ours(benchCase, data, kernel) {
   const attrs = benchCase.attributes ?? {};
@@ -162,7 +165,7 @@ function stages(profile) {
 export async function breakdownCase(benchCase, { runs = 20 } = {}) {
   const data = await caseInputs(benchCase);
   // a kernel of its own: its first call is the signature's first
-  const impl = await ours(benchCase, data, await getKernel(KERNEL_ID, { version: 1 }));
+  const impl = await ours(benchCase, data, await getKernel(KERNEL_ID, OPTIONS));
   try {
     const first = {};
     await impl.kernel(impl.cpuInputs, { profile: first });
