@@ -214,20 +214,8 @@ export class PlanRecord {
   }
 
   /** Keeps what adaptation chose for a signature (merged into the stored record, as `keep`). */
-  async learn({ adapter, planning, features, limitNames }, signature, choice) {
-    const put = (data) => {
-      data.device = { features, limitNames };
-      let context = data.adapters[adapter];
-      if (!context || context.planning !== planning) {
-        context = data.adapters[adapter] = { planning, entries: Object.create(null), learned: Object.create(null) };
-      }
-      delete context.learned[signature];
-      context.learned[signature] = choice;
-      const names = Object.keys(context.learned);
-      for (const name of names.slice(0, Math.max(0, names.length - MAX_LEARNED))) delete context.learned[name];
-    };
-    put(this.data);
-    await this.write(put);
+  async learn(context, signature, choice) {
+    await this.put(context, "learned", signature, choice, MAX_LEARNED);
   }
 
   /** Forgets a signature's entry, here and in the store. */
@@ -238,21 +226,27 @@ export class PlanRecord {
 
   /** Keeps a signature's spec: merged into the stored record under the store's rules (a failed write is a
    * warning, never the call's error). */
-  async keep({ adapter, planning, features, limitNames }, signature, spec) {
-    const entry = { digest: await digestOf(spec), spec };
-    const put = (data) => {
+  async keep(context, signature, spec) {
+    await this.put(context, "entries", signature, { digest: await digestOf(spec), spec }, MAX_ENTRIES);
+  }
+
+  /** `value` under `signature` in the adapter's `part` (entries or learned), the most recent of at most `max`, here
+   * and in the store; a context planned under other tables starts afresh. */
+  async put({ adapter, planning, features, limitNames }, part, signature, value, max) {
+    const change = (data) => {
       data.device = { features, limitNames };
       let context = data.adapters[adapter];
       if (!context || context.planning !== planning) {
         context = data.adapters[adapter] = { planning, entries: Object.create(null), learned: Object.create(null) };
       }
-      delete context.entries[signature];
-      context.entries[signature] = entry;
-      const names = Object.keys(context.entries);
-      for (const name of names.slice(0, Math.max(0, names.length - MAX_ENTRIES))) delete context.entries[name];
+      const items = context[part];
+      delete items[signature];
+      items[signature] = value;
+      const names = Object.keys(items);
+      for (const name of names.slice(0, Math.max(0, names.length - max))) delete items[name];
     };
-    put(this.data);
-    await this.write(put);
+    change(this.data);
+    await this.write(change);
   }
 
   async write(change) {
