@@ -4,7 +4,7 @@
 import { pathToFileURL } from "node:url";
 import { create, globals } from "webgpu";
 
-const [kernelDir, store, adapt = "true", calls = "200"] = process.argv.slice(2);
+const [kernelDir, store, adapt = "true", calls = "1000"] = process.argv.slice(2);
 process.env.CONVTRANSPOSE_PLANS = store;
 Object.assign(globalThis, globals);
 globalThis.navigator = { gpu: create([]) };
