@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import stat
 import time
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ import numpy as np
 from .errors import ConvTransposeError
 from .kernel import validate
 from .split import Unfittable
+from .store_entries import nesting
 
 
 RESERVED = {"x", "w", "b", "variant"}
@@ -85,32 +85,6 @@ def read_regular(path, budget: int) -> bytes:
     if len(data) > budget:
         raise FileRefused(f"the file grew past the budget of {budget} bytes while it was read")
     return data
-
-
-# One token per escape pair, quote or bracket: the brackets of a JSON text are few (test.json: 4,418 in
-# 18 MB), so this walks far fewer items than a character loop (store_entries.nesting) for the same answer.
-_TOKENS = re.compile(r'\\.|["\[\]{}]', re.S)
-
-
-def nesting(text: str) -> int:
-    """The deepest bracket nesting of a JSON text, brackets inside strings not counted."""
-    depth = deepest = 0
-    in_string = False
-    for token in _TOKENS.findall(text):
-        if len(token) == 2:
-            if in_string:
-                continue
-            token = token[1]  # a backslash outside a string escapes nothing (nor is it JSON): what follows counts
-        if token == '"':
-            in_string = not in_string
-        elif in_string:
-            continue
-        elif token in ("[", "{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token in ("]", "}"):
-            depth -= 1
-    return deepest
 
 
 def _tensor(case: str, name: str, spec) -> dict:

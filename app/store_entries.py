@@ -14,6 +14,7 @@ Schema (what app/autotune.py writes): {"format": FORMAT, "variant": a known vari
 from __future__ import annotations
 
 import json
+import re
 
 MAX_CHARS = 64 * 1024  # an entry as autotune writes it is under 2 KB (six timed candidates at most)
 MAX_DEPTH = 8  # entry {} > times [] > time {} > params {}: 4 levels are used
@@ -24,25 +25,29 @@ class EntryError(ValueError):
     """A stored entry that is not one autotune could have written (the message says what is wrong)."""
 
 
+# One token per escape pair, quote or bracket: a JSON text's brackets are few (test.json: 4,418 in 18 MB), so this
+# walks far fewer items than a loop over its characters (0.18 s against 0.73 s on test.json).
+_TOKENS = re.compile(r'\\.|["\[\]{}]', re.S)
+
+
 def nesting(text: str) -> int:
     """The deepest bracket nesting of a JSON text, brackets inside strings not counted (one linear pass, no
-    recursion: the point is to know this before json.loads recurses)."""
+    recursion: the point is to know this before json.loads recurses; app/cases.py bounds case files by it too)."""
     depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
+    in_string = False
+    for token in _TOKENS.findall(text):
+        if len(token) == 2:
+            if in_string:
+                continue
+            token = token[1]  # a backslash outside a string escapes nothing (nor is it JSON): what follows counts
+        if token == '"':
+            in_string = not in_string
+        elif in_string:
+            continue
+        elif token in ("[", "{"):
             depth += 1
             deepest = max(deepest, depth)
-        elif ch in "]}":
+        elif token in ("]", "}"):
             depth -= 1
     return deepest
 
