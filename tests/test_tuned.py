@@ -186,3 +186,21 @@ def test_the_tuner_measures_against_no_table(tables):
     tables.append(choice_table(OTHER_GPU, DCGAN, "nchw2d_col2im"))
     assert plan(DCGAN, OTHER_GPU).variant == "nchw2d_col2im"
     assert not plan(DCGAN, OTHER_GPU, tables=tuner.NO_TABLES).reason.startswith("measured")
+
+
+def test_the_benchmarks_view_shows_a_table_with_tiles_and_a_variant_choice():
+    """web/views/tune-rows.mjs on a table made by the tuner's own functions: one row per tile entry and per shape
+    class's variant choice (a choice is class -> entry; the view once read it one level deeper and threw)."""
+    import subprocess
+
+    from app.contract import ROOT
+
+    tiles = json.dumps({"t": 1})
+    made = {"variants": tuner.best_per_class([result("c1", "k", {"D": 10.0, tiles: 5.0})]),
+            "choices": tuner.best_variant_per_class([chosen("c1", "k", {"p": 1.0, "a": 0.5})])}
+    script = (f"import({json.dumps((ROOT / 'web' / 'views' / 'tune-rows.mjs').as_uri())})"
+              f".then((m) => console.log(JSON.stringify([m.tuneRows({json.dumps(made)}), "
+              f"m.tuneRows({{variants: {{}}, choices: {{}}}})])))")
+    rows, empty = json.loads(subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout)
+    assert rows == [["v", "k", '{"t":1}', "0.50x", "c1"], ["planner's choice", "k", "use a", "0.50x", "c1"]]
+    assert len(empty) == 1 and "nothing beat them" in empty[0][2]

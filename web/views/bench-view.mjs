@@ -3,6 +3,7 @@
 // the drop zone for an .onnx file's layers (model-drop.mjs).
 import { initModelDrop } from "./model-drop.mjs";
 import { drawBars } from "./plots.mjs";
+import { tuneRows } from "./tune-rows.mjs";
 
 const $ = (id) => document.getElementById(id);
 const nextTask = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -164,22 +165,11 @@ async function tune() {
     });
     const body = $("bench-tune-table").querySelector("tbody");
     body.replaceChildren();
-    const add = (...cells) => {
+    for (const cells of tuneRows(table)) {
       const tr = document.createElement("tr");
       for (const text of cells) tr.append(cell(text));
       body.append(tr);
-    };
-    for (const [variant, classes] of Object.entries(table.variants)) {
-      for (const [cls, e] of Object.entries(classes)) {
-        add(variant, cls, JSON.stringify(e.params), `${e.relative_time.toFixed(2)}x`, e.cases.join(", "));
-      }
     }
-    for (const [cls, byPlanned] of Object.entries(table.choices)) {
-      for (const [planned, e] of Object.entries(byPlanned)) {
-        add(planned, cls, `use ${e.variant}`, `${e.relative_time.toFixed(2)}x`, e.cases.join(", "));
-      }
-    }
-    if (!body.children.length) add("–", "–", "the defaults and the rules stay: nothing beat them by 5%", "", "");
     const rejected = table.rejected.length;
     status.textContent = `Tuned ${table.measured.length} case(s) in ${((performance.now() - start) / 1000).toFixed(1)} s; ` +
       `${rejected ? `${rejected} case(s) had candidates REJECTED for wrong results` : "every candidate matched the reference"}; ` +
