@@ -11,14 +11,27 @@
 
 export const ADAPT = {
   count: 3,  // alternatives timed beside the first pick
+  pool: 8,  // next-best candidates asked of the planner, of which `count` are timed (shortlist)
   within: 4,  // none predicted past this multiple of the first pick's time
   samples: 2,  // timed calls per alternative (after one warm-up call each: its buffers, its weight passes)
-  abort: 1.5,  // an alternative whose first timed call is past this multiple of the first pick's stops
+  abort: 1.2,  // an alternative whose first timed call is past this multiple of the first pick's stops
   margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1
   budget: 0.1,  // exploration stops once it has cost this share of FIRST_CALLS calls of the first pick
 };
 const FIRST_CALLS = 50;
-const WARMUP_ABORT = 4;  // a warm-up (weight passes included) past abort x this x the first pick's call stops
+const WARMUP_ABORT = 6;  // a warm-up (weight passes included) past this multiple of the first pick's call stops
+
+/** The alternatives a trial times, of the planner's next-best (fastest predicted first): one per variant other
+ * than the first pick's before any other tiles of a variant already in (the cost model tells variants apart
+ * worse than tiles of one: the misses it leaves are of the variant). */
+export function shortlist(alternatives, firstVariant, count = ADAPT.count) {
+  const seen = new Set([firstVariant]), distinct = [], rest = [];
+  for (const a of alternatives) {
+    (seen.has(a.variant) ? rest : distinct).push(a);
+    seen.add(a.variant);
+  }
+  return [...distinct, ...rest].slice(0, count);
+}
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -32,9 +45,12 @@ export class Trial {
   /** first: {variant, params, launch} (the planner's pick, its launch run by the first call); alternatives:
    * [{variant, params, predicted_ms}] (their launches are planned later: `launch` null until then). */
   constructor(first, alternatives) {
-    this.first = { ...first, warm: true, times: [] };
-    this.alternatives = alternatives.map((a) => ({ ...a, launch: null, warm: false, times: [], ratios: [], stopped: null }));
-    this.calls = 1;  // the planning call ran the first pick
+    // the first pick's first call (the planning call) made its buffers and ran its weight passes: a warm-up too
+    this.first = { ...first, warm: false, times: [] };
+    this.alternatives = alternatives.map((a) => ({ ...a, launch: null, warm: false, times: [], ratios: [], stopped: null,
+                                                    readyAt: null }));
+    this.calls = 0;  // calls of the signature so far, whichever candidate ran them
+    this.planningAt = null;  // the call after which the alternatives' planning started
     this.reference = null;  // the first pick's time on the call before, for the next alternative's ratio
     this.costMs = 0;  // timed calls of alternatives, above the first pick's call before each
     this.warmupMs = 0;  // the alternatives' first calls, whole
@@ -59,6 +75,10 @@ export class Trial {
   /** A call of `candidate` took `ms` (GPU time, else wall time). */
   record(candidate, ms) {
     this.calls += 1;
+    if (candidate === this.first && !candidate.warm) {
+      candidate.warm = true;
+      return;
+    }
     if (candidate === this.first) {
       this.first.times.push(ms);
       this.reference = ms;
@@ -71,7 +91,7 @@ export class Trial {
       this.warmupMs += ms;
       this.reference = null;  // its timed calls follow a call of the first pick made after it
       const last = this.first.times.at(-1);
-      if (ms > WARMUP_ABORT * ADAPT.abort * last) this.stop(candidate, "slower at its warm-up");
+      if (ms > WARMUP_ABORT * last) this.stop(candidate, "slower at its warm-up");
       // its warm-up bounds what a timed call of it would cost from above (weight passes included): one that
       // would pass the budget is not made
       else if (this.costMs + ms - last > this.budgetMs()) this.stop(candidate, "out of budget");
@@ -91,6 +111,12 @@ export class Trial {
 
   budgetMs() {
     return ADAPT.budget * FIRST_CALLS * median(this.first.times);
+  }
+
+  /** An alternative's launch is ready: it is explored from the next call. */
+  ready(candidate, launch) {
+    candidate.launch = launch;
+    candidate.readyAt = this.calls;
   }
 
   /** An alternative whose launch could not be planned is not explored. */
@@ -117,10 +143,12 @@ export class Trial {
     const ms = (c) => Number.isFinite(median(c.times)) ? median(c.times) : null;
     const row = (c) => ({ variant: c.variant, params: c.params ?? null, ms: ms(c), samples: c.times.length,
                           ...(c.ratios ? { ratio: Number.isFinite(median(c.ratios)) ? median(c.ratios) : null } : {}),
+                          ...(c.ratios ? { ratios: c.ratios, ready_at: c.readyAt } : {}),
                           ...(c.stopped ? { stopped: c.stopped } : {}),
                           ...(c.predicted_ms !== undefined ? { predicted_ms: c.predicted_ms } : {}) });
     const firstMs = ms(this.first);
     return { first: row(this.first), candidates: this.alternatives.map(row), calls: this.calls, done: this.done,
+             planning_at: this.planningAt,
              chosen: this.winner ? row(this.winner) : null, cost_ms: this.costMs, warmup_ms: this.warmupMs,
              cost_share: firstMs ? this.costMs / (FIRST_CALLS * firstMs) : null };
   }

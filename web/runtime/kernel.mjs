@@ -6,7 +6,7 @@
 // Launches are also persisted (plan-store.mjs): on a revisit, getKernel resolves as soon as the device is open
 // and the stored plans are read, and calls of the signatures stored run at once, while Python boots behind them.
 // Once Python is up, each signature that ran from the store is planned again and its stored entry compared.
-import { ADAPT, Trial } from "./adapt.mjs";
+import { ADAPT, Trial, shortlist } from "./adapt.mjs";
 import { bootApp, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
 import { CONTRACT_VERSION, DTYPES, KERNEL_ID } from "./contract.mjs";
 import { adapterKey, executorFor, openDevice, sharedDevice } from "./device.mjs";
@@ -314,20 +314,22 @@ async function openKernel(id, options) {
     if (context) await stored.record.learn(context, signatureOf(key), choice);
   }
 
-  /** Plans a trial's alternatives while the first pick serves the calls (all at once: their shaders compile
-   * side by side). */
+  /** Plans a trial's alternatives while the first pick serves the calls, one after the other in the trial's
+   * order: the first is explored while the next is planned (all at once, none was ready before the last). */
   async function planAlternatives(key, trial) {
-    await Promise.all(trial.alternatives.map(async (alt, i) => {
+    for (const [i, alt] of trial.alternatives.entries()) {
+      if (trial.done) break;
+      if (alt.stopped) continue;
       try {
         const out = await callPython("plan_launch", pyKernel, { ...trial.request, variant: alt.variant, params: alt.params },
           `${key}|alt${i}`);
         if (trial.done) exec.evict(`${key}|alt${i}`);  // settled while it compiled
-        else if (out.launch) alt.launch = out.launch;
+        else if (out.launch) trial.ready(alt, out.launch);
         else trial.unplannable(alt, "no single launch");
       } catch (err) {
         trial.unplannable(alt, err?.message ?? String(err));
       }
-    }));
+    }
     if (trial.done) await settleOnce(key, trial);
   }
 
@@ -346,6 +348,12 @@ async function openKernel(id, options) {
       out.meta.reason = `adapting on this adapter: a candidate timed on this call (the first pick: ${trial.first.variant})`;
     }
     if (trial.done) await settleOnce(trial.key, trial);
+    else if (trial.planningAt === null && trial.calls >= 2) {
+      // a signature called once never pays for its alternatives (Python planning and compiling on the page's
+      // thread); from its second call they are planned, after this call's result is out
+      trial.planningAt = trial.calls;
+      setTimeout(() => planAlternatives(trial.key, trial).catch(() => {}), 0);
+    }
     return out;
   }
   const trials = [];  // every trial this kernel ran, for adaptations()
@@ -357,14 +365,14 @@ async function openKernel(id, options) {
     if (!pending.has(key)) {
       const request = requestMeta(tensors, attributes, variant, finite);
       const job = callPython("plan_launch", pyKernel, { ...request, learned: learnedFor(key),
-        adapt: adapt && variant === null ? { count: ADAPT.count, within: ADAPT.within } : null }, key)
+        adapt: adapt && variant === null ? { count: ADAPT.pool, within: ADAPT.within } : null }, key)
         .then((out) => {
           if (out.launch && out.alternatives?.length) {
-            const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch }, out.alternatives);
+            const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch },
+              shortlist(out.alternatives, out.launch.variant));
             Object.assign(trial, { key, request });
             trials.push(trial);
             out.launch.trial = trial;
-            planAlternatives(key, trial).catch(() => {});
           }
           return out;
         })
