@@ -10,13 +10,13 @@ defaults). Each candidate's first call is checked against the float64 reference 
 (app/bench.py check: the whole output, or sampled points at large sizes; tolerances per dtype and reduction
 length): one that fails is rejected and can never enter the table. The survivors are then timed in
 interleaved rounds (one call each per round, GPU time from timestamp-query, else wall time) and compared
-by median. Per (variant, shape class) the table keeps the candidate with the best geometric-mean time
-relative to each case's defaults, and only when that beats the defaults by more than MARGIN (noise on a
-shared machine is larger than small wins).
+by median. Per (variant, shape class) the table keeps the candidate that beats the defaults by more than
+MARGIN on every case of the class (app/class_choice.py: the one rule of every table writer; the best geometric
+mean among several).
 
 With `choose_variants`, every other variant that covers the case is checked and timed the same way (with
 its defaults) against the planner's variant at its best candidate; per shape class the table's `choices`
-name the variant that beats the planner's choice by more than MARGIN on every case measured there. The
+name the variant that replaces the planner's choice by the same rule. The
 planner then takes that variant for the class, on this adapter, before its cost model (app/planner.py).
 
 `repeats` > 1 times each candidate as `repeats` back-to-back submissions on resident buffers
@@ -33,18 +33,17 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import statistics
 import time
 
-from . import tuning_tables
+from . import class_choice, tuning_tables
 from .bench import UNTUNED, check
+from .class_choice import MARGIN
 from .timing import time_plan
 from .contract import ROOT
 from .kernel import validate
 from .variants import VARIANTS
 
-MARGIN = 0.05  # a tuned choice must be at least 5% faster than the defaults (geometric mean over its cases)
 
 
 def grids(bench_text: str | None = None) -> dict:
@@ -177,50 +176,35 @@ async def tune_case(kernel, case: dict, grid_for: dict, runs: int = 3, progress=
 
 
 def best_variant_per_class(results: list[dict], margin: float = MARGIN) -> dict:
-    """class -> entry: the variant whose time relative to the planner's choice (at its best candidate) is below
-    1 - margin on every case of that shape class; the geometric mean of those ratios picks among several. The
-    planner takes it for the class before its cost model (app/planner.py), whatever the model would pick."""
-    grouped: dict[str, list[dict]] = {}
-    for r in results:
-        if r is not None and r.get("variant_ms"):
-            grouped.setdefault(r["class"], []).append(r)
-    choices: dict = {}
-    for cls, rs in sorted(grouped.items()):
-        ratios = {}
-        for name in set.intersection(*(set(r["variant_ms"]) for r in rs)):
-            per_case = [r["variant_ms"][name] / r["variant_ms"][r["variant"]] for r in rs]
-            if name not in {r["variant"] for r in rs} and max(per_case) < 1 - margin:
-                ratios[name] = math.exp(statistics.fmean(math.log(q) for q in per_case))
-        if ratios:
-            best = min(ratios, key=ratios.get)
-            choices[cls] = {"variant": best, "params": None, "relative_time": round(ratios[best], 4),
-                            "cases": [r["case"] for r in rs],
-                            "median_ms": {r["case"]: {n: round(t, 4) for n, t in r["variant_ms"].items()} for r in rs}}
-    return choices
+    """class -> entry: the variant that replaces the planner's choice (at its best candidate) on every case of that
+    shape class by app/class_choice.py's rule. The planner takes it for the class before its cost model
+    (app/planner.py), whatever the model would pick."""
+    layers = [{"class": r["class"], "incumbent": r["variant"], "ms": r["variant_ms"], "case": r["case"]}
+              for r in results if r is not None and r.get("variant_ms")]
+    return {cls: {"variant": won["winner"], "params": None, "relative_time": won["relative_time"],
+                  "cases": [r["case"] for r in won["layers"]],
+                  "median_ms": {r["case"]: {n: round(t, 4) for n, t in r["ms"].items()} for r in won["layers"]}}
+            for cls, won in class_choice.best_per_class(layers, margin=margin).items()}
 
 
 def best_per_class(results: list[dict], margin: float = MARGIN) -> dict:
-    """variant -> class -> entry: the candidate with the best geometric mean of (its time / that case's
-    defaults' time) over the class's cases, among candidates measured on every one of them; kept only
-    when that mean is below 1 - margin. The entry's params are the grid's keys only."""
-    grouped: dict[tuple[str, str], list[dict]] = {}
+    """variant -> class -> entry: the candidate tiles that replace the variant's defaults on every case of the class
+    by app/class_choice.py's rule, among candidates measured on every one of them. The entry's params are the
+    grid's keys only."""
+    grouped: dict[str, list[dict]] = {}
     for r in results:
         if r is not None and r["defaults"] is not None:
-            grouped.setdefault((r["variant"], r["class"]), []).append(r)
+            grouped.setdefault(r["variant"], []).append(
+                {"class": r["class"], "incumbent": r["defaults"], "ms": r["medians"], "result": r})
     table: dict = {}
-    for (variant, cls), rs in sorted(grouped.items()):
-        common = set.intersection(*(set(r["medians"]) for r in rs))
-        scores = {k: math.exp(statistics.fmean(math.log(r["medians"][k] / r["medians"][r["defaults"]]) for r in rs))
-                  for k in common}
-        if not scores:
-            continue
-        best = min(scores, key=scores.get)
-        if scores[best] < 1 - margin:
+    for variant, layers in sorted(grouped.items()):
+        for cls, won in class_choice.best_per_class(layers, margin=margin).items():
+            rs, best = [layer["result"] for layer in won["layers"]], won["winner"]
             # Only the grid's params: the rest stay each request's defaults (some follow from its shape).
             keys = set(rs[0].get("keys") or json.loads(best))
             table.setdefault(variant, {})[cls] = {
-                "params": {k: v for k, v in json.loads(best).items() if k in keys}, "relative_time": round(scores[best], 4),
-                "cases": [r["case"] for r in rs],
+                "params": {k: v for k, v in json.loads(best).items() if k in keys},
+                "relative_time": won["relative_time"], "cases": [r["case"] for r in rs],
                 "median_ms": {r["case"]: {"defaults": round(r["medians"][r["defaults"]], 4),
                                           "tuned": round(r["medians"][best], 4)} for r in rs}}
     return table

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from app import cost_model, tuning_tables  # noqa: E402
+from app import class_choice, cost_model, tuning_tables  # noqa: E402
 from app.caps import DeviceCaps  # noqa: E402
 from app.plan import Refusal  # noqa: E402
 from app.shapes import infer  # noqa: E402
@@ -86,45 +86,35 @@ def check(records: list[dict], model: dict) -> dict:
             "picks": picks}
 
 
-MARGIN = 0.05  # a choice beats the model's pick by this on every layer of its class (docs/decisions.md#measured-choice-margin)
 UNTUNED_TIERS = ("holdout", "fresh")
+PICK = "(the model's pick)"  # the incumbent of a layer: whatever variant and tiles the model predicts fastest
 
 
 def choose(records: list[dict], table_path: Path, min_gain_ms: float = 0.0) -> int:
-    """The table's `choices`: per shape class, the variant that beat the model's pick by more than MARGIN on every
-    measured layer of the class (tuned tiers only), by geometric mean among several."""
+    """The table's `choices`: per shape class, the variant (at its fastest measured tiles) that replaces the model's
+    pick on every measured layer of the class (tuned tiers only), by app/class_choice.py's rule."""
     table = json.loads(table_path.read_text())
-    model = table["cost_model"]
     tuned = [r for r in records if r["tier"] not in UNTUNED_TIERS]
-    result = check(tuned, model)
-    by_layer = {}
+    result = check(tuned, table["cost_model"])
+    by_layer: dict[str, list[dict]] = {}
     for r in tuned:
         by_layer.setdefault(r["layer"], []).append(r)
-    by_class: dict[str, list[list[dict]]] = {}
-    for rs in by_layer.values():
-        by_class.setdefault(rs[0]["class"], []).append(rs)
+    layers = []
+    for name, rs in by_layer.items():
+        fastest = {}
+        for r in sorted(rs, key=lambda r: -r["ms"]):
+            fastest[r["variant"]] = r
+        pick = min(rs, key=lambda r: r["predicted"])
+        layers.append({"class": rs[0]["class"], "incumbent": PICK, "layer": name, "fastest": fastest,
+                       "ms": {n: r["ms"] for n, r in fastest.items()} | {PICK: pick["ms"]}})
     choices = {}
-    for cls, layers in sorted(by_class.items()):
-        ratios = {}
-        common = set.intersection(*({r["variant"] for r in rs} for rs in layers))
-        tiles = {}
-        for name in common:
-            per_layer = []
-            for rs in layers:
-                pick = min(rs, key=lambda r: r["predicted"])
-                fastest = min((r for r in rs if r["variant"] == name), key=lambda r: r["ms"])
-                gained = pick["ms"] - fastest["ms"] >= min_gain_ms
-                per_layer.append(fastest["ms"] / pick["ms"] if gained else 1.0)
-                tiles[name] = fastest["tiles"] or None
-            if max(per_layer) < 1 - MARGIN:
-                ratios[name] = math.exp(statistics.fmean(math.log(q) for q in per_layer))
-        if ratios:
-            best = min(ratios, key=ratios.get)
-            # the tiles it was measured with (of the class's last layer where several): what the choice replays
-            choices[cls] = {"variant": best, "params": tiles[best], "relative_time": round(ratios[best], 4),
-                            "cases": [rs[0]["layer"] for rs in layers],
-                            "median_ms": {rs[0]["layer"]: {r["variant"]: round(r["ms"], 4) for r in rs} for rs in layers}}
-            print(f"{cls}: {best} at {ratios[best]:.2f}x the model's pick on {len(layers)} layer(s)")
+    for cls, won in class_choice.best_per_class(layers, min_gain_ms).items():
+        best, rs = won["winner"], won["layers"]
+        # the tiles it was measured with (of the class's last layer where several): what the choice replays
+        choices[cls] = {"variant": best, "params": rs[-1]["fastest"][best]["tiles"] or None,
+                        "relative_time": won["relative_time"], "cases": [r["layer"] for r in rs],
+                        "median_ms": {r["layer"]: {n: round(f["ms"], 4) for n, f in r["fastest"].items()} for r in rs}}
+        print(f"{cls}: {best} at {won['relative_time']:.2f}x the model's pick on {len(rs)} layer(s)")
     table["choices"] = choices
     table_path.write_text(json.dumps(table, indent=1) + "\n")
     print(f"{len(choices)} measured choices written into {table_path} ({result['within_10pct']}/{result['layers']} "
