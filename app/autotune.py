@@ -24,10 +24,9 @@ import time
 import warnings
 from dataclasses import dataclass
 
-import numpy as np
-
 from . import planner, store_entries, tuning_tables
 from .errors import ConvTransposeError
+from .lazy_numpy import np
 from .shapes import ConvGeometry
 from .timing import time_plan
 

@@ -10,10 +10,9 @@ import json
 import math
 import statistics
 
-import numpy as np
-
 from .errors import ConvTransposeError
 from .kernel import validate
+from .lazy_numpy import np
 from .split import Unfittable
 from .timing import BUSY_MS, time_call, time_plan  # noqa: F401  (BUSY_MS: tools/gpu/torch_bench.py)
 from .variants import VARIANTS

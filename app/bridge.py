@@ -19,11 +19,10 @@ import io
 import time
 import traceback
 
-import numpy as np
-
 from . import bench, finite, get_kernel
 from .cases import parse_case_file, run_case
 from .errors import ConvTransposeError, GpuError, KernelNotFoundError
+from .lazy_numpy import np
 
 INPUTS = ("x", "w", "b")
 _cases: list[dict] = []

@@ -18,10 +18,9 @@ import stat
 import time
 from contextlib import contextmanager
 
-import numpy as np
-
 from .errors import ConvTransposeError
 from .kernel import validate
+from .lazy_numpy import np
 from .split import Unfittable
 from .store_entries import nesting
 

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
+from .lazy_numpy import np
 from .tensors import GpuTensor
 
 INPUTS = ("x", "w")  # the inputs whose NaN or Inf a padding-multiplying kernel would spread

@@ -9,11 +9,11 @@ ConvTransposeError. Everything above this module is plain Python and numpy.
 from __future__ import annotations
 
 import js  # noqa: F401  (Pyodide only; importing this module in CPython fails by design)
-import numpy as np
 from pyodide.ffi import JsException, to_js
 
 from .caps import DEFAULT_LIMITS, DeviceCaps, matrix_configs
 from .errors import ConvTransposeError, GpuError
+from .lazy_numpy import np
 from .plan import Plan, bindings_params
 from .render import NONFINITE_CHECK, render, source_digest
 from .shapes import ConvGeometry

@@ -8,10 +8,9 @@ tile `params` (the tuner's candidates) and the tuning `tables` (None: the tables
 call signature that keys cached launches carries all of them."""
 from __future__ import annotations
 
-import numpy as np
-
 from . import contract, finite, planner, tuning_tables
 from .errors import ConvTransposeError
+from .lazy_numpy import np
 from .shapes import ConvGeometry, infer
 from .split import plan_pieces, run_pieces
 from .tensors import GpuTensor, as_array

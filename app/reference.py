@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
+from .lazy_numpy import np
 from .shapes import ConvGeometry
 
 

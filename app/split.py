@@ -18,10 +18,9 @@ import math
 from dataclasses import dataclass, replace
 from typing import Callable
 
-import numpy as np
-
 from .caps import DeviceCaps
 from .errors import ConvTransposeError
+from .lazy_numpy import np
 from .plan import DispatchTooLarge, Plan
 from .shapes import ConvGeometry
 from .variants.base import DTYPE_BYTES

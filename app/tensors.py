@@ -4,9 +4,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from .errors import ConvTransposeError
+from .lazy_numpy import np
 
 DTYPES = ("float32", "float16")
 

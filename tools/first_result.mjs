@@ -9,25 +9,27 @@
 export const ID = "webgpu-kernels/ai.onnx.ConvTranspose";
 // A decoder's upsampling layer, small enough for SwiftShader (software WebGPU) to run in about a second.
 export const LAYER = { x: [1, 32, 16, 16], w: [32, 16, 4, 4], attributes: { strides: [2, 2], pads: [1, 1, 1, 1] } };
+// The same layer at the next scale: on a revisit, a signature no stored plan holds (Python plans it).
+export const NEW_LAYER = { ...LAYER, x: [1, 32, 20, 20] };
 
 const count = (shape) => shape.reduce((a, d) => a * d, 1);
 
 /** The layer's x and w: uniform [-1, 1) from a fixed 32-bit LCG, the same numbers in every host. */
-export function layerData(seed = 7) {
+export function layerData(seed = 7, layer = LAYER) {
   let state = seed >>> 0;
   const draw = (n) => Float32Array.from({ length: n }, () => {
     state = (Math.imul(state, 1664525) + 1013904223) >>> 0;
     return state / 2 ** 31 - 1;
   });
-  return { x: draw(count(LAYER.x)), w: draw(count(LAYER.w)) };
+  return { x: draw(count(layer.x)), w: draw(count(layer.w)) };
 }
 
-/** Our first result: module is the package's entry ({getKernel, bootPhases}). */
-export async function ours(module, data) {
+/** Our first result: module is the package's entry ({getKernel, bootPhases}); data is layer's. */
+export async function ours(module, data, layer = LAYER) {
   const kernel = await module.getKernel(ID, { version: 1 });
   const kernelMs = performance.now();
-  const { y, meta } = await kernel({ x: { data: data.x, shape: LAYER.x },
-                                     w: { data: data.w, shape: LAYER.w, constant: true }, ...LAYER.attributes });
+  const { y, meta } = await kernel({ x: { data: data.x, shape: layer.x },
+                                     w: { data: data.w, shape: layer.w, constant: true }, ...layer.attributes });
   const resultMs = performance.now();
   const phases = module.bootPhases();
   return { who: "ours", kernelMs, resultMs, variant: meta.variant, y: y.data, phases,

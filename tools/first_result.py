@@ -39,7 +39,7 @@ def summary(rows: list[dict]) -> str:
     """Median (and range) of each side's times per visit, as a markdown table."""
     lines = ["| who | visit | runs | ready (ms) | first result (ms) |", "|---|---|---|---|---|"]
     for who in ("ours", "ort"):
-        for visit in ("first", "revisit"):
+        for visit in ("first", "revisit", "new signature"):
             picked = [r for r in rows if r.get("who") == who and r.get("visit") == visit and "resultMs" in r]
             if not picked:
                 continue
@@ -77,8 +77,10 @@ def measure(rounds: int, kernel: str | None = None) -> list[dict]:
                     context = browser.new_context()
                     page = context.new_page()
                     page.set_default_timeout(600_000)
-                    for visit in ("first", "revisit"):
-                        page.goto(f"{page_url}&who={who}")
+                    # ours also on a revisit that calls a signature no stored plan holds
+                    visits = ("first", "revisit") + (("new signature",) if who == "ours" else ())
+                    for visit in visits:
+                        page.goto(f"{page_url}&who={who}" + ("&layer=new" if visit == "new signature" else ""))
                         row = page.evaluate("window.firstResult")
                         row.update(visit=visit, round=round_)
                         rows.append(row)

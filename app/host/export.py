@@ -5,6 +5,8 @@ an npm package (`npm pack ./DIR`, then `npm install` the tarball and `import { g
     DIR/web/runtime/        the JS runtime: index.mjs (getKernel, callPython) and the modules it imports;
                             node.mjs (the Node entry: assets read from this folder) and index.d.ts (the types)
     DIR/bundle.zip          the Python package, WGSL templates, contract and tuning tables (what Pyodide unpacks)
+    DIR/snapshot.bin        Python's memory once started with the package imported (app/host/snapshot.py): a first
+                            visit starts from it (made with Node; without Node, not written and not needed)
     DIR/pyodide/            the verified Pyodide runtime, numpy, jinja2, markupsafe and the pruned lock
     DIR/package.json        the npm package: name, version (pyproject.toml's), exports for browser and node
     DIR/README.txt          how to host it
@@ -24,6 +26,7 @@ from pathlib import Path
 from ..contract import CHECKOUT, ROOT, kernel_id
 from .assets import PYODIDE_DIR, RUNTIME_FILES, ensure_pyodide_assets
 from .server import bundle_bytes
+from .snapshot import snapshot_file
 
 ENTRY = "convtranspose.mjs"
 RUNTIME_ENTRY = "runtime/index.mjs"  # under web/: the runtime's public module, which the entry re-exports
@@ -144,13 +147,17 @@ def export(dest: Path) -> dict:
         target = dest / "web" / source.relative_to(web.resolve())
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target)
-    (dest / "bundle.zip").write_bytes(bundle_bytes())
+    bundle = bundle_bytes()
+    (dest / "bundle.zip").write_bytes(bundle)
+    snapshot = snapshot_file(pyodide, bundle)  # None without Node: the boot then starts Python from scratch
+    if snapshot is not None:
+        shutil.copyfile(snapshot, dest / "snapshot.bin")
     (dest / ENTRY).write_text(ENTRY_MODULE.format(entry=ENTRY, runtime=RUNTIME_ENTRY))
     # pyodide.asm.js is a classic script that Node loads as CommonJS: the package's "type": "module" must not
     # reach it (Node would run it as an ES module, without require)
     (dest / "pyodide" / "package.json").write_text('{"type": "commonjs"}\n')
     (dest / "package.json").write_text(json.dumps(package_json(
-        [ENTRY, "web/", "bundle.zip", "pyodide/", "README.txt"]), indent=2) + "\n")
+        [ENTRY, "web/", "bundle.zip", "pyodide/", "README.txt"] + (["snapshot.bin"] if snapshot else [])), indent=2) + "\n")
     files = {p.relative_to(dest).as_posix(): p.stat().st_size for p in sorted(dest.rglob("*"))
              if p.is_file() and p.name != "README.txt"}
     listing = "\n".join(f"  {name:<56} {size:>11,} bytes" for name, size in files.items())

@@ -196,6 +196,12 @@ class AppHandler(SimpleHTTPRequestHandler):
         if host is None or not (_is_ip(host) or host in self.server.allowed_hosts):
             self.send_error(HTTPStatus.MISDIRECTED_REQUEST, "unknown host name")
             return
+        if urlsplit(self.path).path == "/snapshot.bin":
+            # the checkout's page starts Python from scratch: its sources change under it (an export ships one)
+            self.send_response(HTTPStatus.NO_CONTENT)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if urlsplit(self.path).path == "/bundle.zip":
             body = cached_bundle()
             self._headers(MIME[".zip"], len(body))

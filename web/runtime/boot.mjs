@@ -23,6 +23,7 @@ const defaults = { base: new URL("../../", here).href, how: "the default", plans
 
 let current = null;  // the boot under way or done: {base, promise, speculative, revision}
 let booted = null;
+let started = null;  // booted, or numpy still loading beside a snapshot's first call
 let phases = [];
 let lastMessage = null;
 const listeners = new Set();
@@ -128,8 +129,11 @@ function boot(settings, list) {
   });
   list.revision = bundle.then(revisionOf);
   list.revision.catch(() => {});
+  // the interpreter's memory as a first call needs it (app/host/snapshot.py); a host without one starts Python
+  const snapshot = settings.snapshot === false ? Promise.resolve(null)
+    : phase(list, "fetch snapshot.bin", () => readBytes(`${base}snapshot.bin`).catch(() => null));
   // a bad bundle.zip fails the boot at once, not after Pyodide has loaded
-  return Promise.race([load(settings, list, bundle, started), bundle.then(() => new Promise(() => {}))]);
+  return Promise.race([load(settings, list, bundle, snapshot, started), bundle.then(() => new Promise(() => {}))]);
 }
 
 // What may hold Python's start back (kernel.mjs: on a revisit, until the stored plans' first call has run, so
@@ -137,13 +141,50 @@ function boot(settings, list) {
 let gate = null;
 export function gatePython(fn) { gate = fn; }
 
-async function load(settings, list, bundle, started) {
+const SNAPSHOT_MAGIC = "convtranspose-snapshot 1\n";
+
+/** The heap of a snapshot made from this very bundle.zip, or null (none served; another bundle's, with the
+ * reason warned): the frame app/host/snapshot.py writes, its heap gunzipped (gzip's CRC checks it). */
+async function snapshotHeap(framed, revision) {
+  const why = await (async () => {
+    const magic = new TextDecoder().decode(framed.subarray(0, SNAPSHOT_MAGIC.length));
+    const end = framed.indexOf(0x0a, SNAPSHOT_MAGIC.length);
+    if (magic !== SNAPSHOT_MAGIC || end < 0) return "not a snapshot of this package";
+    const header = JSON.parse(new TextDecoder().decode(framed.subarray(SNAPSHOT_MAGIC.length, end)));
+    if (header.revision !== revision) return "made from another bundle.zip";
+    const stream = new Blob([framed.subarray(end + 1)]).stream().pipeThrough(new DecompressionStream("gzip"));
+    const heap = new Uint8Array(await new Response(stream).arrayBuffer());
+    return heap.length === header.bytes ? heap : `${heap.length} bytes where its header says ${header.bytes}`;
+  })().catch((err) => String(err?.message ?? err));
+  if (typeof why !== "string") return why;
+  console.warn(`webgpu-convtranspose: snapshot.bin not used (${why}): Python starts from scratch`);
+  return null;
+}
+
+// jinja2 and what it imports: pure Python (web/views/snapshot-make.mjs unpacks the same into its snapshot)
+const PURE_PACKAGES = ["jinja2", "markupsafe"];
+const SITE_PACKAGES = "/lib/python3.12/site-packages";
+
+/** Pure-Python wheels of the runtime's lock, unpacked into site-packages as they are. */
+async function unpackWheels(pyodide, { base, readBytes = fetchBytes }, names) {
+  const lock = JSON.parse(new TextDecoder().decode(await readBytes(`${base}pyodide/pyodide-lock.json`)));
+  await Promise.all(names.map(async (name) => {
+    const wheel = await readBytes(`${base}pyodide/${lock.packages[name].file_name}`);
+    pyodide.unpackArchive(wheel, "zip", { extractDir: SITE_PACKAGES });
+  }));
+}
+
+async function loadPackages(pyodide, names) {
+  const failures = [];
+  await pyodide.loadPackage(names, { errorCallback: (m) => failures.push(m), messageCallback: () => {} });
+  if (failures.length) throw kernelError("KernelError", `loading packages failed: ${failures.join("; ")}`, "assets");
+}
+
+async function load(settings, list, bundle, snapshot, started) {
   const { base, loadPyodide } = settings;
-  if (gate) {
-    let revision = null;
-    try { revision = await list.revision; } catch { /* the bundle's error ends the boot */ }
-    if (revision) await phase(list, "wait for stored plans", () => gate(revision));
-  }
+  let revision = null;
+  try { revision = await list.revision; } catch { /* the bundle's error ends the boot */ }
+  if (gate && revision) await phase(list, "wait for stored plans", () => gate(revision));
   let loader = loadPyodide;
   if (!loader) {
     const url = `${base}pyodide/pyodide.mjs`;
@@ -156,43 +197,96 @@ async function load(settings, list, bundle, started) {
       }
     }));
   }
-  const pyodide = await phase(list, "start Python", () => loader({
-    indexURL: `${base}pyodide/`,
-    lockFileURL: `${base}pyodide/pyodide-lock.json`,
-    fullStdLib: false,
-  }));
-  tell("Loading numpy and jinja2…");
-  await phase(list, "load numpy and jinja2", async () => {
-    const failures = [];
-    await pyodide.loadPackage(["numpy", "jinja2"], { errorCallback: (m) => failures.push(m), messageCallback: () => {} });
-    if (failures.length) throw kernelError("KernelError", `loading packages failed: ${failures.join("; ")}`, "assets");
-  });
+  const options = { indexURL: `${base}pyodide/`, lockFileURL: `${base}pyodide/pyodide-lock.json`, fullStdLib: false };
+  const framed = await snapshot;
+  const heap = framed?.length ? await phase(list, "check the snapshot", () => snapshotHeap(framed, revision)) : null;
+  let pyodide = null;
+  if (heap) {
+    try {
+      pyodide = await phase(list, "start Python from the snapshot", () => loader({ ...options, _loadSnapshot: heap }));
+    } catch (err) {  // another Pyodide build's (its build id), or a heap this runtime cannot take
+      console.warn(`webgpu-convtranspose: snapshot.bin not used (${String(err?.message ?? err).split("\n")[0]}): ` +
+        "Python starts from scratch");
+    }
+  }
+  const restored = pyodide !== null;
+  pyodide ??= await phase(list, "start Python", () => loader(options));
   tell("Loading the ConvTranspose package…");
+  if (restored) {
+    // jinja2's files beside the modules the snapshot holds (unpacked as the snapshot's maker did: loadPackage
+    // takes seconds after a restore); numpy loads beside the first call, which needs none (app/lazy_numpy.py)
+    await phase(list, "unpack jinja2", () => unpackWheels(pyodide, settings, PURE_PACKAGES));
+  } else {
+    await phase(list, "load numpy and jinja2", () => loadPackages(pyodide, ["numpy", ...PURE_PACKAGES]));
+  }
   pyodide.unpackArchive(await bundle, "zip", { extractDir: PACKAGE_DIR });
   // what Python's app.gpu imports: the executor, and the device opener the JS side shares with it
   pyodide.registerJsModule("convtranspose_executor", { ...executorModule, ...deviceModule });
-  const bridge = await phase(list, "import the package", async () => {
-    const sys = pyodide.pyimport("sys");
-    sys.path.insert(0, PACKAGE_DIR);
-    sys.destroy();
+  const bridge = await phase(list, restored ? "take the package from the snapshot" : "import the package", async () => {
+    if (restored) {
+      // every restored interpreter would draw the same numbers; hash randomisation stays the snapshot's
+      pyodide.runPython("import random; random.seed()");
+    } else {
+      const sys = pyodide.pyimport("sys");
+      sys.path.insert(0, PACKAGE_DIR);
+      sys.destroy();
+    }
     return pyodide.pyimport("app.bridge");
   });
   // the op contract the bundle carries: the JS input checks read its type constraints
   const manifest = JSON.parse(pyodide.FS.readFile(`${PACKAGE_DIR}/manifest.json`, { encoding: "utf8" }));
-  return { pyodide, bridge, manifest, loadMs: performance.now() - started };
+  // numpy, where the snapshot left it out: loaded once something needs it (bootApp, an entry past a first call's)
+  // or a first call has been planned; before, its loading would hold the thread the first call plans on
+  let wanted;
+  const numpy = restored
+    ? new Promise((resolve) => { wanted = resolve; }).then(() => phase(list, "load numpy", () => loadPackages(pyodide, ["numpy"])))
+    : Promise.resolve();
+  numpy.catch(() => {});
+  return { pyodide, bridge, manifest, restored, numpy, loadNumpy: () => wanted?.(), loadMs: performance.now() - started };
 }
 
 function start(settings, speculative) {
   const list = [];
-  const entry = { base: settings.base, speculative, promise: null };
-  entry.promise = boot(settings, list).then((app) => {
-    if (current === entry) booted = app;
+  const entry = { base: settings.base, speculative, planning: null };
+  entry.planning = boot(settings, list).then((app) => {
+    if (current === entry) started = app;
     return app;
   });
-  entry.promise.catch(() => { if (current === entry) current = null; });
+  entry.planning.catch(() => { if (current === entry) current = null; });
+  entry.whole = null;  // entry.planning, and numpy loaded: made on first demand (bootApp)
+  entry.complete = () => {
+    entry.whole ??= entry.planning.then(async (app) => {
+      app.loadNumpy();
+      await app.numpy;
+      if (current === entry) booted = app;
+      return app;
+    });
+    entry.whole.catch(() => { if (current === entry) current = null; });
+    return entry.whole;
+  };
   current = entry;
   phases = list;
   return entry;
+}
+
+/** The boot under way or done for these options (see bootApp); throws where it cannot be. */
+function ensureBoot({ assets = null, progress = null, ...options }) {
+  if (progress) {
+    listeners.add(progress);
+    if (lastMessage) progress(lastMessage);
+  }
+  if (assets !== null) Object.assign(options, { base: assetsBase(assets), how: "getKernel's `assets` option" });
+  else if (!current && !options.base) assetsBase(defaults.base, defaults.how);  // a bundler's data: URL, say
+  if (current && options.base && options.base !== current.base) {
+    if (!current.speculative) {
+      throw kernelError("KernelError", `the runtime is already loaded from ${current.base}: ` +
+        `one assets folder per page (or process), asked for ${options.base}`, "assets");
+    }
+    current = null;  // the early start from the default folder gives way to the one named
+  }
+  if (!current) start({ ...defaults, ...options }, false);
+  else current.speculative = false;
+  return current;
 }
 
 /** Starts Pyodide once per page (or process); every later call shares it:
@@ -200,31 +294,29 @@ function start(settings, speculative) {
  * holding pyodide/ and bundle.zip; a later call naming another folder is refused, unless the boot under way
  * was only started early by the package's entry (then the named folder replaces it). progress(message):
  * told each step, the current one at once. */
-export function bootApp({ assets = null, progress = null, ...options } = {}) {
-  if (progress) {
-    listeners.add(progress);
-    if (lastMessage) progress(lastMessage);
-  }
+export function bootApp(options = {}) {
   try {
-    if (assets !== null) Object.assign(options, { base: assetsBase(assets), how: "getKernel's `assets` option" });
-    else if (!current && !options.base) assetsBase(defaults.base, defaults.how);  // a bundler's data: URL, say
+    return ensureBoot(options).complete();
   } catch (err) {
     return Promise.reject(err);
   }
-  if (current && options.base && options.base !== current.base) {
-    if (!current.speculative) {
-      return Promise.reject(kernelError("KernelError", `the runtime is already loaded from ${current.base}: ` +
-        `one assets folder per page (or process), asked for ${options.base}`, "assets"));
-    }
-    current = null;  // the early start from the default folder gives way to the one named
+}
+
+/** As bootApp, resolved as soon as a first call's Python can run (python.mjs FIRST_CALL): from a snapshot,
+ * before numpy has loaded. */
+export function bootForFirstCall(options = {}) {
+  try {
+    return ensureBoot(options).planning;
+  } catch (err) {
+    return Promise.reject(err);
   }
-  if (!current) start({ ...defaults, ...options }, false);
-  else current.speculative = false;
-  return current.promise;
 }
 
 /** {pyodide, bridge, manifest} once booted, else null: for the calls that cannot wait. */
 export const bootedApp = () => booted;
+
+/** {pyodide, bridge, manifest} once a first call's Python can run (bootForFirstCall), else null. */
+export const startedApp = () => started;
 
 /** The start-up phases of the boot under way or done: [{phase, startMs, ms (null while running)}]. */
 export const bootPhases = () => phases.map((p) => ({ ...p }));

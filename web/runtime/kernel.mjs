@@ -7,7 +7,7 @@
 // and the stored plans are read, and calls of the signatures stored run at once, while Python boots behind them.
 // Once Python is up, each signature that ran from the store is planned again and its stored entry compared.
 import { ADAPT, Trial, shortlist } from "./adapt.mjs";
-import { bootApp, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
+import { bootApp, bootForFirstCall, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
 import { CONTRACT_VERSION, DTYPES, KERNEL_ID } from "./contract.mjs";
 import { adapterKey, executorFor, openDevice, sharedDevice } from "./device.mjs";
 import { PlanRecord, runnable, storable } from "./plan-store.mjs";
@@ -164,7 +164,7 @@ async function openKernel(id, options) {
     throw kernelError("ConvTransposeError", `weightCacheBytes must be a finite number of bytes >= 0, got ${String(weightCacheBytes)}`,
       "weightCacheBytes");
   }
-  const booting = bootApp(assets !== null ? { assets } : {});
+  const booting = bootForFirstCall(assets !== null ? { assets } : {});
   // Python opens the kernel (checks the id, version, revision and limits; opens or adopts the device)
   const opening = booting.then(async () => callPython("open_kernel", id, version, revision, limits, device,
     await autotuning(autotune)));
@@ -193,7 +193,7 @@ async function openKernel(id, options) {
       console.warn("webgpu-convtranspose: stored plans follow other tuning tables than this session's; planned afresh");
     }
     replanned({ planning: opened.planning });
-    dtypes = inputDtypes((await bootApp()).manifest);
+    dtypes = inputDtypes((await booting).manifest);
     adopt(await callPython("executor", opened));
     pythonUp = true;
     for (const key of unverified.keys()) verify(key).catch(() => {});  // a call of the key meets the error
@@ -361,6 +361,7 @@ async function openKernel(id, options) {
   const special = new Map();  // signatures that never get a launch: empty outputs, requests split into pieces
 
   async function plan(key, tensors, attributes, variant, finite, profile) {
+    firstStoredRun?.release();  // a call the store cannot serve waits for Python: it starts now
     await python;
     if (!pending.has(key)) {
       const request = requestMeta(tensors, attributes, variant, finite);
@@ -484,9 +485,10 @@ async function openKernel(id, options) {
     planned: (call) => { if (call.profile) call.profile.planned = performance.now(); },
   };
 
-  /** Resolves once Python has opened the kernel: what device(), validate(), reference() and the runners need
-   * (calls never wait for it where a stored plan runs them). */
-  kernel.ready = python.then(() => true);
+  /** Resolves once Python has opened the kernel and numpy has loaded: what device(), validate(), reference() and
+   * the runners need (calls never wait for it: a first visit loads numpy after its first call has been planned). */
+  let ready = null;  // made when asked for: it loads the runtime's rest, which a first call does without
+  Object.defineProperty(kernel, "ready", { get: () => (ready ??= python.then(() => bootApp()).then(() => true)) });
   kernel.device = () => callPythonNow("device_info", pyKernel);
   /** The GPU memory the executor holds (launches, weight caches), its counters, and this kernel's weight cache. */
   kernel.memory = () => exec.memory(serial);

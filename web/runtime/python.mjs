@@ -1,6 +1,6 @@
 // The one way from JavaScript into Python: app.bridge's functions by name, values converted both ways,
 // the package's exceptions thrown as JS errors.
-import { bootApp, bootedApp } from "./boot.mjs";
+import { bootApp, bootedApp, bootForFirstCall, startedApp } from "./boot.mjs";
 import { kernelError } from "./errors.mjs";
 
 // Python values that come back as plain JS data; any other Python object (a kernel) stays a PyProxy.
@@ -13,6 +13,10 @@ function toJs(value) {
   return out;
 }
 
+// What a signature's first call runs in Python: none of it needs numpy (app/snapshot.py FIRST_CALL_MODULES), so
+// they run while a snapshot's start still loads it; every other entry waits for it.
+const FIRST_CALL = new Set(["open_kernel", "executor", "plan_launch"]);
+
 const isPlain = (v) => v !== null && typeof v === "object" && (Array.isArray(v) || Object.getPrototypeOf(v) === Object.prototype);
 
 /**
@@ -24,8 +28,8 @@ const isPlain = (v) => v !== null && typeof v === "object" && (Array.isArray(v) 
  * message, `field`, and the traceback in `pythonTraceback`.
  */
 export function callPythonNow(name, ...args) {
-  const booted = bootedApp();
-  if (!booted) throw new Error("callPythonNow before the Python runtime booted: await bootApp() first");
+  const booted = FIRST_CALL.has(name) ? startedApp() : bootedApp();
+  if (!booted) throw new Error(`callPythonNow("${name}") before the Python runtime booted: await kernel.ready (or bootApp()) first`);
   const { pyodide, bridge } = booted;
   const converted = args.map((a) => (isPlain(a) ? pyodide.toPy(a) : a));
   const release = () => converted.forEach((a, i) => { if (a !== args[i]) a?.destroy?.(); });
@@ -55,6 +59,15 @@ export function callPythonNow(name, ...args) {
 }
 
 export async function callPython(name, ...args) {
-  await bootApp();
-  return await callPythonNow(name, ...args);
+  if (!FIRST_CALL.has(name)) {
+    await bootApp();
+    return await callPythonNow(name, ...args);
+  }
+  const app = await bootForFirstCall();
+  try {
+    return await callPythonNow(name, ...args);
+  } finally {
+    // a first call has been planned: the rest of the runtime loads while its GPU work runs
+    if (name === "plan_launch") app.loadNumpy();
+  }
 }

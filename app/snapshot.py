@@ -1,0 +1,23 @@
+"""What a memory snapshot of the started interpreter holds (web/views/snapshot-make.mjs makes it at export,
+web/runtime/boot.mjs starts from it): the package's modules a first call runs, imported, and every template
+compiled, so that a first visit skips Python's start, the imports and template compiling. numpy is left out:
+Pyodide cannot snapshot a binary extension, and a first call does not need it (app/lazy_numpy.py)."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+# app.bridge imports the call path (kernel, planner, variants, render); app.device and app.gpu open the device
+FIRST_CALL_MODULES = ("app.bridge", "app.device", "app.gpu", "app.autotune", "app.timing")
+
+
+def prepare() -> dict:
+    """Imports what a first call runs and compiles the templates; says what the snapshot then holds."""
+    from . import render
+
+    for name in FIRST_CALL_MODULES:
+        importlib.import_module(name)
+    if "numpy" in sys.modules:
+        raise RuntimeError("numpy was imported while preparing a snapshot: Pyodide cannot restore its extension")
+    return {"modules": sorted(m for m in sys.modules if m == "app" or m.startswith("app.")),
+            "templates": render.compile_templates()}

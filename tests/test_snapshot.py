@@ -1,0 +1,89 @@
+"""The memory snapshot a first visit starts Python from (app/host/snapshot.py makes it at export,
+web/runtime/boot.mjs restores it): in the exported package in Node on Dawn, a first call runs from it without
+numpy and without importing a module it lacks, and numpy comes with `kernel.ready`; a snapshot that is not this
+bundle's, not whole, or not this Pyodide build's is refused with a warning and Python starts from scratch, with the
+same result."""
+import gzip
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.host.export import export
+from app.host.node import node_env
+from app.host.snapshot import MAGIC, read_header
+from app.snapshot import FIRST_CALL_MODULES
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ROOT / "tests" / "snapshot_probe.mjs"
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("snapshot") / "kernel"
+    export(out)
+    return out
+
+
+def visit(kernel: Path) -> dict:
+    done = subprocess.run(["node", str(PROBE), str(kernel)], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env=node_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def with_snapshot(kernel: Path, tmp_path: Path, snapshot: bytes) -> Path:
+    """A copy of the export whose snapshot.bin is `snapshot` (Pyodide's folder linked, not copied)."""
+    copy = tmp_path / "kernel"
+    shutil.copytree(kernel, copy, ignore=shutil.ignore_patterns("pyodide"))
+    (copy / "pyodide").symlink_to(kernel / "pyodide")
+    (copy / "snapshot.bin").write_bytes(snapshot)
+    return copy
+
+
+def test_the_export_ships_a_snapshot_of_its_own_bundle(kernel):
+    header = read_header((kernel / "snapshot.bin").read_bytes())
+    assert header["revision"] == hashlib.sha256((kernel / "bundle.zip").read_bytes()).hexdigest()
+    assert set(FIRST_CALL_MODULES) <= set(header["modules"]) and header["bytes"] > 2**20
+    assert "snapshot.bin" in json.loads((kernel / "package.json").read_text())["files"]
+
+
+def test_a_first_call_runs_from_the_snapshot_without_numpy(kernel):
+    got = visit(kernel)
+    assert "start Python from the snapshot" in got["phases"] and "start Python" not in got["phases"], got["phases"]
+    assert not got["warnings"], got["warnings"]
+    assert got["afterCall"]["numpy"] is False  # planned, rendered and dispatched without it
+    held = read_header((kernel / "snapshot.bin").read_bytes())["modules"]
+    assert set(got["afterCall"]["modules"]) <= set(held)  # nothing imported past what the snapshot holds
+    assert got["worst"] < 1e-4  # float32 against the float64 reference (sums of 8 x 9 products of |v| <= 1)
+    assert got["validate"]["field"] == "pads"  # numpy's entries work once kernel.ready has resolved
+
+
+def reframed(kernel: Path, change) -> bytes:
+    """snapshot.bin with its header and heap changed by change(header, heap) -> (header, heap)."""
+    data = (kernel / "snapshot.bin").read_bytes()
+    end = data.index(b"\n", len(MAGIC))
+    header, heap = change(json.loads(data[len(MAGIC):end]), gzip.decompress(data[end + 1:]))
+    return MAGIC + json.dumps(header).encode() + b"\n" + gzip.compress(heap, compresslevel=1)
+
+
+def other_build(header, heap):
+    heap = bytearray(heap)
+    heap[16] ^= 0xFF  # Pyodide's build id, which it checks on restore
+    return header, bytes(heap)
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda k: b"<!doctype html><p>a server's fallback page", "not a snapshot of this package"),
+    (lambda k: reframed(k, lambda h, heap: (h | {"revision": "0" * 64}, heap)), "made from another bundle.zip"),
+    (lambda k: (k / "snapshot.bin").read_bytes()[:-4096], "snapshot.bin not used"),  # truncated: gzip's end missing
+    (lambda k: reframed(k, lambda h, heap: (h, heap[:-1])), "bytes where its header says"),
+    (lambda k: reframed(k, other_build), "build id mismatch"),
+], ids=["foreign", "other-bundle", "truncated", "short-heap", "other-pyodide-build"])
+def test_a_snapshot_that_is_not_this_bundle_s_whole_heap_is_refused_and_python_starts(kernel, tmp_path, make, why):
+    got = visit(with_snapshot(kernel, tmp_path, make(kernel)))
+    assert any("snapshot.bin not used" in w and why in w for w in got["warnings"]), got["warnings"]
+    assert "start Python" in got["phases"] and got["worst"] < 1e-4
