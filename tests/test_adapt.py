@@ -26,22 +26,24 @@ def trial(script: str) -> dict:
 
 RUN = """
 const first = { variant: "first", params: null, launch: "L0" };
-const t = new Trial(first, ALTS.map((v, i) => ({ variant: v, params: null, predicted_ms: i })));
-t.alternatives.forEach((a, i) => { a.launch = `L${i + 1}`; });
+const t = new Trial(first, ALTS.map((v, i) => ({ variant: v, params: null, predicted_ms: PREDICTED[i] ?? i })));
 const picked = [];
 for (const [name, ms] of TIMES) {
   const c = t.pick();
   picked.push(c.variant);
   if (c.variant !== name) throw new Error(`call ${picked.length}: picked ${c.variant}, the test gave ${name}`);
   t.record(c, ms);
+  // as kernel.mjs: the alternatives are planned from the second call (ready at once here)
+  if (t.planningAt === null && t.calls >= 2) t.begin().forEach((a, i) => t.ready(a, `L${i + 1}`, 0));
   if (t.done) break;
 }
 console.log(JSON.stringify({ picked, report: t.report(), samples: ADAPT.samples }));
 """
 
 
-def run_trial(alternatives: list[str], times: list[tuple[str, float]]) -> dict:
-    return trial(f"const ALTS = {json.dumps(alternatives)};\nconst TIMES = {json.dumps(times)};\n{RUN}")
+def run_trial(alternatives: list[str], times: list[tuple[str, float]], predicted: list[float] = ()) -> dict:
+    return trial(f"const ALTS = {json.dumps(alternatives)};\nconst TIMES = {json.dumps(times)};\n"
+                 f"const PREDICTED = {json.dumps(list(predicted))};\n{RUN}")
 
 
 def test_a_faster_alternative_wins_after_its_warm_up_and_paired_samples():
@@ -75,7 +77,7 @@ def test_an_alternative_slower_at_once_stops_and_the_first_pick_holds_within_the
     assert r["cost_ms"] == pytest.approx(2.5)
     # 1.15 at once: within the stop, sampled again
     r = run_trial(["near"], [("first", 30), ("first", 10), ("near", 30), ("first", 10), ("near", 11.5), ("first", 10),
-                             ("near", 7)])["report"]
+                             ("near", 10.2)])["report"]
     assert r["done"] and r["candidates"][0]["samples"] == 2 and "stopped" not in r["candidates"][0]
 
 
@@ -95,6 +97,23 @@ def test_exploration_stops_once_it_has_cost_its_budget():
                                ("a", 1.15), ("b", 5.9)])["report"]
     assert r["candidates"][1]["stopped"] == "out of budget" and r["candidates"][1]["samples"] == 0 and r["done"]
     assert r["cost_ms"] == pytest.approx(0.3)
+
+
+def test_two_samples_that_disagree_across_the_margin_take_a_third():
+    """0.6 and 1.3: their mean (0.95) would decide on one outlier; a third call settles it."""
+    times = [("first", 30), ("first", 10), ("alt", 30), ("first", 10), ("alt", 6), ("first", 10), ("alt", 13)]
+    r = run_trial(["alt"], times + [("first", 10), ("alt", 12)])["report"]
+    assert r["done"] and r["candidates"][0]["samples"] == 3 and r["chosen"]["variant"] == "first"
+    r = run_trial(["alt"], times + [("first", 10), ("alt", 7)])["report"]
+    assert r["done"] and r["chosen"]["variant"] == "alt" and r["chosen"]["ratio"] == pytest.approx(0.7)
+
+
+def test_the_candidates_are_bounded_by_the_first_picks_measured_time():
+    """Predicted past 4x what the first pick measured (10 ms here) is not timed; predicted past 4x its own
+    prediction is, when the first pick measured slower than the model said."""
+    r = run_trial(["near", "far"], [("first", 30), ("first", 10), ("near", 10), ("first", 10), ("near", 10),
+                                    ("first", 10), ("near", 10)], predicted=[39, 41])["report"]
+    assert [c["variant"] for c in r["candidates"]] == ["near"] and r["done"]
 
 
 def test_the_shortlist_takes_one_candidate_per_variant_before_other_tiles():

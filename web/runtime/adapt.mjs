@@ -12,7 +12,7 @@
 export const ADAPT = {
   count: 3,  // alternatives timed beside the first pick
   pool: 8,  // next-best candidates asked of the planner, of which `count` are timed (shortlist)
-  within: 4,  // none predicted past this multiple of the first pick's time
+  within: 4,  // none predicted past this multiple of the first pick's measured time
   samples: 2,  // timed calls per alternative (after one warm-up call each: its buffers, its weight passes)
   abort: 1.2,  // an alternative whose first timed call is past this multiple of the first pick's stops
   margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1
@@ -38,17 +38,24 @@ const median = (xs) => {
   return s.length ? (s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2) : Infinity;
 };
 
+/** Timed calls an alternative needs: `samples`, and one more where two disagree across the margin (one faster by
+ * it, one slower than the first pick: a median of two is then their mean, and one outlier decides). */
+const needed = (a) => a.ratios.length === ADAPT.samples && Math.min(...a.ratios) < 1 - ADAPT.margin &&
+  Math.max(...a.ratios) > 1 ? ADAPT.samples + 1 : ADAPT.samples;
+const unfinished = (a) => !a.stopped && a.ratios.length < needed(a);
+
 // Each timed call of an alternative follows a call of the first pick, and is read as the ratio of the two: a GPU
 // between calls changes its clocks (timed between host round trips, an H100 ran one layer 5x slower per call than
 // back to back), and a ratio of neighbours holds where either time alone drifts.
 export class Trial {
-  /** first: {variant, params, launch} (the planner's pick, its launch run by the first call); alternatives:
-   * [{variant, params, predicted_ms}] (their launches are planned later: `launch` null until then). */
-  constructor(first, alternatives) {
+  /** first: {variant, params, launch} (the planner's pick, its launch run by the first call); pool: the
+   * planner's next-best [{variant, params, predicted_ms}], fastest predicted first, of which begin() takes the
+   * alternatives (their launches are planned later: `launch` null until then). */
+  constructor(first, pool) {
     // the first pick's first call (the planning call) made its buffers and ran its weight passes: a warm-up too
     this.first = { ...first, warm: false, times: [] };
-    this.alternatives = alternatives.map((a) => ({ ...a, launch: null, warm: false, times: [], ratios: [], stopped: null,
-                                                    readyAt: null }));
+    this.pool = pool;
+    this.alternatives = [];
     this.calls = 0;  // calls of the signature so far, whichever candidate ran them
     this.planningAt = null;  // the call after which the alternatives' planning started
     this.reference = null;  // the first pick's time on the call before, for the next alternative's ratio
@@ -59,16 +66,29 @@ export class Trial {
 
   get done() { return this.winner !== null; }
 
-  /** The alternative being explored (its launch planned or not), or null when none is left. */
-  current() {
-    return this.alternatives.find((a) => !a.stopped && a.ratios.length < ADAPT.samples) ?? null;
+  /** Once the first pick has a time: the alternatives to plan, none predicted past `within` times that time (the
+   * model's own prediction of the first pick is the one most often wrong: the misses are its). Returns them. */
+  begin() {
+    this.planningAt = this.calls;
+    const bound = ADAPT.within * median(this.first.times);
+    this.alternatives = shortlist(this.pool.filter((a) => a.predicted_ms <= bound), this.first.variant)
+      .map((a) => ({ ...a, launch: null, warm: false, times: [], ratios: [], stopped: null, readyAt: null }));
+    if (!this.alternatives.length) this.decide();
+    return this.alternatives;
   }
 
-  /** The candidate the next call runs: the alternative under exploration once its launch is ready and the first
-   * pick has a time (its warm-up, then each timed call after one of the first pick), else the first pick. */
+  /** The alternative being explored: the one under way, else the first ready (in the trial's order) that is
+   * left; null when none is ready. */
+  current() {
+    return this.alternatives.find((a) => a.warm && unfinished(a)) ??
+      this.alternatives.find((a) => a.launch && unfinished(a)) ?? null;
+  }
+
+  /** The candidate the next call runs: the alternative under exploration once the first pick has a time (its
+   * warm-up, then each timed call after one of the first pick), else the first pick. */
   pick() {
     const alt = this.current();
-    if (!alt?.launch || !this.first.times.length) return this.first;
+    if (!alt || !this.first.times.length) return this.first;
     return !alt.warm || this.reference !== null ? alt : this.first;
   }
 
@@ -104,9 +124,9 @@ export class Trial {
     candidate.ratios.push(ms / base);
     if (candidate.ratios.length === 1 && ms > ADAPT.abort * base) candidate.stopped = "slower at once";
     if (this.costMs > this.budgetMs()) {
-      for (const a of this.alternatives) if (!a.stopped && a.ratios.length < ADAPT.samples) a.stopped = "out of budget";
+      for (const a of this.alternatives) if (unfinished(a)) a.stopped = "out of budget";
     }
-    if (this.current() === null) this.decide();
+    this.decideIfOver();
   }
 
   budgetMs() {
@@ -114,9 +134,10 @@ export class Trial {
   }
 
   /** An alternative's launch is ready: it is explored from the next call. */
-  ready(candidate, launch) {
+  ready(candidate, launch, planMs) {
     candidate.launch = launch;
     candidate.readyAt = this.calls;
+    candidate.planMs = planMs;
   }
 
   /** An alternative whose launch could not be planned is not explored. */
@@ -126,7 +147,11 @@ export class Trial {
 
   stop(candidate, why) {
     candidate.stopped = why;
-    if (this.current() === null) this.decide();
+    this.decideIfOver();
+  }
+
+  decideIfOver() {
+    if (!this.alternatives.some(unfinished)) this.decide();
   }
 
   decide() {
@@ -143,7 +168,7 @@ export class Trial {
     const ms = (c) => Number.isFinite(median(c.times)) ? median(c.times) : null;
     const row = (c) => ({ variant: c.variant, params: c.params ?? null, ms: ms(c), samples: c.times.length,
                           ...(c.ratios ? { ratio: Number.isFinite(median(c.ratios)) ? median(c.ratios) : null } : {}),
-                          ...(c.ratios ? { ratios: c.ratios, ready_at: c.readyAt } : {}),
+                          ...(c.ratios ? { ratios: c.ratios, ready_at: c.readyAt, plan_ms: c.planMs ?? null } : {}),
                           ...(c.stopped ? { stopped: c.stopped } : {}),
                           ...(c.predicted_ms !== undefined ? { predicted_ms: c.predicted_ms } : {}) });
     const firstMs = ms(this.first);

@@ -6,7 +6,7 @@
 // Launches are also persisted (plan-store.mjs): on a revisit, getKernel resolves as soon as the device is open
 // and the stored plans are read, and calls of the signatures stored run at once, while Python boots behind them.
 // Once Python is up, each signature that ran from the store is planned again and its stored entry compared.
-import { ADAPT, Trial, shortlist } from "./adapt.mjs";
+import { ADAPT, Trial } from "./adapt.mjs";
 import { bootApp, bootForFirstCall, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
 import { CONTRACT_VERSION, DTYPES, KERNEL_ID } from "./contract.mjs";
 import { adapterKey, executorFor, openDevice, sharedDevice } from "./device.mjs";
@@ -314,22 +314,21 @@ async function openKernel(id, options) {
     if (context) await stored.record.learn(context, signatureOf(key), choice);
   }
 
-  /** Plans a trial's alternatives while the first pick serves the calls, one after the other in the trial's
-   * order: the first is explored while the next is planned (all at once, none was ready before the last). */
+  /** Plans a trial's alternatives while the first pick serves the calls, all at once (their shaders compile side
+   * by side on the driver's threads), each explored as soon as it is ready. */
   async function planAlternatives(key, trial) {
-    for (const [i, alt] of trial.alternatives.entries()) {
-      if (trial.done) break;
-      if (alt.stopped) continue;
+    await Promise.all(trial.alternatives.map(async (alt, i) => {
       try {
+        const started = performance.now();
         const out = await callPython("plan_launch", pyKernel, { ...trial.request, variant: alt.variant, params: alt.params },
           `${key}|alt${i}`);
         if (trial.done) exec.evict(`${key}|alt${i}`);  // settled while it compiled
-        else if (out.launch) trial.ready(alt, out.launch);
+        else if (out.launch) trial.ready(alt, out.launch, performance.now() - started);
         else trial.unplannable(alt, "no single launch");
       } catch (err) {
         trial.unplannable(alt, err?.message ?? String(err));
       }
-    }
+    }));
     if (trial.done) await settleOnce(key, trial);
   }
 
@@ -347,13 +346,12 @@ async function openKernel(id, options) {
     if (candidate !== trial.first) {
       out.meta.reason = `adapting on this adapter: a candidate timed on this call (the first pick: ${trial.first.variant})`;
     }
-    if (trial.done) await settleOnce(trial.key, trial);
-    else if (trial.planningAt === null && trial.calls >= 2) {
+    if (trial.planningAt === null && trial.calls >= 2 && trial.begin().length) {
       // a signature called once never pays for its alternatives (Python planning and compiling on the page's
       // thread); from its second call they are planned, after this call's result is out
-      trial.planningAt = trial.calls;
       setTimeout(() => planAlternatives(trial.key, trial).catch(() => {}), 0);
     }
+    if (trial.done && trial.alternatives.length) await settleOnce(trial.key, trial);
     return out;
   }
   const trials = [];  // every trial this kernel ran, for adaptations()
@@ -366,11 +364,11 @@ async function openKernel(id, options) {
     if (!pending.has(key)) {
       const request = requestMeta(tensors, attributes, variant, finite);
       const job = callPython("plan_launch", pyKernel, { ...request, learned: learnedFor(key),
-        adapt: adapt && variant === null ? { count: ADAPT.pool, within: ADAPT.within } : null }, key)
+        // the trial bounds the pool by the first pick's measured time (Trial.begin), not the planner by its prediction
+        adapt: adapt && variant === null ? { count: ADAPT.pool, within: 1e9 } : null }, key)
         .then((out) => {
           if (out.launch && out.alternatives?.length) {
-            const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch },
-              shortlist(out.alternatives, out.launch.variant));
+            const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch }, out.alternatives);
             Object.assign(trial, { key, request });
             trials.push(trial);
             out.launch.trial = trial;
