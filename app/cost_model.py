@@ -13,7 +13,8 @@ A plan's passes are its main pass (the one that does the multiply-adds) and memo
 
 so a grid that fills the GPU runs at `resident * rate` multiply-adds a ms, a grid of a few deep
 workgroups (a long reduction in few tiles) pays its whole per-workgroup depth, and a grid just past one
-wave pays for two. `rate` is the variant's arithmetic efficiency per resident invocation, one per variant
+wave pays for two. A workgroup's invocations are what each pass declares (app/plan.py Dispatch.invocations).
+`rate` is the variant's arithmetic efficiency per resident invocation, one per variant
 and dtype; `resident`, `launch` and `bandwidth` are the adapter's. All are calibrated per adapter class
 from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's tuning table
 (app/tuning_tables.py `cost_model`), with the revision they were measured at (docs/decisions.md#cost-model).
@@ -22,18 +23,15 @@ Pure Python.
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from dataclasses import dataclass
 
 from .plan import Plan
-from .render import render
 from .shapes import ConvGeometry
 
 # Passes that move data and do no multiply-adds: folds of a column buffer, split-K sums, a channels-last x.
 HELPER_PASSES = ("col2im", "split-sum", "channels-last", "nonfinite-check")
 DTYPE_BYTES = {"float32": 4, "float16": 2}
-_WORKGROUP_SIZE = re.compile(r"@workgroup_size\(([^)]*)\)")
 # An unmeasured variant: this fraction of the slowest measured rate (docs/decisions.md#unmeasured-rate).
 UNMEASURED_RATE = 0.5
 MAX_RATE_OVER_MEDIAN = 20.0  # no fitted rate above 20x the adapter's median (docs/decisions.md#rate-cap)
@@ -52,13 +50,6 @@ class Features:
     io_bytes: int  # x, w, y once each
     scratch_bytes: int
     threads: int  # invocations of every pass together: what a software adapter pays for one by one
-
-
-def invocations(template: str, params: dict) -> int:
-    """A pass's workgroup size, read from its rendered WGSL (the render is cached, and the chosen plan's is
-    needed anyway)."""
-    match = _WORKGROUP_SIZE.search(render(template, params))
-    return math.prod(int(v) for v in match.group(1).split(",") if v.strip()) if match else 64
 
 
 def _tile_area(tiles: dict) -> int | None:
@@ -92,7 +83,7 @@ def computed_madds(plan: Plan, geom: ConvGeometry, workgroups: int) -> int:
 
 
 def features(plan: Plan, geom: ConvGeometry) -> Features:
-    sizes = [(d, math.prod(d.workgroups), invocations(d.template, d.render_params)) for d in plan.dispatches]
+    sizes = [(d, math.prod(d.workgroups), d.invocations) for d in plan.dispatches]
     main = [s for s in sizes if not any(h in s[0].template for h in HELPER_PASSES)] or sizes
     _, workgroups, threads = max(main, key=lambda s: s[1] * s[2])
     size = DTYPE_BYTES.get(geom.dtype, 4)

@@ -36,6 +36,9 @@ class Dispatch:
     bindings: tuple[str, ...]  # buffer names in binding order; the uniform buffer comes after them
     uniforms: tuple[tuple[str, int], ...]  # i32 fields of the Params struct, in declaration order
     workgroups: tuple[int, int, int]
+    # A workgroup's invocations, as the pass declares them (what its template's @workgroup_size renders to; the
+    # cost model reads it here, tests/test_plan_invocations.py holds the two equal).
+    invocations: int
 
 
 def bindings_params(reads, writes, uniform_fields, types: dict | None = None) -> dict:
@@ -49,12 +52,14 @@ def bindings_params(reads, writes, uniform_fields, types: dict | None = None) ->
 
 
 def dispatch(template: str, render_params: dict, reads, writes, uniforms: list[tuple[str, int]],
-             workgroups: tuple[int, int, int], types: dict | None = None) -> Dispatch:
-    """A pass declared once: the template's bindings and Params come from the same lists the executor binds."""
+             workgroups: tuple[int, int, int], types: dict | None = None, invocations: int | None = None) -> Dispatch:
+    """A pass declared once: the template's bindings and Params come from the same lists the executor binds.
+    `invocations`: a workgroup's, where the render params do not name them as `workgroup_size`."""
     reads, writes = tuple(reads), tuple(writes)
+    if invocations is None:
+        invocations = render_params["workgroup_size"]
     return Dispatch(template, render_params | bindings_params(reads, writes, [n for n, _ in uniforms], types),
-                    reads + writes,
-                    tuple(uniforms), workgroups)
+                    reads + writes, tuple(uniforms), workgroups, invocations)
 
 
 @dataclass(frozen=True)

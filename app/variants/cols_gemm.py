@@ -150,7 +150,8 @@ def _configure(geom, caps, t: dict) -> Plan | Refusal:
     # kz rides along (the template does not read it) so that the shader matrix sees every tuning-grid value
     params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk")} | {"kz": kz}
     gemm = dispatch(COLS_VEC4, params, ("x", "w_packed"), ("cols",), uniforms, grid(tiles, max_dim),
-                    types={"x": vec4, "w_packed": vec4, "cols": "array<vec4<f32>>"})
+                    types={"x": vec4, "w_packed": vec4, "cols": "array<vec4<f32>>"},
+                    invocations=(t["tm"] // t["rm"]) * (t["tn"] // t["rn"]))
     fold = (cells_fold_pass(geom, sizes, max_dim, kz) if t["fc"] == 2
             else fold_pass(geom.rank, geom, sizes, max_dim, kz, baked=t["fc"] == 1, run=t["fr"]))
     return Plan((gemm, fold), scratch={"cols": sizes["cols"] * COLS_BYTES},

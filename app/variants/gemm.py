@@ -50,6 +50,10 @@ def _tile_cols(shape: dict) -> int:
     return shape["wx"] * shape["rn"]
 
 
+def _invocations(shape: dict) -> int:
+    return shape["wx"] * shape["wy"]
+
+
 def _reg_bytes(shape: dict) -> int:
     """Workgroup memory of the register-blocked GEMM: one k-step of A and of x, as f32."""
     return (_tile_rows(shape) + _tile_cols(shape)) * shape["tk"] * 4
@@ -74,7 +78,8 @@ def _tiled(name: str, tile: int) -> Variant:
         uniforms, tiles = _gemm_uniforms(geom, geom.out_per_group, tile, tile)
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "tile": tile}
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Plan((dispatch(TILED, params, *io(geom), uniforms, workgroups),), tiles={"tile": tile},
+        return Plan((dispatch(TILED, params, *io(geom), uniforms, workgroups, invocations=tile * tile),),
+                    tiles={"tile": tile},
                       workgroup_bytes=need)
 
     return Variant(
@@ -110,7 +115,8 @@ def _tiled_reg(name: str, default_shape: dict) -> Variant:
         uniforms, tiles = _gemm_uniforms(geom, geom.out_per_group, _tile_rows(shape), _tile_cols(shape))
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "weights": "w", "output": "y"} | shape
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
-        return Plan((dispatch(REG, params, *io(geom), uniforms, workgroups),), tiles=shape,
+        return Plan((dispatch(REG, params, *io(geom), uniforms, workgroups, invocations=_invocations(shape)),),
+                    tiles=shape,
                       workgroup_bytes=need)
 
     shape = default_shape
@@ -198,7 +204,8 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
         gemm_uniforms, tiles = _gemm_uniforms(geom, sizes["rows"], sizes["tile_rows"], _tile_cols(shape),
                                               panel_stride=sizes["depth_padded"] * sizes["tile_rows"])
         gemm = dispatch(REG, {"dtype": geom.dtype, "has_bias": False, "weights": "w_packed", "output": "cols"}
-                        | shape, ("x", "w_packed"), ("cols",), gemm_uniforms, grid(tiles, max_dim))
+                        | shape, ("x", "w_packed"), ("cols",), gemm_uniforms, grid(tiles, max_dim),
+                        invocations=_invocations(shape))
         return Plan((gemm, fold_pass(rank, geom, sizes, max_dim)), scratch={"cols": sizes["cols"] * COLS_BYTES},
                     weight_passes=(weight_pack_pass(rank, geom, sizes, max_dim),),
                     prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},

@@ -130,7 +130,8 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
     tail = kc * wp_cols(geom) + tn
     prepared = {"wp": (packed_vec4s * 4 + tail) * DTYPE_BYTES[geom.dtype]}
     gemm = dispatch(TEMPLATE, params, ("x", "wp", "b") if geom.has_bias else ("x", "wp"), ("y",), uniforms,
-                    grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")), {"wp": "array<C>"})
+                    grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")), {"wp": "array<C>"},
+                    invocations=t["sg_m"] * t["sg_n"] * t["kt"] * subgroup_size(caps))
     return Plan((gemm,), weight_passes=(pack,), prepared=prepared, tiles=t, workgroup_bytes=need)
 
 

@@ -86,7 +86,7 @@ def _configure_portable(geom, caps, t: dict) -> Plan | Refusal:
     uniforms = _gemm_uniforms(geom, tm, tn)
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t
     workgroups = grid(dict(uniforms)["tiles"], caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Plan((dispatch(PORTABLE, params, *io(geom), uniforms, workgroups),), tiles=t,
+    return Plan((dispatch(PORTABLE, params, *io(geom), uniforms, workgroups, invocations=t["tx"] * t["ty"]),), tiles=t,
                   workgroup_bytes=need)
 
 

@@ -125,7 +125,9 @@ def configure(geom, caps, params: dict) -> Plan | Refusal:
                 ("workgroups", workgroups)]
     render = {"dtype": geom.dtype, "has_bias": geom.has_bias} | tiles.params()
     folded = grid(workgroups, caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Plan((dispatch(TEMPLATE, render, *io(geom), uniforms, folded),), tiles=tiles.params(),
+    invocations = tiles.phases * tiles.q_lanes * tiles.m_lanes
+    return Plan((dispatch(TEMPLATE, render, *io(geom), uniforms, folded, invocations=invocations),),
+                tiles=tiles.params(),
                   workgroup_bytes=tiles.workgroup_bytes)
 
 

@@ -256,7 +256,8 @@ def channels_last_pass(geom, caps) -> tuple:
                       ("x",), ("xc",),
                       [("tiles", tiles), ("u_tiles", u_tiles), ("pix_tiles", pix_tiles), ("in_size", in_size),
                        ("in_channels", geom.in_channels), ("in_per_group", geom.in_per_group), *xc],
-                      grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")), {"xc": XC_VIEW[geom.dtype]})
+                      grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")), {"xc": XC_VIEW[geom.dtype]},
+                      invocations=X_PACK_PIXELS * X_PACK_VECTORS)
     return repack, xc, xc_vectors(geom) * 16
 
 
@@ -344,11 +345,12 @@ TUNABLE = Tunable(default_tiles, tiles_refusal)
 
 def configure(geom, caps, t: dict) -> Plan | Refusal:
     if not t.get(CL) and not t.get(RV):
-        return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t)
+        return gemm_plan(TEMPLATE, geom, caps, t, t["tm"], t["tn"], t["tk"] * t["ks"], workgroup_bytes(t), t,
+                         _threads(t))
     yv = vector_y(geom)
     params = {k: t[k] for k in ("tm", "tn", "rm", "rn", "tk", "kz")} | {"xc": t.get(CL, 0), "yv": int(yv),
                                                                        "ri": t.get(RI, 0)}
-    return gemm_plan(VEC4, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t,
+    return gemm_plan(VEC4, geom, caps, params, t["tm"], t["tn"], t["tk"], workgroup_bytes(t), t, _threads(t),
                      channels_last=bool(t.get(CL)), out_vec4=yv)
 
 
@@ -374,12 +376,12 @@ def weight_pack(geom, caps) -> tuple:
 
 
 def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: int, need: int,
-                tiles: dict, wp_view: str | None = None, wp_tail: int = 0,
+                tiles: dict, invocations: int, wp_view: str | None = None, wp_tail: int = 0,
                 x_view: str | None = None, channels_last: bool = False, out_vec4: bool = False) -> Plan | Refusal:
-    """The weight pack and the GEMM of a tm x tn tile reducing `step` in-channels per step; with tiles["kz"]
-    > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them up into y. The GEMM
-    may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail` elements
-    longer than the pack writes, and x as `x_view`; with `channels_last` it reads A from xc instead, which
+    """The weight pack and the GEMM of a tm x tn tile (a workgroup of `invocations`) reducing `step` in-channels
+    per step; with tiles["kz"] > 1, the GEMM's kz partial sums (no bias) into `parts` and the pass that adds them
+    up into y. The GEMM may bind wp as `wp_view` (the pack writes vec4 rows whatever the view), allocated `wp_tail`
+    elements longer than the pack writes, and x as `x_view`; with `channels_last` it reads A from xc instead, which
     channels_last_pass fills before it; with `out_vec4` it writes y (or parts) as vec4s."""
     refusal = workgroup_memory_refusal(need, caps)
     if refusal:
@@ -408,7 +410,8 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
                     (a_source, "wp", "b") if has_bias else (a_source, "wp"), ("y",) if kz == 1 else ("parts",), uniforms,
                     grid(split_tiles * kz, max_dim),
                     {n: v for n, v in (("wp", wp_view), (a_source, a_view), ("y", "array<vec4<T>>" if out_vec4 else None),
-                                       ("parts", "array<vec4<f32>>" if out_vec4 else None)) if v} or None)
+                                       ("parts", "array<vec4<f32>>" if out_vec4 else None)) if v} or None,
+                    invocations)
     first = (repack,) if repack else ()
     if kz == 1:
         return Plan((*first, gemm), scratch=scratch, weight_passes=(pack,), prepared=prepared, tiles=tiles,

@@ -76,7 +76,8 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
                 + axis_uniforms(geom) + [("row_tiles", row_tiles), ("col_tiles", col_tiles), ("tiles", total)])
     params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
     workgroups = grid(total, caps.limit("maxComputeWorkgroupsPerDimension"))
-    return Plan((dispatch(TEMPLATE, params, *io(geom), uniforms, workgroups),), tiles=t,
+    invocations = (t["tile_m"] // t["thread_m"]) * (t["tile_n"] // t["thread_n"])
+    return Plan((dispatch(TEMPLATE, params, *io(geom), uniforms, workgroups, invocations=invocations),), tiles=t,
                   workgroup_bytes=need)
 
 

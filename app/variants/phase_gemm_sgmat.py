@@ -344,13 +344,15 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
     if t["vs"]:
         return _vector_staged_plan(geom, caps, params | {"yv": int(vector_y(geom))}, t, config)
     x_view = "array<vec4<T>>" if t["va"] else None
+    invocations = t["sg_m"] * t["sg_n"] * subgroup_size(caps)
     template = POINTWISE if t["va"] and all(k == 1 for k in geom.kernel) else TEMPLATE
     if not t["bd"]:
-        return gemm_plan(template, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t, x_view=x_view)
+        return gemm_plan(template, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t, invocations,
+                         x_view=x_view)
     # The last step's matrices reach up to tks rows and tn columns past the packed rows.
     tail = tks * wp_cols(geom) + tn
-    return gemm_plan(template, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
-                       wp_view="array<C>", wp_tail=tail, x_view=x_view)
+    return gemm_plan(template, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t, invocations,
+                     wp_view="array<C>", wp_tail=tail, x_view=x_view)
 
 
 def _vector_staged_plan(geom, caps, params: dict, t: dict, config: dict) -> Plan | Refusal:
@@ -358,7 +360,7 @@ def _vector_staged_plan(geom, caps, params: dict, t: dict, config: dict) -> Plan
     with cl, A read from xc, which a pass before the GEMM fills from x."""
     tm, tn, tks = _tile(t, config)
     return gemm_plan(VECTOR_STAGED, geom, caps, params, tm, tn, tks, workgroup_bytes(t, config), t,
-                     wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] else None,
+                     t["sg_m"] * t["sg_n"] * subgroup_size(caps), wp_view="array<vec4<u32>>", x_view="array<vec4<u32>>" if t["va"] else None,
                      channels_last=bool(t["cl"]), out_vec4=bool(params["yv"]))
 
 

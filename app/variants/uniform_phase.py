@@ -96,7 +96,8 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
                 ("col_tiles", col_tiles), ("tiles", tiles), ("in_size", math.prod(geom.in_spatial)),
                 ("out_size", math.prod(geom.out_spatial))] + axes
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t
-    gemm = dispatch(TEMPLATE, params, *io(geom), uniforms, grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")))
+    gemm = dispatch(TEMPLATE, params, *io(geom), uniforms, grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")),
+                    invocations=_threads(t))
     return Plan((gemm,), tiles=t, workgroup_bytes=need)
 
 
