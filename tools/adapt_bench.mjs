@@ -1,26 +1,12 @@
 // Adaptation as a user meets it: each bench case's layer called CALLS times through getKernel (the JS path, y
-// read back, seeded data), in Node on Dawn (this machine's adapter: SwiftShader here, the GPU there). Prints one
-// JSON line per case: the first pick, what the trial chose and after how many calls, its candidates, its cost.
-// tools/choice_report.py --adapt reads them beside the `bench --variants all` run of the same cases.
+// read back, seeded data), on this machine's adapter. Prints one JSON line per case: the first pick, what the
+// trial chose and after how many calls, its candidates, its cost; the first line is the adapter ({device}).
+// tools/choice_report.py reads them beside the `bench --variants all` run of the same cases.
 //   node tools/adapt_bench.mjs KERNEL_DIR BENCH.json TIER DTYPE [CASES=a,b] [CALLS=20] [GAP_MS=0]
-// GAP_MS: a pause between calls, as an app's frame loop leaves (Python plans the candidates in the gaps; without
-// them it plans while the calls wait on the GPU).
-// KERNEL_DIR: `python -m app export` of this tree.
-import { readFileSync } from "node:fs";
-import { pathToFileURL } from "node:url";
-import { create, globals } from "webgpu";
+// in Node on Dawn (KERNEL_DIR: `python -m app export` of this tree); in headless Chromium, adaptRows runs in the
+// app's page (tools/adapt_browser.py). GAP_MS: a pause between calls, as an app's frame loop leaves (Python plans
+// the candidates in the gaps; without them it plans while the calls wait on the GPU).
 
-const [kernelDir, benchPath, tier, dtype, only = "", calls = "20", gap = "0"] = process.argv.slice(2);
-Object.assign(globalThis, globals);
-// as web/views/dawn-node.mjs: the GPU's f16 where it has it, exact timestamps
-globalThis.navigator = { gpu: create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
-  "disable-dawn-features=timestamp_quantization"]) };
-const m = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
-const kernel = await m.getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
-await kernel.ready;
-
-const keep = only ? new Set(only.split(",")) : null;
-const cases = JSON.parse(readFileSync(benchPath, "utf8")).cases.filter((c) => c.tier === tier && (!keep || keep.has(c.name)));
 const count = (shape) => shape.reduce((a, b) => a * b, 1);
 const view = new DataView(new ArrayBuffer(4));
 function halfBits(f) {  // round toward zero, tiny values to 0: seeded bench data, not arithmetic under test
@@ -28,28 +14,50 @@ function halfBits(f) {  // round toward zero, tiny values to 0: seeded bench dat
   const x = view.getUint32(0), sign = (x >>> 16) & 0x8000, e = ((x >>> 23) & 0xff) - 112;
   return e <= 0 ? sign : sign | (e << 10) | ((x & 0x7fffff) >>> 13);
 }
-function data(shape, seed) {
-  const values = Float32Array.from({ length: count(shape) }, (_, i) => Math.sin(seed + i * 0.618) * 0.5);
-  return dtype === "float16" ? Uint16Array.from(values, halfBits) : values;
+
+/** One row per case of `cases` (bench.json's format), each through one kernel of `getKernel`; emit(row). */
+export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap = 0, emit }) {
+  const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
+  await kernel.ready;
+  emit({ device: await kernel.device() });
+  const data = (shape, seed) => {
+    const values = Float32Array.from({ length: count(shape) }, (_, i) => Math.sin(seed + i * 0.618) * 0.5);
+    return dtype === "float16" ? Uint16Array.from(values, halfBits) : values;
+  };
+  for (const c of cases) {
+    const request = { x: { data: data(c.x, 1), shape: c.x, dtype }, w: { data: data(c.w, 2), shape: c.w, dtype, constant: true },
+                      ...c.attributes };
+    const channels = c.w[1] * (c.attributes.group ?? 1);
+    if (c.bias) request.b = { data: data([channels], 3), shape: [channels], dtype, constant: true };
+    const before = kernel.adaptations().length;
+    const variants = [];
+    let error = null;
+    try {
+      for (let i = 0; i < calls; i++) {
+        variants.push((await kernel(request)).meta.variant);
+        if (gap) await new Promise((r) => setTimeout(r, gap));
+      }
+    } catch (err) {
+      error = String(err?.message ?? err).split("\n")[0];
+    }
+    const trial = kernel.adaptations().slice(before)[0] ?? null;
+    emit({ tier, case: c.name, dtype, calls: variants.length, last: variants.at(-1) ?? null, trial, error });
+  }
 }
 
-for (const c of cases) {
-  const request = { x: { data: data(c.x, 1), shape: c.x, dtype }, w: { data: data(c.w, 2), shape: c.w, dtype, constant: true },
-                    ...c.attributes };
-  if (c.bias) request.b = { data: data([c.w[1] * (c.attributes.group ?? 1)], 3), shape: [c.w[1] * (c.attributes.group ?? 1)], dtype, constant: true };
-  const before = kernel.adaptations().length;
-  const variants = [];
-  let error = null;
-  try {
-    for (let i = 0; i < Number(calls); i++) {
-      variants.push((await kernel(request)).meta.variant);
-      if (Number(gap)) await new Promise((r) => setTimeout(r, Number(gap)));
-    }
-  } catch (err) {
-    error = String(err?.message ?? err).split("\n")[0];
-  }
-  const trial = kernel.adaptations().slice(before)[0] ?? null;
-  console.log(JSON.stringify({ tier, case: c.name, dtype, calls: variants.length, last: variants.at(-1) ?? null,
-                               trial, error }));
+if (typeof process !== "undefined" && process.argv[1]?.endsWith("adapt_bench.mjs")) {
+  const [kernelDir, benchPath, tier, dtype, only = "", calls = "20", gap = "0"] = process.argv.slice(2);
+  const { readFileSync } = await import("node:fs");
+  const { pathToFileURL } = await import("node:url");
+  const { create, globals } = await import("webgpu");
+  Object.assign(globalThis, globals);
+  // as web/views/dawn-node.mjs: the GPU's f16 where it has it, exact timestamps
+  globalThis.navigator = { gpu: create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
+    "disable-dawn-features=timestamp_quantization"]) };
+  const m = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
+  const keep = only ? new Set(only.split(",")) : null;
+  const cases = JSON.parse(readFileSync(benchPath, "utf8")).cases.filter((c) => c.tier === tier && (!keep || keep.has(c.name)));
+  await adaptRows(m.getKernel, cases, { tier, dtype, calls: Number(calls), gap: Number(gap),
+                                        emit: (row) => console.log(JSON.stringify(row)) });
+  process.exit(0);
 }
-process.exit(0);

@@ -3,9 +3,11 @@
 
     python3 tools/choice_report.py RUNS_DIR [--markdown OUT.md] [--json OUT.json]
 
-The planner's choice is planned here, with this tree, for the run's device (RUNS_DIR/device.json): the same
+The planner's choice is planned here, with this tree, for the run's device (RUNS_DIR/device.json, else the adapter an
+adaptation run names on its first line): the same
 deterministic plan the GPU machine made, whose time is that variant's row in the same run (every covering
-variant was timed). The fastest is the least median of the layer's rows. Ratios against cuDNN are throughput
+variant was timed; a variant timed in several all-*.json files counts by the median of its medians, so that runs
+repeated on a shared machine are read together). The fastest is the least median of the layer's rows. Ratios against cuDNN are throughput
 (cuDNN's time over ours), cuDNN timed in the same call. A layer's autotuned time is the fastest of the
 candidates autotuning would time (app/autotune.py nominees) as measured in the same run.
 
@@ -44,8 +46,29 @@ def _gmean(values):
     return math.exp(statistics.fmean(math.log(v) for v in values)) if values else float("nan")
 
 
+def _device(runs: Path) -> str:
+    """RUNS_DIR/device.json, written from an adaptation run's first line ({device}) where there is none."""
+    path = runs / "device.json"
+    if not path.exists():
+        for adapt in sorted(runs.glob("adapt-*.jsonl")):
+            first = adapt.read_text().split("\n", 1)[0]
+            if first.startswith('{"device"'):
+                path.write_text(json.dumps(json.loads(first)["device"], indent=1))
+                break
+    return str(path)
+
+
+def _merged(rows: list[dict]) -> list[dict]:
+    """One row per variant: the median of its runs' medians."""
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["variant"], []).append(r)
+    return [rs[0] | {"median_ms": statistics.median(r["median_ms"] for r in rs), "runs_merged": len(rs)}
+            for rs in by.values()]
+
+
 def rows(runs: Path) -> list[dict]:
-    caps = device_caps(str(runs / "device.json"))
+    caps = device_caps(_device(runs))
     benches = {"fresh": json.loads((runs / "fresh.json").read_text()) if (runs / "fresh.json").exists() else None,
                None: json.loads((ROOT / "bench.json").read_text())}
     torch = {}  # (tier, case, dtype) -> cuDNN's median ms; a torch run's rows name no tier: its file does
@@ -57,7 +80,7 @@ def rows(runs: Path) -> list[dict]:
     adapted = {}  # (tier, case, dtype) -> an adapt_bench row
     for path in runs.glob("adapt-*.jsonl"):
         for line in path.read_text().splitlines():
-            if line.startswith("{"):
+            if line.startswith('{"tier"'):
                 r = json.loads(line)
                 adapted[(r["tier"], r["case"], r["dtype"])] = r
     layers: dict[tuple, list[dict]] = {}
@@ -68,6 +91,7 @@ def rows(runs: Path) -> list[dict]:
                 layers.setdefault((r["tier"], r["case"], dtype), []).append(r)
     out = []
     for (tier, name, dtype), rs in sorted(layers.items()):
+        rs = _merged(rs)
         doc = benches["fresh"] if tier == "fresh" else benches[None]
         case = next(c for c in doc["cases"] if c["name"] == name and c["tier"] == tier)
         geom = _geom(case, dtype)
