@@ -8,15 +8,16 @@ A plan's passes are its main pass (the one that does the multiply-adds) and memo
   + 2 * scratch bytes / bandwidth                    intermediate buffers written once and read once
   + invocations * per-invocation cost                every pass's threads (a software adapter runs them one by one)
 
-    compute = waves * (multiply-adds / workgroups) / (invocations a workgroup * rate[variant, dtype])
+    compute = waves * (multiply-adds / workgroups) / (invocations a workgroup * rate[variant, structure, dtype])
     waves   = ceil(workgroups / max(1, resident / invocations a workgroup))
 
 so a grid that fills the GPU runs at `resident * rate` multiply-adds a ms, a grid of a few deep
 workgroups (a long reduction in few tiles) pays its whole per-workgroup depth, and a grid just past one
 wave pays for two. A workgroup's invocations are what each pass declares (app/plan.py Dispatch.invocations).
-`rate` is the variant's arithmetic efficiency per resident invocation, one per variant
-and dtype; `resident`, `launch` and `bandwidth` are the adapter's. All are calibrated per adapter class
-from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's tuning table
+`rate` is the arithmetic efficiency per resident invocation, one per variant, shader structure (its declared
+Tunable.structure: gathered or channels-last A, vector staging, split-K...) and dtype; a structure never measured
+takes its variant's rate. `resident`, `launch` and `bandwidth` are the adapter's. All are calibrated per adapter
+class from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's tuning table
 (app/tuning_tables.py `cost_model`), with the revision they were measured at (docs/decisions.md#cost-model).
 Pure Python.
 """
@@ -50,6 +51,16 @@ class Features:
     io_bytes: int  # x, w, y once each
     scratch_bytes: int
     threads: int  # invocations of every pass together: what a software adapter pays for one by one
+    structure: str = ""  # the variant's shader structure (app/variants/base.py Tunable.structure); "": its only one
+
+    @property
+    def key(self) -> str:
+        """The rate this plan runs at: "variant/dtype", or "variant/structure/dtype" for a variant of several."""
+        return rate_key(self.variant, self.structure, self.dtype)
+
+
+def rate_key(variant: str, structure: str, dtype: str) -> str:
+    return f"{variant}/{structure}/{dtype}" if structure else f"{variant}/{dtype}"
 
 
 def _tile_area(tiles: dict) -> int | None:
@@ -89,7 +100,14 @@ def features(plan: Plan, geom: ConvGeometry) -> Features:
     size = DTYPE_BYTES.get(geom.dtype, 4)
     return Features(plan.variant, geom.dtype, len(plan.dispatches), computed_madds(plan, geom, workgroups), workgroups,
                     threads, (geom.x_size + math.prod(geom.w_shape) + geom.y_size) * size, sum(plan.scratch.values()),
-                    sum(w * i for _, w, i in sizes))
+                    sum(w * i for _, w, i in sizes), _structure(plan))
+
+
+def _structure(plan: Plan) -> str:
+    from .variants import VARIANTS
+
+    known = VARIANTS.get(plan.variant)
+    return known.structure(plan.tiles) if known is not None else ""
 
 
 def family(variant: str) -> str:
@@ -100,14 +118,16 @@ def family(variant: str) -> str:
     return known.configure.__module__ if known is not None else variant
 
 
-def rate(model: dict, variant: str, dtype: str) -> float:
-    """The variant's calibrated rate in this dtype; else its own in another dtype; else its family's (another
-    rank of the same kernel) in this dtype, then in any; else UNMEASURED_RATE of the slowest."""
+def rate(model: dict, variant: str, dtype: str, structure: str = "") -> float:
+    """The calibrated rate of the variant's structure in this dtype; else the variant's (its rate before rates were
+    kept per structure, or its structures' slowest) in this dtype; else its own in another dtype; else its family's
+    (another rank of the same kernel) in this dtype, then in any; else UNMEASURED_RATE of the slowest."""
     rates = model["rates"]
-    known = rates.get(f"{variant}/{dtype}")
-    if known is not None:
-        return known
-    for same in (lambda k: k.split("/")[0] == variant,
+    for key in (rate_key(variant, structure, dtype), rate_key(variant, "", dtype)):
+        if key in rates:
+            return rates[key]
+    for same in (lambda k: k.split("/")[0] == variant and k.endswith("/" + dtype),
+                 lambda k: k.split("/")[0] == variant,
                  lambda k: family(k.split("/")[0]) == family(variant) and k.endswith("/" + dtype),
                  lambda k: family(k.split("/")[0]) == family(variant)):
         found = [r for k, r in rates.items() if same(k)]
@@ -118,10 +138,10 @@ def rate(model: dict, variant: str, dtype: str) -> float:
 
 def predict(f: Features, model: dict) -> float:
     """Predicted ms of a plan's features under an adapter's calibrated `model` ({resident, launch_ms,
-    bytes_per_ms, rates: {"variant/dtype": multiply-adds a ms per resident invocation}})."""
+    bytes_per_ms, rates: {"variant[/structure]/dtype": multiply-adds a ms per resident invocation}})."""
     slots = max(1, model["resident"] // max(1, f.invocations))
     waves = math.ceil(max(1, f.workgroups) / slots)
-    compute = waves * (f.madds / max(1, f.workgroups)) / (f.invocations * rate(model, f.variant, f.dtype))
+    compute = waves * (f.madds / max(1, f.workgroups)) / (f.invocations * rate(model, f.variant, f.dtype, f.structure))
     return (f.passes * model["launch_ms"] + f.threads * model["invocation_ms"]
             + max(compute, f.io_bytes / model["bytes_per_ms"]) + 2 * f.scratch_bytes / model["bytes_per_ms"])
 
@@ -168,8 +188,8 @@ def fit(rows: list[tuple[Features, float]], sweeps: int = 3) -> dict:
     """The model that best explains measured (features, ms) rows by squared log error (a ranking's errors are
     ratios): coordinate descent over the adapter's constants in log space, each variant's rate refitted to its
     own rows at every step."""
-    keys = sorted({f"{f.variant}/{f.dtype}" for f, _ in rows})
-    by_key = {k: [(f, ms) for f, ms in rows if f"{f.variant}/{f.dtype}" == k] for k in keys}
+    keys = sorted({f.key for f, _ in rows})
+    by_key = {k: [(f, ms) for f, ms in rows if f.key == k] for k in keys}
     model = {name: 10 ** ((lo + hi) / 2) for name, (lo, hi) in RANGES.items()} | {"rates": {k: 1.0 for k in keys}}
     model = _with_rates(by_key, model)
     for _ in range(sweeps):

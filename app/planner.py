@@ -36,7 +36,9 @@ class Candidate:
 
     variant: str
     params: dict | None = None
-    origin: str = "defaults"  # "defaults", "table" (tiles measured on this shape class), "grid" (measured elsewhere)
+    # "defaults", "table" (tiles measured on this shape class), "grid" (measured elsewhere), "configuration" (one
+    # the variant declares: app/variants/base.py Configuration)
+    origin: str = "defaults"
 
     def key(self) -> tuple:
         return self.variant, tuple(sorted((self.params or {}).items()))
@@ -57,7 +59,9 @@ def _configured(name: str, geom: ConvGeometry, caps: DeviceCaps, reason: str, pa
 def candidates(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = None,
                grid: int = 0) -> list[tuple[Candidate, Plan]]:
     """Every covering (candidate, plan): each kernel with its table tiles or defaults, and with `grid` > 0 up
-    to that many more tiles per tunable kernel, those the tables measured best most often elsewhere."""
+    to that many more tiles per tunable kernel, those the tables measured best most often elsewhere, then every
+    configuration the kernel declares that it runs here (a first call ranks the first kind only: the structures'
+    rates are not all calibrated yet, and its choice stays what the tables measured)."""
     if geom.x_size == 0 and VARIANTS[EMPTY_INPUT].why_not(geom, caps) is None:
         # Nothing to multiply: the fill writes the bias without reading x or w (docs/decisions.md#empty-input).
         return [(Candidate(EMPTY_INPUT), VARIANTS[EMPTY_INPUT].configured(geom, caps))]
@@ -83,19 +87,37 @@ def candidates(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None =
             out.append((Candidate(variant.name, more.tiles, "grid"), more))
             seen.add(Candidate(variant.name, more.tiles).key())
             extra += 1
+        for configuration in variant.tunable.configurations:
+            params = variant.tunable.resolve(configuration, geom, caps)
+            more = variant.configured(geom, caps, forced=params) if params is not None else None
+            if more is None or isinstance(more, Refusal) or Candidate(variant.name, more.tiles).key() in seen:
+                continue
+            out.append((Candidate(variant.name, more.tiles, "configuration"), more))
+            seen.add(Candidate(variant.name, more.tiles).key())
     return out
 
 
 def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = None,
            grid: int = 0) -> list[tuple[Candidate, Plan, float]]:
     """The candidates, fastest predicted first, each with its predicted ms (this adapter's cost model; where
-    no table has one, the candidates' order with predictions of 0)."""
+    no table has one, the candidates' order with predictions of 0); with `grid` > 0, each kernel's own tiles and
+    the `grid` fastest of its other tiles and configurations, so that a search spans variants."""
     model = tuning_tables.cost_model(caps)
     rows = candidates(geom, caps, tables, grid)
     if model is None:
-        return [(c, p, 0.0) for c, p in rows]
-    return sorted(((c, p, cost_model.predict(cost_model.features(p, geom), model)) for c, p in rows),
-                  key=lambda r: r[2])
+        order = [(c, p, 0.0) for c, p in rows]
+    else:
+        order = sorted(((c, p, cost_model.predict(cost_model.features(p, geom), model)) for c, p in rows),
+                       key=lambda r: r[2])
+    others: dict[str, int] = {}
+    kept = []
+    for c, p, ms in order:
+        if c.origin in ("grid", "configuration"):
+            others[c.variant] = others.get(c.variant, 0) + 1
+            if others[c.variant] > grid:
+                continue
+        kept.append((c, p, ms))
+    return kept
 
 
 def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int, within: float,

@@ -85,13 +85,36 @@ def unmet(conditions: dict, geom: ConvGeometry) -> str | None:
 
 
 @dataclass(frozen=True)
+class Configuration:
+    """One named configuration of a tunable variant: the shader structure it runs, the tiles it fixes (render
+    params over what each request derives, such as columns fitted to the out-channels) and, in words, where it is
+    valid; whether it is for a request on a device is the Tunable's refusal of the params it resolves to
+    (`Tunable.resolve`)."""
+
+    name: str
+    structure: str
+    tiles: dict
+    valid: str = "wherever the variant's refusal accepts its params"
+
+
+@dataclass(frozen=True)
 class Tunable:
-    """A variant's tile shape as render params: its built-in choice and what it refuses. Variant.params
-    resolves a request's params with them; the tuner (app/tuner.py) enumerates candidates with the same two
-    functions."""
+    """A variant's tile shape as render params: its built-in choice, what it refuses, the shader structure a
+    resolved set of params runs (`structure`: one of `structures`; the cost model keeps a rate per variant,
+    structure and dtype) and its declared configurations. Variant.params resolves a request's params with them;
+    the tuner (app/tuner.py) and the planner's candidates enumerate the same."""
 
     defaults: Callable[[ConvGeometry, DeviceCaps], dict]
     refusal: Callable[[dict, ConvGeometry, DeviceCaps], str | None]
+    structure: Callable[[dict], str] = lambda params: ""
+    structures: dict = field(default_factory=dict)  # name -> what it is, in words
+    configurations: tuple[Configuration, ...] = ()
+
+    def resolve(self, configuration: Configuration, geom: ConvGeometry, caps: DeviceCaps) -> dict | None:
+        """The configuration's params for this request (its tiles over the request's defaults), or None where
+        the variant refuses them."""
+        params = dict(self.defaults(geom, caps)) | configuration.tiles
+        return params if self.refusal(params, geom, caps) is None else None
 
 
 @dataclass(frozen=True)
@@ -149,6 +172,10 @@ class Variant:
             return plan
         finite_only, scanned = finite.policy(self.conditions, self.unsafe_nonfinite)
         return replace(plan, variant=self.name, reason=reason, finite_only=finite_only, scanned=scanned)
+
+    def structure(self, tiles: dict) -> str:
+        """The shader structure a plan of these tiles runs ("" for a variant of one structure)."""
+        return self.tunable.structure(tiles) if self.tunable is not None and tiles else ""
 
     def why_not(self, geom: ConvGeometry, caps: DeviceCaps) -> str | None:
         """None when the variant covers the request on this device with its default params, else the reason

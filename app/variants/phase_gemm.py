@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant,
-                   axis_uniforms, ceil_div, channels_last_pays, fitted_width, max_phase_taps, phase_rows,
+from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Configuration, Tunable,
+                   Variant, axis_uniforms, ceil_div, channels_last_pays, fitted_width, max_phase_taps, phase_rows,
                    workgroup_count, workgroup_memory_refusal)
 from .gemm import MAX_INDEX
 
@@ -340,7 +340,39 @@ def parts_refusal(kz: int, geom, caps) -> str | None:
     return None
 
 
-TUNABLE = Tunable(default_tiles, tiles_refusal)
+STRUCTURES = {
+    "gather": "the gathering kernel: A gathered from x as scalars, B as vec4s",
+    "slices": "the gathering kernel with the reduction split among ks slices of the workgroup",
+    "rv": "the vector structure (16-byte staging of A and B) on A gathered from x",
+    "cl": "the vector structure on A from x repacked channels-last by a pass before the GEMM",
+}
+SPLIT = "-split"  # any structure split across kz workgroups, whose partial sums a second pass adds up
+
+
+def structure(t: dict) -> str:
+    base = "cl" if t.get(CL) else "rv" if t.get(RV) else "slices" if t.get("ks", 1) > 1 else "gather"
+    return base + (SPLIT if t.get("kz", 1) > 1 else "")
+
+
+def _configuration(name: str, shape: tuple, switches: dict, valid: str) -> Configuration:
+    return Configuration(name, structure(dict(zip(PARAMS, shape)) | switches),
+                         dict(zip(PARAMS, shape)) | {CL: 0, RV: 0, RI: 0} | switches, valid)
+
+
+# The finite set the planner's alternatives and the autotuner try beside a request's defaults (which pick among
+# their shapes by the rules above).
+CONFIGURATIONS = (
+    _configuration("narrow", _GPU_NARROW, {}, "GPUs; up to 64 out-channels a group"),
+    _configuration("wide", _GPU_WIDE, {}, "GPUs; GEMMs whose 128 x 128 tiles fill the GPU"),
+    _configuration("wide-few", _GPU_WIDE_FEW, {}, "GPUs; GEMMs of too few rows for 128 x 128 tiles"),
+    _configuration("slices", _GPU_SPLIT, {}, "GPUs; few outputs with a long reduction"),
+    _configuration("deep-split-k", _GPU_DEEP, {"kz": 4}, "GPUs; many rows, a long reduction, few workgroups"),
+    _configuration("cl", (128, 128, *_CL_BLOCK, 1, 1), {CL: 1}, "float32, 16-byte channel runs of x"),
+    _configuration("rv", _GPU_WIDE_FEW, {RV: 1}, "float32, a long reduction or y stored as vectors"),
+    _configuration("cpu", _CPU_SHAPE, {DIRECT: 1}, "software adapters"),
+)
+
+TUNABLE = Tunable(default_tiles, tiles_refusal, structure, STRUCTURES, CONFIGURATIONS)
 
 
 def configure(geom, caps, t: dict) -> Plan | Refusal:

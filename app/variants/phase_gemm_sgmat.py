@@ -12,8 +12,8 @@ import math
 
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..plan import Plan, Refusal
-from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, channels_last_pays,
-                   computed_columns, max_phase_taps, workgroup_count)
+from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Configuration, Tunable, Variant,
+                   channels_last_pays, computed_columns, max_phase_taps, workgroup_count)
 from .gemm import MAX_INDEX
 from .phase_gemm import (FILL, PACK, SHARED, SPLIT_K_DEPTH, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal,
                          split_k, vector_y, xc_vectors)
@@ -330,7 +330,40 @@ def tiles_refusal(t: dict, geom, caps) -> str | None:
     return parts_refusal(t["kz"], geom, caps)
 
 
-TUNABLE = Tunable(default_tiles, tiles_refusal)
+STRUCTURES = {
+    "staged": "A and B staged by rows (bd: B read straight from the packed weights)",
+    "staged-va": "the same, A rows loaded as vec4s of x",
+    "vs": "16-byte vector staging of every operand in one buffer, results through the staging memory",
+    "vs-va": "vs, A loaded as vectors of x",
+    "vs-cl": "vs, A from x repacked channels-last by a pass before the GEMM",
+}
+SPLIT = "-split"  # any structure split across kz workgroups, whose partial sums a second pass adds up
+
+
+def structure(t: dict) -> str:
+    base = ("vs" if t.get("vs") else "staged") + ("-cl" if t.get("cl") else "-va" if t.get("va") else "")
+    return base + (SPLIT if t.get("kz", 1) > 1 else "")
+
+
+def _configuration(name: str, shape: tuple, valid: str) -> Configuration:
+    t = dict(zip(PARAMS, shape))
+    return Configuration(name, structure(t), t, valid)
+
+
+# The finite set the planner's alternatives and the autotuner try beside a request's defaults; shapes in units of
+# the device's matrices (sg_m, sg_n, cm, cn, kb, kz, bd, va, vs, cl); the staged ones with A gathered and B staged,
+# which every request takes (the defaults turn bd and va on where they run).
+CONFIGURATIONS = (
+    _configuration("wide", _WIDE[:6] + (0, 0, 0, 0), "any"),
+    _configuration("tall", _TALL[:6] + (0, 0, 0, 0), "any"),
+    _configuration("small", _SMALL[:6] + (0, 0, 0, 0), "any"),
+    _configuration("vs", (2, 2, 4, 4, 2, 1, 0, 0, 1, 0), "float16 on f16 matrices"),
+    _configuration("vs-narrow", (2, 2, 4, 2, 2, 1, 0, 0, 1, 0), "float16 on f16 matrices"),
+    _configuration("vs-spread", (4, 4, 2, 2, 2, 1, 0, 0, 1, 0), "float16 on f16 matrices, 2D and 3D kernels of 2+ taps"),
+    _configuration("vs-cl", (2, 2, 4, 4, 2, 1, 0, 0, 1, 1), "float16 on f16 matrices, 16-byte channel runs of x"),
+)
+
+TUNABLE = Tunable(default_tiles, tiles_refusal, structure, STRUCTURES, CONFIGURATIONS)
 
 
 def configure(geom, caps, t: dict) -> Plan | Refusal:

@@ -56,7 +56,7 @@ def _blocking_defaults(tunable: Tunable) -> Tunable:
             return params
         blocks = (params | {"chans": chans} for chans in (2, 4))
         return next((p for p in blocks if tunable.refusal(p, geom, caps) is None), params)
-    return Tunable(defaults, tunable.refusal)
+    return replace(tunable, defaults=defaults)
 
 
 def _seed(successor: Variant, name: str, summary: str, conditions: dict, **changes) -> Variant:

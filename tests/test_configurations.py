@@ -1,0 +1,61 @@
+"""Tunable variants declare their configurations as data (app/variants/base.py Configuration): each names the
+shader structure it runs, one of the variant's declared structures; the cost model keeps a rate per (variant,
+structure, dtype), a structure never measured taking its variant's; and the planner's candidates for adaptation and
+autotuning are (variant, configuration)."""
+from app import cost_model
+from app.planner import candidates
+from app.shapes import infer
+from app.variants import VARIANTS
+from tools.wgsl.matrix import devices, geometries
+
+H200 = devices()["h200"]
+STRIDE1 = infer((1, 64, 32, 32), (64, 64, 3, 3), None, {"pads": [1, 1, 1, 1]})
+
+
+def test_configurations_are_named_once_and_run_declared_structures():
+    declaring = [v for v in VARIANTS.values() if v.tunable is not None and v.tunable.configurations]
+    assert {"phase_gemm", "phase_gemm_sgmat"} <= {v.name for v in declaring}
+    for variant in declaring:
+        names = [c.name for c in variant.tunable.configurations]
+        assert len(set(names)) == len(names), variant.name
+        for c in variant.tunable.configurations:
+            assert c.structure == variant.tunable.structure(c.tiles) and c.structure.split("-split")[0] in \
+                variant.tunable.structures, (variant.name, c.name)
+
+
+def test_every_default_plan_runs_a_declared_structure():
+    for caps in (H200, devices()["swiftshader"]):
+        for geom in geometries()[::7]:
+            for name in ("phase_gemm", "phase_gemm_sgmat"):
+                plan = VARIANTS[name].configured(geom, caps)
+                if hasattr(plan, "tiles"):
+                    assert VARIANTS[name].structure(plan.tiles).split("-split")[0] in VARIANTS[name].tunable.structures
+
+
+def features(structure: str) -> cost_model.Features:
+    return cost_model.Features("phase_gemm", "float32", 1, 10**9, 1000, 256, 1, 0, 256000, structure)
+
+
+def test_a_structure_has_its_own_rate_and_an_unmeasured_one_takes_its_variants():
+    model = {"resident": 1 << 15, "launch_ms": 0.01, "bytes_per_ms": 1e9, "invocation_ms": 0.0,
+             "rates": {"phase_gemm/float32": 1000.0, "phase_gemm/cl/float32": 4000.0}}
+    assert features("cl").key == "phase_gemm/cl/float32" and features("").key == "phase_gemm/float32"
+    assert cost_model.predict(features("cl"), model) < cost_model.predict(features("rv"), model)
+    assert cost_model.predict(features("rv"), model) == cost_model.predict(features(""), model)
+    # tables fitted before structures had rates load as they are: a variant's rate serves each of its structures
+    assert cost_model.rate(model, "phase_gemm", "float32", "gather") == 1000.0
+
+
+def test_fit_keeps_a_rate_per_structure():
+    rows = [(features("cl"), 1.0), (features("gather"), 4.0), (features("cl"), 1.1), (features("gather"), 4.2)]
+    fitted = cost_model.fit(rows, sweeps=1)
+    assert set(fitted["rates"]) == {"phase_gemm/cl/float32", "phase_gemm/gather/float32"}
+
+
+def test_the_candidates_for_adaptation_are_variant_configurations_and_a_first_call_ranks_the_defaults_only():
+    first = candidates(STRIDE1, H200)
+    more = candidates(STRIDE1, H200, grid=2)
+    assert all(c.origin != "configuration" for c, _ in first)
+    configured = [(c.variant, VARIANTS[c.variant].structure(p.tiles)) for c, p in more if c.origin == "configuration"]
+    assert ("phase_gemm", "rv") in configured and ("phase_gemm", "gather") in configured
+    assert len({c.key() for c, _ in more}) == len(more)
