@@ -14,7 +14,7 @@ export const ADAPT = {
   pool: 8,  // next-best candidates asked of the planner, of which `count` are timed (shortlist)
   within: 4,  // none predicted past this multiple of the first pick's measured time
   samples: 2,  // timed calls per alternative (after one warm-up call each: its buffers, its weight passes)
-  abort: 1.2,  // an alternative whose first timed call is past this multiple of the first pick's stops
+  abort: 1.5,  // an alternative whose first timed call is past this multiple of the first pick's stops
   margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1
   budget: 0.1,  // exploration stops once it has cost this share of FIRST_CALLS calls of the first pick
 };
@@ -59,6 +59,7 @@ export class Trial {
     this.calls = 0;  // calls of the signature so far, whichever candidate ran them
     this.planningAt = null;  // the call after which the alternatives' planning started
     this.reference = null;  // the first pick's time on the call before, for the next alternative's ratio
+    this.compiling = 0;  // alternatives being planned and compiled now
     this.costMs = 0;  // timed calls of alternatives, above the first pick's call before each
     this.warmupMs = 0;  // the alternatives' first calls, whole
     this.winner = null;  // set when the trial is over: a candidate (the first pick when none beat it)
@@ -85,11 +86,14 @@ export class Trial {
   }
 
   /** The candidate the next call runs: the alternative under exploration once the first pick has a time (its
-   * warm-up, then each timed call after one of the first pick), else the first pick. */
+   * warm-up, then each timed call after one of the first pick), else the first pick. No timed call while a
+   * candidate compiles: on a software adapter the compile takes the cores the calls run on (SwiftShader, 2 cores:
+   * the first pick timed 2x slower beside compiles than alone, and a candidate 1.5x slower chosen). */
   pick() {
     const alt = this.current();
     if (!alt || !this.first.times.length) return this.first;
-    return !alt.warm || this.reference !== null ? alt : this.first;
+    if (!alt.warm) return alt;
+    return this.reference !== null && !this.compiling ? alt : this.first;
   }
 
   /** A call of `candidate` took `ms` (GPU time, else wall time). */
@@ -101,7 +105,7 @@ export class Trial {
     }
     if (candidate === this.first) {
       this.first.times.push(ms);
-      this.reference = ms;
+      this.reference = this.compiling ? null : ms;
       return;
     }
     if (!candidate.warm) {
@@ -131,6 +135,11 @@ export class Trial {
 
   budgetMs() {
     return ADAPT.budget * FIRST_CALLS * median(this.first.times);
+  }
+
+  /** Alternatives are being planned and compiled: `n` more (negative: done). */
+  planning(n) {
+    this.compiling += n;
   }
 
   /** An alternative's launch is ready: it is explored from the next call. */

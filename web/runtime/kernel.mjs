@@ -317,6 +317,7 @@ async function openKernel(id, options) {
   /** Plans a trial's alternatives while the first pick serves the calls, all at once (their shaders compile side
    * by side on the driver's threads), each explored as soon as it is ready. */
   async function planAlternatives(key, trial) {
+    trial.planning(trial.alternatives.length);
     await Promise.all(trial.alternatives.map(async (alt, i) => {
       try {
         const started = performance.now();
@@ -327,6 +328,8 @@ async function openKernel(id, options) {
         else trial.unplannable(alt, "no single launch");
       } catch (err) {
         trial.unplannable(alt, err?.message ?? String(err));
+      } finally {
+        trial.planning(-1);
       }
     }));
     if (trial.done) await settleOnce(key, trial);
