@@ -9,6 +9,8 @@ happened to pick):
   table cannot make a variant plan an invalid launch;
 - `choices`: per class, the variant measured fastest there (`measured_choice`), which the planner takes before
   its cost model;
+- `thresholds`: per variant, the thresholds its default rules read (`thresholds`): what those rules were measured
+  at on this adapter; an adapter with no table takes each variant's declared neutral ones;
 - `cost_model`: the adapter's calibrated cost-model constants with the runs and revision they came from
   (`cost_model`; app/cost_model.py), which also serve adapters of the same class that have no table.
 Which tables: the caller's list, or None for the tables in use (`in_use`). The tuner tests every candidate
@@ -109,6 +111,14 @@ def measured_choice(geom, caps, tables: list[dict] | None = None) -> dict | None
     table = select(caps, tables)
     entry = (table or {}).get("choices", {}).get(shape_class(geom))
     return {"variant": entry["variant"], "params": entry.get("params")} if entry else None
+
+
+def thresholds(name: str, caps, neutral: dict) -> dict:
+    """The thresholds variant `name`'s default rules read on this adapter: those its own table measured
+    (`thresholds`), over the `neutral` ones its declaration gives an adapter with no table. Read from the tables in
+    use whatever tables a plan is asked with, as the cost model is: calibration of the defaults, not a tuned choice."""
+    own = select(caps) or {}
+    return neutral | own.get("thresholds", {}).get(name, {})
 
 
 def grid_params(name: str, caps, tables: list[dict] | None = None) -> list[dict]:

@@ -59,3 +59,22 @@ def test_the_candidates_for_adaptation_are_variant_configurations_and_a_first_ca
     configured = [(c.variant, VARIANTS[c.variant].structure(p.tiles)) for c, p in more if c.origin == "configuration"]
     assert ("phase_gemm", "rv") in configured and ("phase_gemm", "gather") in configured
     assert len({c.key() for c, _ in more}) == len(more)
+
+
+def test_the_rules_thresholds_are_the_adapters_table_data_and_an_adapter_without_one_runs_neutral_defaults():
+    import json
+    from pathlib import Path
+
+    from app.caps import DeviceCaps
+    from app.variants import phase_gemm
+
+    table = json.loads((Path(__file__).resolve().parents[1] / "tuning" / "nvidia-unknown-nvidia_h200.json").read_text())
+    measured = table["thresholds"]["phase_gemm"]
+    assert set(measured) == set(phase_gemm.NEUTRAL) and phase_gemm.rules(H200) == measured
+    h100 = DeviceCaps(features=H200.features, limits=H200.limits, vendor="nvidia", device="nvidia-h100",
+                      subgroup_min_size=H200.subgroup_min_size, subgroup_max_size=H200.subgroup_max_size)
+    assert phase_gemm.rules(h100) == phase_gemm.NEUTRAL
+    for geom in geometries()[::5]:
+        t = VARIANTS["phase_gemm"].configured(geom, h100)
+        if hasattr(t, "tiles"):
+            assert VARIANTS["phase_gemm"].structure(t.tiles) == "gather" and t.tiles["ks"] == 1, t.tiles

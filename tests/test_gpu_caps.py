@@ -26,7 +26,9 @@ def _names(geom, caps) -> list[str]:
 
 
 def h200_caps(**changes) -> DeviceCaps:
-    fields = dict(features=frozenset(H200["features"]), limits=H200["limits"],
+    """The H200 as its device report names it: its tuning table (tile rules' thresholds included) applies."""
+    fields = dict(features=frozenset(H200["features"]), limits=H200["limits"], vendor=H200["vendor"],
+                  architecture=H200["architecture"], device=H200["device"],
                   subgroup_min_size=H200["subgroup_sizes"][0], subgroup_max_size=H200["subgroup_sizes"][1],
                   subgroup_matrix_configs=matrix_configs(H200["subgroup_matrix_configs"]))
     return DeviceCaps(**(fields | changes))

@@ -17,6 +17,8 @@ from tests.test_gpu_caps import H200, h200_caps
 
 ROOT = Path(__file__).resolve().parents[1]
 
+RULES = phase_gemm.rules(h200_caps())  # the H200 table's thresholds of the GPU rules
+
 
 def tiles(x, w, attrs=None, caps=None):
     return plan(infer(x, w, None, attrs or {}), caps or h200_caps(), "phase_gemm").tiles
@@ -35,8 +37,8 @@ def test_few_outputs_with_a_long_reduction_split_it_in_slices_and_across_workgro
     launch = plan(geom, h200_caps(), "phase_gemm")
     t = launch.tiles
     assert (t["tm"], t["ks"]) == (16, 4) and t["kz"] > 1  # 64 workgroups of 16 x 32 tiles, 4 slices each
-    assert phase_gemm.workgroup_count(geom, t) * t["kz"] >= phase_gemm.FILL
-    assert phase_gemm.workgroup_count(geom, t) * t["kz"] // 2 < phase_gemm.FILL  # the smallest such kz
+    assert phase_gemm.workgroup_count(geom, t) * t["kz"] >= RULES["fill"]
+    assert phase_gemm.workgroup_count(geom, t) * t["kz"] // 2 < RULES["fill"]  # the smallest such kz
     assert len(launch.dispatches) == 2 and launch.scratch == {"parts": t["kz"] * geom.y_size * 4}
     # slices of 16 steps (a DCGAN's third layer): short already, 8 of them in one dispatch
     short = tiles((1, 256, 8, 8), (256, 128, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]})
@@ -60,11 +62,11 @@ SMALL_DEEP = [((1, 256, 32, 32), (256, 256, 3, 3), {"pads": [1] * 4}),
 @pytest.mark.parametrize("bias", [False, True])
 def test_many_rows_with_a_long_reduction_split_it_across_workgroups_then_sum(x, w, attrs, bias):
     geom = infer(x, w, [w[1]] if bias else None, attrs)
-    launch = plan(geom, h200_caps(), "phase_gemm")
+    launch = plan(geom, h200_caps(), "phase_gemm", tables=[])  # its defaults: the table has tiles for dcgan_batch8
     t = launch.tiles
     assert t["kz"] > 1 and t["ks"] == 1 and (t["tm"], t["tn"]) == (64, 64)
     gemm, total = launch.dispatches
-    assert phase_gemm.workgroup_count(geom, t) * t["kz"] >= phase_gemm.FILL
+    assert phase_gemm.workgroup_count(geom, t) * t["kz"] >= RULES["fill"]
     assert dict(gemm.uniforms)["tiles"] == phase_gemm.workgroup_count(geom, t) * t["kz"]
     assert gemm.bindings == ("x", "wp", "parts") and not gemm.render_params["has_bias"]  # the bias is added once
     assert total.template == phase_gemm.SPLIT_SUM
@@ -76,7 +78,7 @@ def test_split_k_stops_short_of_few_steps_per_split_and_skips_short_reductions()
     # 64 in-channels x 9 taps = 36 steps of 16: 4 splits of 9 (8 would leave 4 each), short of 2 * FILL.
     geom = infer((1, 64, 32, 32), (64, 64, 3, 3), None, {"pads": [1] * 4})
     t = plan(geom, h200_caps(), "phase_gemm").tiles
-    assert t["kz"] == 4 and phase_gemm.workgroup_count(geom, t) * 4 < 2 * phase_gemm.FILL
+    assert t["kz"] == 4 and phase_gemm.workgroup_count(geom, t) * 4 < 2 * RULES["fill"]
     # 16 x 9 = 144 multiply-adds per output: not split, however few the workgroups
     assert tiles((1, 16, 64, 64), (16, 16, 3, 3), {"pads": [1] * 4})["kz"] == 1
 

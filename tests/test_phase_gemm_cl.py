@@ -18,6 +18,8 @@ from tests.browser_session import passed_with_params_forced
 from tests.test_gpu_caps import H200, h200_caps
 from tests.test_phase_gemm import checked_tuning
 
+RULES = phase_gemm.rules(h200_caps())  # the H200 table's thresholds of the GPU rules
+
 F16 = {"x": "float16", "w": "float16"}
 SOFTWARE = h200_caps(architecture="swiftshader", is_fallback=True)
 
@@ -91,8 +93,8 @@ def test_float32_stride1_layers_on_a_gpu_repack_x_then_run_the_vec4_gemm(x, w, a
     # two buffers of a step of A and B
     assert launch.workgroup_bytes == 2 * 16 * (t["tm"] + t["tn"]) * 4
     invocations = phase_gemm.workgroup_count(geom, t) * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
-    assert t["tm"] == 128 and invocations * t["kz"] >= phase_gemm.FILL_INVOCATIONS
-    assert t["kz"] == 1 or invocations * t["kz"] // 2 < phase_gemm.FILL_INVOCATIONS  # the smallest kz that does
+    assert t["tm"] == 128 and invocations * t["kz"] >= RULES["fill_invocations"]
+    assert t["kz"] == 1 or invocations * t["kz"] // 2 < RULES["fill_invocations"]  # the smallest kz that does
     source = render(gemm.template, gemm.render_params)
     assert "xc[select(0, at, ok)]" in source and "x[" not in source.replace("xc[", "")
     # loads masked where they are stored, not as they land (_phase-gemm.wgsl.jinja, declare_marks)
@@ -105,7 +107,7 @@ def test_tiles_128_tall_only_where_they_fill_the_gpu():
     big = infer((1, 512, 128, 128), (512, 512, 3, 3), None, {"pads": [1] * 4})
     small = infer((1, 512, 64, 64), (512, 512, 3, 3), None, {"pads": [1] * 4})
     assert phase_gemm.default_tiles(big, h200_caps())["tm"] == 128
-    assert phase_gemm.workgroup_count(small, {"tm": 128, "tn": 128}) < phase_gemm.FILL
+    assert phase_gemm.workgroup_count(small, {"tm": 128, "tn": 128}) < RULES["fill"]
     assert phase_gemm.default_tiles(small, h200_caps())["tm"] == 64
 
 
@@ -304,10 +306,10 @@ def test_rv_fills_the_gpu_with_smaller_blocks_then_splits_a_deep_reduction_acros
     invocations = phase_gemm.workgroup_count(geom, t) * (t["tm"] // t["rm"]) * (t["tn"] // t["rn"])
     depth = geom.in_per_group * phase_gemm.max_phase_taps(geom)
     if kz > 1:
-        assert invocations * kz >= phase_gemm.FILL_INVOCATIONS > invocations * kz // 2
-        assert depth // kz >= phase_gemm.RV_MIN_DEPTH
+        assert invocations * kz >= RULES["fill_invocations"] > invocations * kz // 2
+        assert depth // kz >= RULES["rv_min_depth"]
     else:
-        assert invocations >= phase_gemm.FILL_INVOCATIONS or depth // 2 < phase_gemm.RV_MIN_DEPTH
+        assert invocations >= RULES["fill_invocations"] or depth // 2 < RULES["rv_min_depth"]
 
 
 @pytest.mark.parametrize("x, w, attrs, tiles", [

@@ -19,7 +19,10 @@ from ..plan import Plan, Refusal, dispatch, grid
 from .base import BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, ceil_div
 from .gemm import (COL2IM, COL2IM_ENTRY, COLS_BYTES, ELEMENTWISE_WORKGROUP, REORDER_ENTRY, buffers_refusal, col_sizes,
                    fold_pass, split_uniforms, weight_pack_pass)
-from .phase_gemm import FILL_INVOCATIONS
+
+# Invocations that fill the GPU: the H200's (phase_gemm's `fill_invocations`); not yet its table's data as
+# phase_gemm's are (docs/decisions.md#neutral-defaults).
+FILL_INVOCATIONS = 32768
 
 
 # The vector GEMM into columns: tm x tn tiles of rows x pixels, rm x rn per invocation, tk in-channels a step, the

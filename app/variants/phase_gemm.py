@@ -56,6 +56,10 @@ RI = "ri"
 DIRECT = "direct"  # the gathering kernel's: cl and rv run the vector template whatever it says
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
+# The GPU rules below read thresholds (upper case here, lower case keys of RULES) that an adapter's tuning table
+# measures (`thresholds`, app/tuning_tables.py; the H200's: tuning/nvidia-unknown-nvidia_h200.json). An adapter with
+# no table runs NEUTRAL: 64 x 128 tiles (or the narrow ones), unsplit, A gathered; the other structures are
+# configurations that the planner's search weighs there (docs/decisions.md#neutral-defaults).
 # GPU tiles (tm, tn, rm, rn, tk, ks, kz): 8 x 8 register blocks, 64 columns up to 64 out-channels, 128 x 128 at
 # step 8 where that makes FILL workgroups, else 64 x 128 at step 16 (docs/decisions.md#phase-gemm-tiles).
 # Under SPLIT_BELOW workgroups a reduction of SPLIT_DEPTH or more splits among slices of the workgroup (_GPU_SPLIT),
@@ -72,11 +76,7 @@ _GPU_WIDE = (128, 128, 8, 8, 8, 1, 1)
 _GPU_WIDE_FEW = (64, 128, 8, 8, 16, 1, 1)
 _GPU_SPLIT = (16, 32, 4, 4, 8, 8, 1)
 _GPU_SPLIT_SLICES_WITH_KZ = 4
-SPLIT_ACROSS_MIN_STEPS = 32
 _CPU_SHAPE = (32, 32, 4, 4, 8, 1, 1)
-FILL = 256  # workgroups for the largest tiles: about two per multiprocessor of a large GPU (an H200 has 132)
-SPLIT_BELOW = 64  # workgroups under which a long reduction is split
-SPLIT_DEPTH = 1024  # reduction length from which splitting it among slices pays
 # Split-K across workgroups: a GEMM under SPLIT_BELOW workgroups, SPLIT_K_DEPTH deep and SPLIT_K_MIN_ROWS tall a
 # phase, runs _GPU_DEEP tiles over the smallest kz of SPLIT_K_CHOICES that makes FILL workgroups, keeping
 # SPLIT_K_MIN_STEPS steps a split (docs/decisions.md#phase-gemm-split-k). Fewer rows keep the slices above.
@@ -90,24 +90,43 @@ SPLIT_K_MIN_ROWS = 4 * _GPU_DEEP[0]
 # tiles where they make FILL workgroups, else those split across the smallest kz that makes FILL_INVOCATIONS
 # (invocations count, not workgroups), else 64 rows (docs/decisions.md#phase-gemm-cl).
 _CL_BLOCK = (8, 8, 16)  # rm, rn, tk
-FILL_INVOCATIONS = 32768
 # rv on the gathering tiles, float32, where its vector reads pay for the stores' runs of 4 rows: y leaves as vectors
 # (vector_y), or each workgroup reduces RV_MIN_DEPTH or more products an output (docs/decisions.md#phase-gemm-rv).
-RV_MIN_DEPTH = 512
 # rv's tiles are the gathering kernel's, but 64 rows where that takes 128 x 128 in 2D and 3D: twice the workgroups
 # of half the invocations (docs/decisions.md#phase-gemm-rv-rows).
 _RV_WIDE_ROWS = 64
 # rv's tiles under FILL_INVOCATIONS take 4 x 8 blocks (_FEW_RM), then split across workgroups as cl's do, as far as
 # each split still reduces RV_MIN_DEPTH products an output (docs/decisions.md#phase-gemm-rv-fill).
+# The thresholds, by key: fill (FILL: workgroups that fill the GPU), split_below, split_depth,
+# split_across_min_steps, fill_invocations, rv_min_depth; channels_last and rv switch those structures on. None: the
+# rule that reads it is off.
+NEUTRAL = {"fill": None, "split_below": None, "split_depth": None, "split_across_min_steps": None,
+           "fill_invocations": None, "rv_min_depth": None, "channels_last": False, "rv": False}
 
 
-def split_k(geom, caps, tm: int, tn: int, step: int, target: int = FILL, min_depth: int = 0) -> int:
+def rules(caps) -> dict:
+    """The thresholds of the GPU rules on this adapter: its table's, over NEUTRAL."""
+    from ..tuning_tables import thresholds
+
+    return thresholds(NAME, caps, NEUTRAL)
+
+
+def _reaches(value: int, threshold: int | None) -> bool:
+    return threshold is not None and value >= threshold
+
+
+def _below(value: int, threshold: int | None) -> bool:
+    return threshold is not None and value < threshold
+
+
+def split_k(geom, caps, tm: int, tn: int, step: int, target: int | None = None, min_depth: int = 0) -> int:
     """The kz that tm x tn tiles reducing `step` in-channels per step split a GEMM too small for the GPU into:
-    the smallest that makes `target` workgroups (the rule above; 1 where it is shallow, has few rows, no kz
-    keeps SPLIT_K_MIN_STEPS steps per split and fits the device, or a split would reduce fewer than min_depth
-    products an output)."""
+    the smallest that makes `target` workgroups (FILL where None; the rule above; 1 where it is shallow, has few
+    rows, no kz keeps SPLIT_K_MIN_STEPS steps per split and fits the device, a split would reduce fewer than
+    min_depth products an output, or this adapter measured no FILL)."""
+    target = rules(caps)["fill"] if target is None else target
     depth = geom.in_per_group * max_phase_taps(geom)
-    if depth < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
+    if target is None or depth < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
         return 1
     workgroups = workgroup_count(geom, {"tm": tm, "tn": tn})
     fits = _kz_fits(geom, caps, {"tk": step, "ks": 1})
@@ -125,17 +144,18 @@ def _kz_fits(geom, caps, t: dict) -> list[int]:
 def default_tiles(geom, caps) -> dict:
     if caps.is_software:  # kz 1: SwiftShader has no idle multiprocessors to fill, only a second pass to pay
         return dict(zip(PARAMS, _CPU_SHAPE)) | {DIRECT: 1}
-    t = _gathering_defaults(geom, caps)
+    r = rules(caps)
+    t = _gathering_defaults(geom, caps, r)
     # cl replaces the gathering kernel's tiles only where those run: where they do not fit the device (default
     # limits' 16 KiB of workgroup memory), another variant was measured to take the request, not cl.
-    if (t["ks"] == 1 and t["kz"] == 1 and channels_last_pays(geom) and tiles_refusal(t, geom, caps) is None
-            and (cl := _channels_last_defaults(geom, caps)) is not None):
+    if (r["channels_last"] and t["ks"] == 1 and t["kz"] == 1 and channels_last_pays(geom)
+            and tiles_refusal(t, geom, caps) is None and (cl := _channels_last_defaults(geom, caps, r)) is not None):
         return cl
-    if rows_as_vectors_pay(geom, t):
+    if r["rv"] and rows_as_vectors_pay(geom, t, r):
         rv = t | {RV: 1} | ({"tm": _RV_WIDE_ROWS} if (t["tm"], t["tn"]) == _GPU_WIDE[:2] and geom.rank > 1 else {})
-        if rv["kz"] == 1 and workgroup_count(geom, rv) * _threads(rv) < FILL_INVOCATIONS:
+        if rv["kz"] == 1 and _below(workgroup_count(geom, rv) * _threads(rv), r["fill_invocations"]):
             rv["rm"] = _FEW_RM
-        if rv["kz"] == 1 and (split := _split_to_fill(geom, caps, rv, RV_MIN_DEPTH)) is not None:
+        if rv["kz"] == 1 and (split := _split_to_fill(geom, caps, rv, r, r["rv_min_depth"] or 0)) is not None:
             rv = split
         if (geom.rank == 1 or max_phase_taps(geom) == 1) and not vector_y(geom):
             rv[RI] = 1
@@ -144,38 +164,40 @@ def default_tiles(geom, caps) -> dict:
     return t
 
 
-def rows_as_vectors_pay(geom, t: dict) -> bool:
-    """Whether rv beats the gathering kernel on t's tiles (the rule above)."""
+def rows_as_vectors_pay(geom, t: dict, r: dict) -> bool:
+    """Whether rv beats the gathering kernel on t's tiles (the rule above, with the thresholds `r`)."""
     depth = geom.in_per_group * max_phase_taps(geom) // t["kz"]
-    return geom.dtype == "float32" and t["ks"] == 1 and (vector_y(geom) or depth >= RV_MIN_DEPTH)
+    return geom.dtype == "float32" and t["ks"] == 1 and (vector_y(geom) or _reaches(depth, r["rv_min_depth"]))
 
 
-def _channels_last_defaults(geom, caps) -> dict | None:
+def _channels_last_defaults(geom, caps, r: dict) -> dict | None:
     """cl's tiles for this request (the rule above), or None where cl cannot run it."""
     rm, rn, tk = _CL_BLOCK
     tn = wide_columns(geom)
-    tm = 128 if workgroup_count(geom, {"tm": 128, "tn": tn}) >= FILL else 64
+    tm = 128 if _reaches(workgroup_count(geom, {"tm": 128, "tn": tn}), r["fill"]) else 64
     t = {"tm": tm, "tn": tn, "rm": rm, "rn": rn, "tk": tk, "ks": 1, "kz": 1, CL: 1}
-    if tm == 64 and (split := _split_to_fill(geom, caps, t | {"tm": 128})) is not None:
+    if tm == 64 and (split := _split_to_fill(geom, caps, t | {"tm": 128}, r)) is not None:
         t = split
     return t if tiles_refusal(t, geom, caps) is None else None
 
 
-def _split_to_fill(geom, caps, t: dict, min_depth: int = 0) -> dict | None:
+def _split_to_fill(geom, caps, t: dict, r: dict, min_depth: int = 0) -> dict | None:
     """t (cl's 128-row tiles, or rv's) split across the smallest kz that makes FILL_INVOCATIONS, where the GEMM
     has the rows and reduction that split_k asks for and each split keeps min_depth products an output; None
-    where it has not or no kz fits."""
+    where it has not, no kz fits, or this adapter measured no FILL_INVOCATIONS."""
     depth = geom.in_per_group * max_phase_taps(geom)
-    if depth < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
+    fill = r["fill_invocations"]
+    if fill is None or depth < SPLIT_K_DEPTH or phase_rows(geom) < SPLIT_K_MIN_ROWS:
         return None
     invocations = workgroup_count(geom, t) * _threads(t)
-    if invocations >= FILL_INVOCATIONS:  # measured only where they fall short: 64 rows, as before
+    if invocations >= fill:  # measured only where they fall short: 64 rows, as before
         return None
-    kz = next((kz for kz in _kz_fits(geom, caps, t) if invocations * kz >= FILL_INVOCATIONS), None)
+    kz = next((kz for kz in _kz_fits(geom, caps, t) if invocations * kz >= fill), None)
     return None if kz is None or depth // kz < min_depth else t | {"kz": kz}
 
 
-def _gathering_defaults(geom, caps) -> dict:
+def _gathering_defaults(geom, caps, r: dict | None = None) -> dict:
+    r = rules(caps) if r is None else r
     narrow = geom.out_per_group <= _GPU_NARROW[1]
     if narrow:
         t = dict(zip(PARAMS, _GPU_NARROW))
@@ -185,20 +207,21 @@ def _gathering_defaults(geom, caps) -> dict:
         fits = tiles_refusal(dict(zip(PARAMS, _GPU_WIDE_FEW)), geom, caps) is None
         columns = {"tn": wide_columns(geom) if fits else _GPU_WIDE[1]}
         t = dict(zip(PARAMS, _GPU_WIDE)) | columns
-        if workgroup_count(geom, t) < FILL:
+        if not _reaches(workgroup_count(geom, t), r["fill"]):
             t = dict(zip(PARAMS, _GPU_WIDE_FEW)) | columns
-    if workgroup_count(geom, t) < SPLIT_BELOW:
+    if _below(workgroup_count(geom, t), r["split_below"]):
         deep = dict(zip(PARAMS, _GPU_DEEP)) | {"tn": min(_GPU_DEEP[1], 8 * ceil_div(geom.out_per_group, 8))}
-        deep["kz"] = split_k(geom, caps, deep["tm"], deep["tn"], deep["tk"])
+        deep["kz"] = split_k(geom, caps, deep["tm"], deep["tn"], deep["tk"], r["fill"])
         if deep["kz"] > 1 and tiles_refusal(deep, geom, caps) is None:
             return deep
     split = dict(zip(PARAMS, _GPU_SPLIT))
-    if (workgroup_count(geom, t) < SPLIT_BELOW and geom.in_per_group * max_phase_taps(geom) >= SPLIT_DEPTH
+    if (_below(workgroup_count(geom, t), r["split_below"])
+            and _reaches(geom.in_per_group * max_phase_taps(geom), r["split_depth"])
             and tiles_refusal(split, geom, caps) is None):
-        if _steps(geom, split) // split["ks"] < SPLIT_ACROSS_MIN_STEPS:
+        if not _reaches(_steps(geom, split) // split["ks"], r["split_across_min_steps"]):
             return split
         across = split | {"ks": _GPU_SPLIT_SLICES_WITH_KZ}
-        across["kz"] = _split_k_of_slices(geom, caps, across)
+        across["kz"] = _split_k_of_slices(geom, caps, across, r["fill"])
         return across if across["kz"] > 1 and tiles_refusal(across, geom, caps) is None else split
     # Where the tiles above do not fit the device (default limits' 16 KiB of workgroup memory), other variants were
     # measured to take the request: the narrow tiles, which would fit, change nothing there.
@@ -218,11 +241,11 @@ def _narrow_unsplit(geom) -> dict:
     return t
 
 
-def _split_k_of_slices(geom, caps, t: dict) -> int:
-    """The kz that splits t's workgroups (each reducing in t["ks"] slices) into FILL or more, keeping
-    SPLIT_K_MIN_STEPS reduction steps per slice; 1 where they already fill the GPU or no kz fits."""
+def _split_k_of_slices(geom, caps, t: dict, fill: int | None) -> int:
+    """The kz that splits t's workgroups (each reducing in t["ks"] slices) into `fill` or more, keeping
+    SPLIT_K_MIN_STEPS reduction steps per slice; 1 where they already fill the GPU, no kz fits or `fill` is None."""
     workgroups = workgroup_count(geom, t)
-    return next((kz for kz in _kz_fits(geom, caps, t) if workgroups * kz >= FILL), 1)
+    return next((kz for kz in _kz_fits(geom, caps, t) if _reaches(workgroups * kz, fill)), 1)
 
 
 def _steps(geom, t: dict) -> int:

@@ -15,8 +15,8 @@ from ..plan import Plan, Refusal
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Configuration, Tunable, Variant,
                    channels_last_pays, computed_columns, max_phase_taps, workgroup_count)
 from .gemm import MAX_INDEX
-from .phase_gemm import (FILL, PACK, SHARED, SPLIT_K_DEPTH, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal,
-                         split_k, vector_y, xc_vectors)
+from .phase_gemm import (PACK, SHARED, SPLIT_K_DEPTH, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal, split_k,
+                         vector_y, xc_vectors)
 
 NAME = "phase_gemm_sgmat"
 TEMPLATE = "conv-transpose-phase-gemm-sgmat.wgsl.jinja"
@@ -32,6 +32,9 @@ STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
 PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd", "va", "vs", "cl")
 SWITCHES = ("bd", "va", "vs", "cl")  # 0 or 1
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
+# Workgroups that fill the GPU: the H200's (phase_gemm's `fill`), its rules' other thresholds below measured there
+# too; not yet its table's data as phase_gemm's are (docs/decisions.md#neutral-defaults).
+FILL = 256
 # (sg_m, sg_n, cm, cn, kb, kz, bd, va, vs) for 16 x 16 matrices where vs is refused: 2 x 2 subgroups, the tallest tile
 # that makes FILL workgroups, two K-blocks a step; bd on the tall tiles only (docs/decisions.md#sgmat-tiles).
 _WIDE = (2, 2, 4, 4, 2, 1, 1, 1, 0, 0)
@@ -287,7 +290,7 @@ def default_tiles(geom, caps) -> dict:
     t, workgroups = shape(_SMALL)
     if workgroups < FILL:
         tm, tn, tks = _tile(t, config)
-        t["kz"] = split_k(geom, caps, tm, tn, tks)
+        t["kz"] = split_k(geom, caps, tm, tn, tks, FILL)
     return t
 
 
