@@ -4,10 +4,12 @@
 //   node tools/gpu/first_result.mjs ours KERNEL_DIR STORE.json      KERNEL_DIR: `python -m app export` of this tree;
 //                                                                   STORE: the plan store file (absent: a first visit)
 //   node tools/gpu/first_result.mjs ort MODEL.onnx ORT_DIST/
-// Prints one JSON line: {who, kernelMs | sessionMs, resultMs, ...}. tools/gpu/run.sh's firstresult stage runs them.
+// ours and ort print one JSON line: {who, kernelMs | sessionMs, resultMs, ...}, then end with SIGKILL (exitNow: below).
+// tools/gpu/run.sh's firstresult stage runs them.
 import { readFile, writeFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import { create, globals } from "webgpu";
+import { exitNow } from "../../web/views/json-lines.mjs";
 import { LAYER, layerData, ortFirst, ours } from "../first_result.mjs";
 
 const [what, ...args] = process.argv.slice(2);
@@ -37,11 +39,16 @@ function shareableWrites(queue) {
   };
 }
 
+// Dawn for Node completes a GPU promise on a turn of the event loop, and a loop with nothing else pending can sleep
+// through V8's background compiles of onnxruntime-web's 27 MB wasm: its first run waited for them (77-127 s here on
+// SwiftShader, 31-34 s on the H200) where it takes 1.0 s with a timer pending. An app's loop is rarely that empty:
+// a pending timer keeps both sides' loops turning. The same compiles would hold process.exit back: exitNow.
+const turning = setInterval(() => {}, 1000);
 let out;
 if (what === "model") {
   const { convTransposeModel } = await import("../../web/views/onnx-convtranspose.mjs");
   await writeFile(args[0], convTransposeModel({ x: LAYER.x, w: LAYER.w, attributes: LAYER.attributes, w_data: data.w }));
-  process.exit(0);
+  process.exit(0);  // no wasm ran: nothing to wait for
 } else if (what === "ours") {
   const [kernelDir, store] = args;
   process.env.CONVTRANSPOSE_PLANS = store;
@@ -64,5 +71,6 @@ if (what === "model") {
   console.error("usage: first_result.mjs model OUT | ours KERNEL_DIR STORE | ort MODEL ORT_DIST");
   process.exit(2);
 }
+clearInterval(turning);
 console.log(JSON.stringify(out));
-process.exit(0);
+await exitNow();

@@ -137,9 +137,10 @@ open(sys.argv[2], 'wb').write(m.chain_model(ml, m.chain(ml)).SerializeToString()
                      [ "$1" = first ] && rm -f "$fr/plans.json"
                      if [ "$2" = ours ]; then args=(ours "$fr/kernel" "$fr/plans.json")
                      else args=(ort "$fr/layer.onnx" "$PWD/node_modules/onnxruntime-web/dist"); fi
-                     "$NODE" tools/gpu/first_result.mjs "${args[@]}" 2>>"$fr/stderr.txt" | grep '^{' \
-                       | sed "s/^{/{\"visit\":\"$1\",\"round\":$i,/" | tee -a "$OUT/firstresult.jsonl" | cut -c1-200 \
-                       || status=1
+                     # its status is SIGKILL's (web/views/json-lines.mjs exitNow): a row is what says it ran
+                     "$NODE" tools/gpu/first_result.mjs "${args[@]}" 2>>"$fr/stderr.txt" >"$fr/row.txt"
+                     grep '^{' "$fr/row.txt" | sed "s/^{/{\"visit\":\"$1\",\"round\":$i,/" \
+                       | tee -a "$OUT/firstresult.jsonl" | cut -c1-200 || status=1
                    done
                  done
                  python3 tools/first_result.py summary "$OUT/firstresult.jsonl" | tee "$OUT/firstresult.md" ;;
