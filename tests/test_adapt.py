@@ -92,6 +92,10 @@ def test_exploration_stops_once_it_has_cost_its_budget():
     r = run_trial(["a", "b"], [("first", 3), ("first", 1), ("a", 1), ("first", 1), ("a", 1.15), ("first", 1),
                                ("a", 6)])["report"]
     assert r["done"] and r["candidates"][1]["stopped"] == "out of budget" and r["cost_ms"] > 5
+    # no timed call is made without room for one at the stop ratio (1.5: 0.5 ms here): 4.6 ms spent stops b
+    r = run_trial(["a", "b"], [("first", 3), ("first", 1), ("a", 1), ("first", 1), ("a", 1.15), ("first", 1),
+                               ("a", 5.45)])["report"]
+    assert r["done"] and r["candidates"][1]["stopped"] == "out of budget" and r["cost_ms"] == pytest.approx(4.6)
     # a warm-up that alone would pass what is left of the budget stops its candidate before any timed call
     r = run_trial(["a", "b"], [("first", 3), ("first", 1), ("a", 1), ("first", 1), ("a", 1.15), ("first", 1),
                                ("a", 1.15), ("b", 5.9)])["report"]
@@ -99,9 +103,7 @@ def test_exploration_stops_once_it_has_cost_its_budget():
     assert r["cost_ms"] == pytest.approx(0.3)
 
 
-def test_no_timed_call_while_a_candidate_compiles():
-    """A warm-up may run beside a compile; a timed pair waits for the compiles to end (on a software adapter they
-    take the cores the calls run on)."""
+def test_while_a_candidate_compiles_the_calls_run_the_one_that_beat_the_first_pick():
     got = trial("""
 const t = new Trial({ variant: "first", params: null, launch: "L0" }, [{ variant: "a", params: null, predicted_ms: 1 },
   { variant: "b", params: null, predicted_ms: 1 }]);
@@ -109,14 +111,13 @@ const picked = [];
 const call = (ms) => { const c = t.pick(); picked.push(c.variant); t.record(c, ms); };
 call(30); call(10);
 const [a, b] = t.begin();
-t.planning(2);
 t.ready(a, "La", 0);
-call(10); call(10); call(10);  // a's warm-up, then the first pick while b compiles
+for (const ms of [20, 10, 5, 10, 5, 5, 5]) call(ms);  // a: warm-up, 2 samples at 0.5; then it serves
 t.ready(b, "Lb", 0);
-t.planning(-2);
-call(10); call(10);  // the first pick's reference after the compiles, then a timed call of a
-console.log(JSON.stringify(picked));""")
-    assert got == ["first", "first", "a", "first", "first", "first", "a"]
+for (const ms of [20, 10, 9]) call(ms);  // b's warm-up, the first pick's reference, b timed
+console.log(JSON.stringify({ picked, serving: t.report().serving.variant }));""")
+    assert got["picked"] == ["first", "first", "a", "first", "a", "first", "a", "a", "a", "b", "first", "b"]
+    assert got["serving"] == "a"
 
 
 def test_two_samples_that_disagree_across_the_margin_take_a_third():

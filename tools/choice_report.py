@@ -12,7 +12,8 @@ repeated on a shared machine are read together). The fastest is the least median
 candidates autotuning would time (app/autotune.py nominees) as measured in the same run.
 
 Adaptation (tools/adapt_bench.mjs, RUNS_DIR/adapt-*.jsonl): the variant a layer's trial chose within its calls
-(the first pick where the trial did not settle or had no candidates: it serves until the trial settles); its time is that variant's row in the
+(where the trial did not settle, what serves its calls meanwhile: a candidate that has beaten the first pick, else the
+first pick); its time is that variant's row in the
 `--variants all` run (its table tiles: a trial may have chosen other tiles of the same variant), so that the
 adapted and the fastest are read off one run. Also the calls the trial took and what it cost: `cost_share`, the
 timed calls above the first pick's median as a share of 50 calls of the first pick.
@@ -107,8 +108,9 @@ def rows(runs: Path) -> list[dict]:
         trial = (trial_row or {}).get("trial")
         if trial_row is None:
             adapted_variant = None
-        elif trial:  # the trial's choice, else (not settled in its calls) the first pick, which serves meanwhile
-            adapted_variant = trial["chosen"]["variant"] if trial["done"] else trial["first"]["variant"]
+        elif trial:  # the trial's choice, else (not settled in its calls) what serves meanwhile
+            adapted_variant = trial["chosen"]["variant"] if trial["done"] else \
+                (trial.get("serving") or trial["first"])["variant"]
         else:
             adapted_variant = trial_row["last"]
         same = [r for r in rs if adapted_variant and VARIANTS[r["variant"]].tuning_name ==

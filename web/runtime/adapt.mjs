@@ -59,7 +59,6 @@ export class Trial {
     this.calls = 0;  // calls of the signature so far, whichever candidate ran them
     this.planningAt = null;  // the call after which the alternatives' planning started
     this.reference = null;  // the first pick's time on the call before, for the next alternative's ratio
-    this.compiling = 0;  // alternatives being planned and compiled now
     this.costMs = 0;  // timed calls of alternatives, above the first pick's call before each
     this.warmupMs = 0;  // the alternatives' first calls, whole
     this.winner = null;  // set when the trial is over: a candidate (the first pick when none beat it)
@@ -86,26 +85,41 @@ export class Trial {
   }
 
   /** The candidate the next call runs: the alternative under exploration once the first pick has a time (its
-   * warm-up, then each timed call after one of the first pick), else the first pick. No timed call while a
-   * candidate compiles: on a software adapter the compile takes the cores the calls run on (SwiftShader, 2 cores:
-   * the first pick timed 2x slower beside compiles than alone, and a candidate 1.5x slower chosen). */
+   * warm-up, then each timed call after one of the first pick); else, while none is ready, the leader. */
   pick() {
     const alt = this.current();
-    if (!alt || !this.first.times.length) return this.first;
-    if (!alt.warm) return alt;
-    return this.reference !== null && !this.compiling ? alt : this.first;
+    if (!this.first.times.length) return this.first;
+    if (!alt) return this.leader();
+    return !alt.warm || this.reference !== null ? alt : this.first;
+  }
+
+  /** What serves the calls that time nothing: the alternative that has beaten the first pick by the margin with
+   * all its samples (the lowest ratio), else the first pick. A trial waiting on a slow compile (1-3 s on
+   * SwiftShader) runs the faster kernel it has found meanwhile. */
+  leader() {
+    let best = this.first, bestRatio = 1 - ADAPT.margin;
+    for (const a of this.alternatives) {
+      if (a.stopped || a.ratios.length < needed(a)) continue;
+      const ratio = median(a.ratios);
+      if (ratio < bestRatio) { best = a; bestRatio = ratio; }
+    }
+    return best;
   }
 
   /** A call of `candidate` took `ms` (GPU time, else wall time). */
   record(candidate, ms) {
     this.calls += 1;
+    if (candidate !== this.first && candidate.warm && !unfinished(candidate)) {
+      this.reference = null;  // the leader served a call: the next timed call follows one of the first pick
+      return;
+    }
     if (candidate === this.first && !candidate.warm) {
       candidate.warm = true;
       return;
     }
     if (candidate === this.first) {
       this.first.times.push(ms);
-      this.reference = this.compiling ? null : ms;
+      this.reference = ms;
       return;
     }
     if (!candidate.warm) {
@@ -127,7 +141,8 @@ export class Trial {
     candidate.times.push(ms);
     candidate.ratios.push(ms / base);
     if (candidate.ratios.length === 1 && ms > ADAPT.abort * base) candidate.stopped = "slower at once";
-    if (this.costMs > this.budgetMs()) {
+    // a timed call is made while the budget has room for one at the stop ratio (one past it stops at once)
+    if (this.costMs + (ADAPT.abort - 1) * median(this.first.times) > this.budgetMs()) {
       for (const a of this.alternatives) if (unfinished(a)) a.stopped = "out of budget";
     }
     this.decideIfOver();
@@ -135,11 +150,6 @@ export class Trial {
 
   budgetMs() {
     return ADAPT.budget * FIRST_CALLS * median(this.first.times);
-  }
-
-  /** Alternatives are being planned and compiled: `n` more (negative: done). */
-  planning(n) {
-    this.compiling += n;
   }
 
   /** An alternative's launch is ready: it is explored from the next call. */
@@ -164,12 +174,7 @@ export class Trial {
   }
 
   decide() {
-    let best = this.first, bestRatio = 1;
-    for (const a of this.alternatives) {
-      const ratio = a.ratios.length >= ADAPT.samples ? median(a.ratios) : Infinity;
-      if (ratio < bestRatio) { best = a; bestRatio = ratio; }
-    }
-    this.winner = bestRatio < 1 - ADAPT.margin ? best : this.first;
+    this.winner = this.leader();
   }
 
   /** What the trial did, for `kernel.adaptations()` and the bench. */
@@ -182,7 +187,7 @@ export class Trial {
                           ...(c.predicted_ms !== undefined ? { predicted_ms: c.predicted_ms } : {}) });
     const firstMs = ms(this.first);
     return { first: row(this.first), candidates: this.alternatives.map(row), calls: this.calls, done: this.done,
-             planning_at: this.planningAt,
+             planning_at: this.planningAt, serving: this.winner ? null : row(this.leader()),
              chosen: this.winner ? row(this.winner) : null, cost_ms: this.costMs, warmup_ms: this.warmupMs,
              cost_share: firstMs ? this.costMs / (FIRST_CALLS * firstMs) : null };
   }

@@ -317,7 +317,6 @@ async function openKernel(id, options) {
   /** Plans a trial's alternatives while the first pick serves the calls, all at once (their shaders compile side
    * by side on the driver's threads), each explored as soon as it is ready. */
   async function planAlternatives(key, trial) {
-    trial.planning(trial.alternatives.length);
     await Promise.all(trial.alternatives.map(async (alt, i) => {
       try {
         const started = performance.now();
@@ -328,8 +327,6 @@ async function openKernel(id, options) {
         else trial.unplannable(alt, "no single launch");
       } catch (err) {
         trial.unplannable(alt, err?.message ?? String(err));
-      } finally {
-        trial.planning(-1);
       }
     }));
     if (trial.done) await settleOnce(key, trial);
@@ -347,7 +344,7 @@ async function openKernel(id, options) {
     const out = await candidate.launch.run(call.tensors, { ...call, timing: true });
     trial.record(candidate, out.meta.gpu_ms ?? performance.now() - started);
     if (candidate !== trial.first) {
-      out.meta.reason = `adapting on this adapter: a candidate timed on this call (the first pick: ${trial.first.variant})`;
+      out.meta.reason = `adapting on this adapter: a candidate ran this call (timed, or the fastest so far; the first pick: ${trial.first.variant})`;
     }
     if (trial.planningAt === null && trial.calls >= 2 && trial.begin().length) {
       // a signature called once never pays for its alternatives (Python planning and compiling on the page's
