@@ -1,4 +1,5 @@
-// Boots Pyodide with numpy, jinja2 and the app package, once per page (or process). One module for every
+// Boots Pyodide with jinja2 and the app package, then numpy, once per page (or process): from snapshot.bin (Python's
+// memory with the package imported, made at export) where it is this bundle's, else from scratch. One module for every
 // host: the pages import it as is; a host without fetch-able URLs (Node) passes its own `loadPyodide` and
 // `readBytes`. What it boots is the verified runtime under pyodide/ and bundle.zip (the Python package,
 // templates, contract files and tuning tables): the assets folder.

@@ -157,8 +157,9 @@ export interface Kernel {
   memory(): KernelMemory;
   /** What adaptation did per signature this kernel planned (docs/api.md `adapt`). */
   adaptations(): Array<Record<string, unknown>>;
-  /** Resolves once Python has opened the kernel (a revisit's getKernel may resolve before): device(), validate(),
-   * reference() and the case and bench runners need it; calls never do. */
+  /** Resolves once Python has opened the kernel and numpy has loaded (getKernel may resolve before: a revisit, a
+   * first visit from the snapshot): device(), validate(), reference() and the case and bench runners need it;
+   * calls never do. */
   readonly ready: Promise<true>;
   /** The adapter, its features and the limits the package plans with. */
   device(): DeviceInfo;
