@@ -66,15 +66,19 @@ def test_the_rules_thresholds_are_the_adapters_table_data_and_an_adapter_without
     from pathlib import Path
 
     from app.caps import DeviceCaps
-    from app.variants import phase_gemm
+    from app.variants import phase_gemm, phase_gemm_sgmat
 
     table = json.loads((Path(__file__).resolve().parents[1] / "tuning" / "nvidia-unknown-nvidia_h200.json").read_text())
-    measured = table["thresholds"]["phase_gemm"]
-    assert set(measured) == set(phase_gemm.NEUTRAL) and phase_gemm.rules(H200) == measured
     h100 = DeviceCaps(features=H200.features, limits=H200.limits, vendor="nvidia", device="nvidia-h100",
-                      subgroup_min_size=H200.subgroup_min_size, subgroup_max_size=H200.subgroup_max_size)
-    assert phase_gemm.rules(h100) == phase_gemm.NEUTRAL
+                      subgroup_min_size=H200.subgroup_min_size, subgroup_max_size=H200.subgroup_max_size,
+                      subgroup_matrix_configs=H200.subgroup_matrix_configs)
+    for module in (phase_gemm, phase_gemm_sgmat):
+        measured = table["thresholds"][module.NAME]
+        assert set(measured) == set(module.NEUTRAL) and module.rules(H200) == measured
+        assert module.rules(h100) == module.NEUTRAL
+    neutral = {"phase_gemm": {"gather"}, "phase_gemm_sgmat": {"staged", "staged-va"}}
     for geom in geometries()[::5]:
-        t = VARIANTS["phase_gemm"].configured(geom, h100)
-        if hasattr(t, "tiles"):
-            assert VARIANTS["phase_gemm"].structure(t.tiles) == "gather" and t.tiles["ks"] == 1, t.tiles
+        for name, structures in neutral.items():
+            t = VARIANTS[name].configured(geom, h100)
+            if hasattr(t, "tiles"):
+                assert VARIANTS[name].structure(t.tiles) in structures and t.tiles.get("ks", 1) == 1, t.tiles

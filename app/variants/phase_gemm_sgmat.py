@@ -32,9 +32,6 @@ STORAGE_COMPONENT = {"float32": "f32", "float16": "f16"}
 PARAMS = ("sg_m", "sg_n", "cm", "cn", "kb", "kz", "bd", "va", "vs", "cl")
 SWITCHES = ("bd", "va", "vs", "cl")  # 0 or 1
 MAX_SUBGROUP_SIZE = SUBGROUP_SIZE_BOUNDS[1]  # where the device's is unknown: a workgroup of whole subgroups
-# Workgroups that fill the GPU: the H200's (phase_gemm's `fill`), its rules' other thresholds below measured there
-# too; not yet its table's data as phase_gemm's are (docs/decisions.md#neutral-defaults).
-FILL = 256
 # (sg_m, sg_n, cm, cn, kb, kz, bd, va, vs) for 16 x 16 matrices where vs is refused: 2 x 2 subgroups, the tallest tile
 # that makes FILL workgroups, two K-blocks a step; bd on the tall tiles only (docs/decisions.md#sgmat-tiles).
 _WIDE = (2, 2, 4, 4, 2, 1, 1, 1, 0, 0)
@@ -52,7 +49,6 @@ VS_SPREAD = 2
 # A spread tile of fewer own workgroups than SPREAD_MIN_WORKGROUPS (about one a multiprocessor) splits across
 # workgroups by phase_gemm's split-K rule, each split reducing SPLIT_K_DEPTH or more
 # (docs/decisions.md#sgmat-spread-split).
-SPREAD_MIN_WORKGROUPS = FILL // 2
 # Where that would split it, half the subgroup rows at DEEP_K_BLOCKS a step instead, if that alone makes
 # SPREAD_MIN_WORKGROUPS: such grids wait on loads and barriers more than on multiplies (docs/decisions.md#sgmat-deep).
 DEEP_K_BLOCKS = 4
@@ -61,10 +57,25 @@ VS_K_BLOCKS = 2
 VS_MAX_MATRICES = 4
 VS_COLUMN_MATRICES = (VS_MAX_MATRICES, 3, 2)  # cn to fit where the out-channels pass one column block
 VS_SPREAD_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # the same for spread tiles: 3 was measured unspread only
-SHORT_REDUCTION = 128
 # Large GEMMs (out-channels that fill the unspread 128 x 128 tiles, making LARGE_GEMM workgroups): 2 x 2 subgroups of
 # 4 x 4 matrices, unspread, multi-tap phases from the channels-last copy at any stride (docs/decisions.md#sgmat-large).
-LARGE_GEMM = 2 * FILL
+# The rules' thresholds (upper case above) are an adapter's table data, as phase_gemm's are: fill (FILL),
+# spread_min_workgroups, short_reduction, large_gemm; vector_staged and spread switch vs and its spread tiles on.
+# An adapter with no table runs NEUTRAL: 2 x 2 subgroups of 2 x 2 matrices, A and B staged, unsplit
+# (docs/decisions.md#neutral-defaults). None: the rule that reads it is off.
+NEUTRAL = {"fill": None, "spread_min_workgroups": None, "short_reduction": None, "large_gemm": None,
+           "vector_staged": False, "spread": False}
+
+
+def rules(caps) -> dict:
+    """The thresholds of the rules above on this adapter: its table's, over NEUTRAL."""
+    from ..tuning_tables import thresholds
+
+    return thresholds(NAME, caps, NEUTRAL)
+
+
+def _reaches(value: int, threshold: int | None) -> bool:
+    return threshold is not None and value >= threshold
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -202,8 +213,8 @@ def workgroup_bytes(t: dict, config: dict) -> int:
     return 2 * tks * staged * comp + 4 * t["sg_m"] * t["sg_n"] * config["M"] * config["N"]
 
 
-def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
-    """vs's shape for this request (the rule above), or None where vs cannot run it."""
+def _vector_staged_defaults(geom, caps, config: dict, r: dict) -> dict | None:
+    """vs's shape for this request (the rule above, with the thresholds `r`), or None where vs cannot run it."""
     def runs(t: dict) -> bool:
         return _vector_staged_refusal(t, geom, caps, config) is None and tiles_refusal(t, geom, caps) is None
 
@@ -211,11 +222,11 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
         tm, tn, _ = _tile(t, config)
         return workgroup_count(geom, {"tm": tm, "tn": tn})
 
-    spreads = geom.rank > 1 and math.prod(geom.kernel) > 1
+    spreads = r["spread"] and geom.rank > 1 and math.prod(geom.kernel) > 1
     # A large GEMM (LARGE_GEMM above) has the warps to hide its loads without spreading, and runs its multi-tap phases
     # from the channels-last copy.
     widest = {"tm": VS_SUBGROUPS[0] * VS_MAX_MATRICES * config["M"], "tn": VS_SUBGROUPS[1] * VS_MAX_MATRICES * config["N"]}
-    large = geom.out_per_group >= widest["tn"] and workgroup_count(geom, widest) >= LARGE_GEMM
+    large = geom.out_per_group >= widest["tn"] and _reaches(workgroup_count(geom, widest), r["large_gemm"])
     spreads = spreads and not large
 
     def shape(cm: int, cn: int) -> tuple[dict | None, int]:
@@ -244,7 +255,8 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
             t = gathered
         return t
 
-    cm = 2 if geom.in_per_group * max_phase_taps(geom) <= SHORT_REDUCTION else VS_MAX_MATRICES
+    short = r["short_reduction"] is not None and geom.in_per_group * max_phase_taps(geom) <= r["short_reduction"]
+    cm = 2 if short else VS_MAX_MATRICES
     block = VS_SUBGROUPS[1] * config["N"]  # a tile's columns per result matrix across its subgroups
     widths = (1,) if geom.out_per_group <= block else VS_SPREAD_COLUMN_MATRICES if spreads else VS_COLUMN_MATRICES
     fitted = sorted(widths, key=lambda c: (computed_columns(geom.out_per_group, block * c), -c))
@@ -253,24 +265,28 @@ def _vector_staged_defaults(geom, caps, config: dict) -> dict | None:
         t, workgroups = shape(cm, cn_)
         if t is None:
             return None
-        if workgroups >= FILL:
-            if own_workgroups(t) >= SPREAD_MIN_WORKGROUPS:
+        if r["fill"] is None:
+            return t
+        if workgroups >= r["fill"]:
+            least = r["spread_min_workgroups"]
+            if _reaches(own_workgroups(t), least) or least is None:
                 return t
-            split_t = split(t, SPREAD_MIN_WORKGROUPS, SPLIT_K_DEPTH)
+            split_t = split(t, least, SPLIT_K_DEPTH)
             deep = t | {"sg_m": t["sg_m"] // 2, "kb": DEEP_K_BLOCKS}
             if (split_t["kz"] > 1 and t["sg_m"] > VS_SUBGROUPS[0] and runs(deep)
-                    and own_workgroups(deep) >= SPREAD_MIN_WORKGROUPS):
+                    and own_workgroups(deep) >= least):
                 return deep
             return split_t
     t, workgroups = shape(2, min(cn, 2))
-    if t is not None and workgroups < FILL:
-        t = split(t, FILL)
+    if t is not None and workgroups < r["fill"]:
+        t = split(t, r["fill"])
     return t
 
 
 def default_tiles(geom, caps) -> dict:
     config = matrix_config(geom.dtype, caps) or {"M": 16, "N": 16, "K": 16, "componentType": None}
-    if config["componentType"] and (staged := _vector_staged_defaults(geom, caps, config)):
+    r = rules(caps)
+    if r["vector_staged"] and config["componentType"] and (staged := _vector_staged_defaults(geom, caps, config, r)):
         return staged
     direct = int(direct_b_refusal(geom, config) is None)
 
@@ -283,14 +299,14 @@ def default_tiles(geom, caps) -> dict:
 
     for values in (_WIDE, _TALL) if geom.out_per_group > 64 else (_TALL,):
         t, workgroups = shape(values)
-        if workgroups >= FILL:
+        if _reaches(workgroups, r["fill"]):
             return t
     # Short of FILL workgroups even on 64 x 64 tiles, a deep reduction splits across workgroups by phase_gemm's
     # rule (docs/decisions.md#sgmat-split-k).
     t, workgroups = shape(_SMALL)
-    if workgroups < FILL:
+    if r["fill"] is not None and workgroups < r["fill"]:
         tm, tn, tks = _tile(t, config)
-        t["kz"] = split_k(geom, caps, tm, tn, tks, FILL)
+        t["kz"] = split_k(geom, caps, tm, tn, tks, r["fill"])
     return t
 
 
