@@ -6,7 +6,7 @@
 
 For each case, the planner's variant (or the case's "variant"), if bench.json's tuning grids list it, runs
 every candidate of its grid (the cartesian product, minus what the variant refuses, plus its built-in
-defaults). Each candidate's first call is checked against the float64 reference as a bench row is
+defaults and its declared configurations, the same the planner's search tries). Each candidate's first call is checked against the float64 reference as a bench row is
 (app/bench.py check: the whole output, or sampled points at large sizes; tolerances per dtype and reduction
 length): one that fails is rejected and can never enter the table. The survivors are then timed in
 interleaved rounds (one call each per round, GPU time from timestamp-query, else wall time) and compared
@@ -68,12 +68,15 @@ def refusal(name: str, params: dict, geom, caps) -> str | None:
 
 
 def candidates(variant: str, grid: dict, geom, caps) -> list[dict]:
-    """The defaults first, then every grid combination (over the defaults) the variant accepts, no repeats."""
+    """The defaults first, then the variant's declared configurations (app/variants/base.py Configuration: the
+    planner's search tries the same) and every grid combination (over the defaults) that it accepts, no repeats."""
+    tunable = VARIANTS[variant].tunable
     base = defaults(variant, geom, caps)
     out, seen = [base], {_key(base)}
     names = sorted(grid)
-    for values in itertools.product(*(grid[n] for n in names)):
-        params = base | dict(zip(names, values))
+    declared = [tunable.resolve(c, geom, caps) for c in tunable.configurations]
+    combos = (base | dict(zip(names, values)) for values in itertools.product(*(grid[n] for n in names)))
+    for params in itertools.chain((p for p in declared if p is not None), combos):
         if _key(params) not in seen and refusal(variant, params, geom, caps) is None:
             seen.add(_key(params))
             out.append(params)
@@ -200,10 +203,12 @@ def best_per_class(results: list[dict], margin: float = MARGIN) -> dict:
     for variant, layers in sorted(grouped.items()):
         for cls, won in class_choice.best_per_class(layers, margin=margin).items():
             rs, best = [layer["result"] for layer in won["layers"]], won["winner"]
-            # Only the grid's params: the rest stay each request's defaults (some follow from its shape).
-            keys = set(rs[0].get("keys") or json.loads(best))
+            # Only the grid's params and what a declared configuration changes from the defaults: the rest stay each
+            # request's defaults (some follow from its shape).
+            params, base = json.loads(best), json.loads(rs[0]["defaults"])
+            keys = set(rs[0].get("keys") or params) | {k for k, v in params.items() if base.get(k) != v}
             table.setdefault(variant, {})[cls] = {
-                "params": {k: v for k, v in json.loads(best).items() if k in keys},
+                "params": {k: v for k, v in params.items() if k in keys},
                 "relative_time": won["relative_time"], "cases": [r["case"] for r in rs],
                 "median_ms": {r["case"]: {"defaults": round(r["medians"][r["defaults"]], 4),
                                           "tuned": round(r["medians"][best], 4)} for r in rs}}

@@ -82,3 +82,14 @@ def test_the_rules_thresholds_are_the_adapters_table_data_and_an_adapter_without
             t = VARIANTS[name].configured(geom, h100)
             if hasattr(t, "tiles"):
                 assert VARIANTS[name].structure(t.tiles) in structures and t.tiles.get("ks", 1) == 1, t.tiles
+
+
+def test_software_adapters_try_no_gpu_configuration():
+    """SwiftShader compiles GPU tiles' unrolled loads for seconds each: its search and tuning never try them."""
+    from app import tuner
+
+    swiftshader = devices()["swiftshader"]
+    found = [p.tiles for c, p in candidates(STRIDE1, swiftshader, grid=2)
+             if c.variant == "phase_gemm" and c.origin in ("defaults", "configuration")]
+    tuned = tuner.candidates("phase_gemm", {}, STRIDE1, swiftshader)
+    assert found and all(t.get("direct") == 1 for t in found + tuned)

@@ -126,24 +126,31 @@ def test_every_grid_names_a_tunable_variant_and_candidates_respect_refusals():
     assert all(tuner.refusal("nchw2d_phase_gemm_tiled", o, DCGAN, SWIFTSHADER) is None for o in options)
 
 
+D = json.dumps({"taps": 2, "phases": 8, "positions": 4, "t": 0})  # a case's defaults, as the tuner keys them
+
+
 def result(case, cls, medians, variant="v"):
-    return {"case": case, "variant": variant, "class": cls, "defaults": "D", "medians": medians, "rejected": []}
+    return {"case": case, "variant": variant, "class": cls, "defaults": D, "medians": medians, "rejected": []}
 
 
 def test_best_per_class_keeps_only_the_grid_params():
     best = json.dumps({"taps": 2, "phases": 8, "positions": 8})
-    won = tuner.best_per_class([result("c1", "k", {"D": 10.0, best: 4.0}) | {"keys": ["positions"]}])
+    won = tuner.best_per_class([result("c1", "k", {D: 10.0, best: 4.0}) | {"keys": ["positions"]}])
     assert won["v"]["k"]["params"] == {"positions": 8}
+    # a declared configuration's winner keeps what it changes from the defaults beyond the grid's keys
+    declared = json.dumps({"taps": 2, "phases": 4, "positions": 8})
+    won = tuner.best_per_class([result("c1", "k", {D: 10.0, declared: 4.0}) | {"keys": ["positions"]}])
+    assert won["v"]["k"]["params"] == {"phases": 4, "positions": 8}
 
 
 def test_best_per_class_needs_a_clear_win_over_the_defaults():
     a = json.dumps({"t": 1})
-    won = tuner.best_per_class([result("c1", "k", {"D": 10.0, a: 5.0}), result("c2", "k", {"D": 4.0, a: 2.0})])
+    won = tuner.best_per_class([result("c1", "k", {D: 10.0, a: 5.0}), result("c2", "k", {D: 4.0, a: 2.0})])
     assert won["v"]["k"]["params"] == {"t": 1} and won["v"]["k"]["relative_time"] == pytest.approx(0.5, abs=1e-4)
     # a tie on one case of the class: the defaults stay (the one rule of app/class_choice.py)
-    assert tuner.best_per_class([result("c1", "k", {"D": 10.0, a: 5.0}), result("c2", "k", {"D": 4.0, a: 4.0})]) == {}
-    assert tuner.best_per_class([result("c1", "k", {"D": 10.0, a: 9.8})]) == {}  # within the margin: keep defaults
-    assert tuner.best_per_class([result("c1", "k", {"D": 10.0, a: 12.0})]) == {}
+    assert tuner.best_per_class([result("c1", "k", {D: 10.0, a: 5.0}), result("c2", "k", {D: 4.0, a: 4.0})]) == {}
+    assert tuner.best_per_class([result("c1", "k", {D: 10.0, a: 9.8})]) == {}  # within the margin: keep defaults
+    assert tuner.best_per_class([result("c1", "k", {D: 10.0, a: 12.0})]) == {}
 
 
 def choice_table(caps, geom, variant):
@@ -198,7 +205,7 @@ def test_the_benchmarks_view_shows_a_table_with_tiles_and_a_variant_choice():
     from app.contract import ROOT
 
     tiles = json.dumps({"t": 1})
-    made = {"variants": tuner.best_per_class([result("c1", "k", {"D": 10.0, tiles: 5.0})]),
+    made = {"variants": tuner.best_per_class([result("c1", "k", {D: 10.0, tiles: 5.0})]),
             "choices": tuner.best_variant_per_class([chosen("c1", "k", {"p": 1.0, "a": 0.5})])}
     script = (f"import({json.dumps((ROOT / 'web' / 'views' / 'tune-rows.mjs').as_uri())})"
               f".then((m) => console.log(JSON.stringify([m.tuneRows({json.dumps(made)}), "

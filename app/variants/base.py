@@ -87,14 +87,15 @@ def unmet(conditions: dict, geom: ConvGeometry) -> str | None:
 @dataclass(frozen=True)
 class Configuration:
     """One named configuration of a tunable variant: the shader structure it runs, the tiles it fixes (render
-    params over what each request derives, such as columns fitted to the out-channels) and, in words, where it is
-    valid; whether it is for a request on a device is the Tunable's refusal of the params it resolves to
-    (`Tunable.resolve`)."""
+    params over what each request derives, such as columns fitted to the out-channels) and where it is valid:
+    `refusal(geom, caps)` (None where it runs; `valid` says where in words), then the Tunable's refusal of the
+    params it resolves to (`Tunable.resolve`)."""
 
     name: str
     structure: str
     tiles: dict
     valid: str = "wherever the variant's refusal accepts its params"
+    refusal: Callable[[ConvGeometry, DeviceCaps], str | None] = lambda geom, caps: None
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ class Tunable:
     def resolve(self, configuration: Configuration, geom: ConvGeometry, caps: DeviceCaps) -> dict | None:
         """The configuration's params for this request (its tiles over the request's defaults), or None where
         the variant refuses them."""
+        if configuration.refusal(geom, caps) is not None:
+            return None
         params = dict(self.defaults(geom, caps)) | configuration.tiles
         return params if self.refusal(params, geom, caps) is None else None
 

@@ -377,9 +377,15 @@ def structure(t: dict) -> str:
     return base + (SPLIT if t.get("kz", 1) > 1 else "")
 
 
+def _gpus_only(geom, caps) -> str | None:
+    # Software adapters compile GPU tiles' unrolled loads for seconds each (docs/decisions.md#phase-gemm-direct).
+    return "a GPU configuration: software adapters compile its unrolled loads slowly" if caps.is_software else None
+
+
 def _configuration(name: str, shape: tuple, switches: dict, valid: str) -> Configuration:
     return Configuration(name, structure(dict(zip(PARAMS, shape)) | switches),
-                         dict(zip(PARAMS, shape)) | {CL: 0, RV: 0, RI: 0} | switches, valid)
+                         dict(zip(PARAMS, shape)) | {CL: 0, RV: 0, RI: 0} | switches, valid,
+                         (lambda geom, caps: None) if switches.get(DIRECT) else _gpus_only)
 
 
 # The finite set the planner's alternatives and the autotuner try beside a request's defaults (which pick among
