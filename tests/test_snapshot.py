@@ -28,8 +28,8 @@ def kernel(tmp_path_factory) -> Path:
     return out
 
 
-def visit(kernel: Path) -> dict:
-    done = subprocess.run(["node", str(PROBE), str(kernel)], cwd=ROOT, capture_output=True, text=True, timeout=600,
+def visit(kernel: Path, *args) -> dict:
+    done = subprocess.run(["node", str(PROBE), str(kernel), *args], cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env=node_env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -56,10 +56,18 @@ def test_a_first_call_runs_from_the_snapshot_without_numpy(kernel):
     assert "start Python from the snapshot" in got["phases"] and "start Python" not in got["phases"], got["phases"]
     assert not got["warnings"], got["warnings"]
     assert got["afterCall"]["numpy"] is False  # planned, rendered and dispatched without it
+    assert got["numpyBeforeKernel"] is False  # loaded after the first call was planned
     held = read_header((kernel / "snapshot.bin").read_bytes())["modules"]
     assert set(got["afterCall"]["modules"]) <= set(held)  # nothing imported past what the snapshot holds
     assert got["worst"] < 1e-4  # float32 against the float64 reference (sums of 8 x 9 products of |v| <= 1)
     assert got["validate"]["field"] == "pads"  # numpy's entries work once kernel.ready has resolved
+
+
+def test_an_autotuning_kernel_waits_for_numpy_before_its_first_call(kernel):
+    """Autotuning times its candidates on drawn data (numpy): its first call waits for the whole boot."""
+    got = visit(kernel, "autotune")
+    assert "start Python from the snapshot" in got["phases"] and "load numpy" in got["phases"], got["phases"]
+    assert got["numpyBeforeKernel"] is True and got["worst"] < 1e-4 and not got["warnings"], got
 
 
 def reframed(kernel: Path, change) -> bytes:

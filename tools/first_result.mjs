@@ -28,11 +28,13 @@ export function layerData(seed = 7, layer = LAYER) {
 export async function ours(module, data, layer = LAYER) {
   const kernel = await module.getKernel(ID, { version: 1 });
   const kernelMs = performance.now();
+  const profile = {};  // the call's stages (docs/api.md `profile`): where a first call's time goes
   const { y, meta } = await kernel({ x: { data: data.x, shape: layer.x },
-                                     w: { data: data.w, shape: layer.w, constant: true }, ...layer.attributes });
+                                     w: { data: data.w, shape: layer.w, constant: true }, ...layer.attributes },
+                                   { profile });
   const resultMs = performance.now();
   const phases = module.bootPhases();
-  return { who: "ours", kernelMs, resultMs, variant: meta.variant, y: y.data, phases,
+  return { who: "ours", kernelMs, resultMs, variant: meta.variant, y: y.data, phases, profile,
            fromStore: phases.some((p) => p.phase === "compile a stored plan") };
 }
 

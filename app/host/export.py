@@ -45,6 +45,9 @@ ENTRY_MODULE = """\
 // beside the page once a bundler moved it into a bundle (docs/npm.md); getKernel's `assets` option names
 // another folder. Python starts loading as this module loads; plans persist between visits (docs/npm.md).
 import {{ bootDefaults, packageAssets }} from "./web/runtime/boot.mjs";
+// the runtime's every module, named here so that a browser fetches them at once rather than one import level after
+// another (docs/decisions.md `flat-entry`)
+{preload}
 
 // through a variable: bundlers rewrite `new URL("...", import.meta.url)` as an asset of their own
 const here = import.meta.url;
@@ -152,7 +155,9 @@ def export(dest: Path) -> dict:
     snapshot = snapshot_file(pyodide, bundle)  # None without Node: the boot then starts Python from scratch
     if snapshot is not None:
         shutil.copyfile(snapshot, dest / "snapshot.bin")
-    (dest / ENTRY).write_text(ENTRY_MODULE.format(entry=ENTRY, runtime=RUNTIME_ENTRY))
+    runtime = sorted(p.relative_to(web.resolve()).as_posix() for p in _module_closure(web / RUNTIME_ENTRY))
+    preload = "\n".join(f'import "./web/{name}";' for name in runtime)
+    (dest / ENTRY).write_text(ENTRY_MODULE.format(entry=ENTRY, runtime=RUNTIME_ENTRY, preload=preload))
     # pyodide.asm.js is a classic script that Node loads as CommonJS: the package's "type": "module" must not
     # reach it (Node would run it as an ES module, without require)
     (dest / "pyodide" / "package.json").write_text('{"type": "commonjs"}\n')

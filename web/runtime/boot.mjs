@@ -130,11 +130,8 @@ function boot(settings, list) {
   });
   list.revision = bundle.then(revisionOf);
   list.revision.catch(() => {});
-  // the interpreter's memory as a first call needs it (app/host/snapshot.py); a host without one starts Python
-  const snapshot = settings.snapshot === false ? Promise.resolve(null)
-    : phase(list, "fetch snapshot.bin", () => readBytes(`${base}snapshot.bin`).catch(() => null));
   // a bad bundle.zip fails the boot at once, not after Pyodide has loaded
-  return Promise.race([load(settings, list, bundle, snapshot, started), bundle.then(() => new Promise(() => {}))]);
+  return Promise.race([load(settings, list, bundle, started), bundle.then(() => new Promise(() => {}))]);
 }
 
 // What may hold Python's start back (kernel.mjs: on a revisit, until the stored plans' first call has run, so
@@ -144,22 +141,27 @@ export function gatePython(fn) { gate = fn; }
 
 const SNAPSHOT_MAGIC = "convtranspose-snapshot 1\n";
 
-/** The heap of a snapshot made from this very bundle.zip, or null (none served; another bundle's, with the
- * reason warned): the frame app/host/snapshot.py writes, its heap gunzipped (gzip's CRC checks it). */
-async function snapshotHeap(framed, revision) {
-  const why = await (async () => {
-    const magic = new TextDecoder().decode(framed.subarray(0, SNAPSHOT_MAGIC.length));
-    const end = framed.indexOf(0x0a, SNAPSHOT_MAGIC.length);
-    if (magic !== SNAPSHOT_MAGIC || end < 0) return "not a snapshot of this package";
-    const header = JSON.parse(new TextDecoder().decode(framed.subarray(SNAPSHOT_MAGIC.length, end)));
-    if (header.revision !== revision) return "made from another bundle.zip";
-    const stream = new Blob([framed.subarray(end + 1)]).stream().pipeThrough(new DecompressionStream("gzip"));
-    const heap = new Uint8Array(await new Response(stream).arrayBuffer());
-    return heap.length === header.bytes ? heap : `${heap.length} bytes where its header says ${header.bytes}`;
-  })().catch((err) => String(err?.message ?? err));
-  if (typeof why !== "string") return why;
-  console.warn(`webgpu-convtranspose: snapshot.bin not used (${why}): Python starts from scratch`);
-  return null;
+/** The heap of a snapshot made from this very bundle.zip, as a promise (gunzipped while Pyodide's script loads; it
+ * rejects where the heap is not whole: gzip's CRC, the header's length), or null where the frame is not this
+ * bundle's: the frame app/host/snapshot.py writes. */
+function snapshotHeap(framed, revision) {
+  const magic = new TextDecoder().decode(framed.subarray(0, SNAPSHOT_MAGIC.length));
+  const end = framed.indexOf(0x0a, SNAPSHOT_MAGIC.length);
+  let header = null;
+  try {
+    if (magic === SNAPSHOT_MAGIC && end > 0) header = JSON.parse(new TextDecoder().decode(framed.subarray(SNAPSHOT_MAGIC.length, end)));
+  } catch { /* not a frame of ours */ }
+  const why = header === null ? "not a snapshot of this package"
+    : header.revision !== revision ? "made from another bundle.zip" : null;
+  if (why) {
+    console.warn(`webgpu-convtranspose: snapshot.bin not used (${why}): Python starts from scratch`);
+    return null;
+  }
+  const stream = new Blob([framed.subarray(end + 1)]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).arrayBuffer().then((buffer) => {
+    if (buffer.byteLength !== header.bytes) throw new Error(`${buffer.byteLength} bytes where its header says ${header.bytes}`);
+    return new Uint8Array(buffer);
+  });
 }
 
 // jinja2 and what it imports: pure Python (web/views/snapshot-make.mjs unpacks the same into its snapshot)
@@ -181,11 +183,14 @@ async function loadPackages(pyodide, names) {
   if (failures.length) throw kernelError("KernelError", `loading packages failed: ${failures.join("; ")}`, "assets");
 }
 
-async function load(settings, list, bundle, snapshot, started) {
-  const { base, loadPyodide } = settings;
+async function load(settings, list, bundle, started) {
+  const { base, loadPyodide, readBytes = fetchBytes } = settings;
   let revision = null;
   try { revision = await list.revision; } catch { /* the bundle's error ends the boot */ }
   if (gate && revision) await phase(list, "wait for stored plans", () => gate(revision));
+  // the interpreter's memory as a first call needs it (app/host/snapshot.py): fetched once Python is to start (a
+  // revisit's stored plans run first, without its 7 MB in flight); a host without one starts Python from scratch
+  const snapshot = phase(list, "fetch snapshot.bin", () => readBytes(`${base}snapshot.bin`).catch(() => null));
   let loader = loadPyodide;
   if (!loader) {
     const url = `${base}pyodide/pyodide.mjs`;
@@ -200,12 +205,13 @@ async function load(settings, list, bundle, snapshot, started) {
   }
   const options = { indexURL: `${base}pyodide/`, lockFileURL: `${base}pyodide/pyodide-lock.json`, fullStdLib: false };
   const framed = await snapshot;
-  const heap = framed?.length ? await phase(list, "check the snapshot", () => snapshotHeap(framed, revision)) : null;
+  const heap = framed?.length ? snapshotHeap(framed, revision) : null;
+  heap?.catch(() => {});  // Pyodide awaits it: a heap that is not whole fails the start below
   let pyodide = null;
   if (heap) {
     try {
       pyodide = await phase(list, "start Python from the snapshot", () => loader({ ...options, _loadSnapshot: heap }));
-    } catch (err) {  // another Pyodide build's (its build id), or a heap this runtime cannot take
+    } catch (err) {  // not whole, another Pyodide build's (its build id), or a heap this runtime cannot take
       console.warn(`webgpu-convtranspose: snapshot.bin not used (${String(err?.message ?? err).split("\n")[0]}): ` +
         "Python starts from scratch");
     }
@@ -213,37 +219,44 @@ async function load(settings, list, bundle, snapshot, started) {
   const restored = pyodide !== null;
   pyodide ??= await phase(list, "start Python", () => loader(options));
   tell("Loading the ConvTranspose package…");
-  if (restored) {
-    // jinja2's files beside the modules the snapshot holds (unpacked as the snapshot's maker did: loadPackage
-    // takes seconds after a restore); numpy loads beside the first call, which needs none (app/lazy_numpy.py)
-    await phase(list, "unpack jinja2", () => unpackWheels(pyodide, settings, PURE_PACKAGES));
-  } else {
-    await phase(list, "load numpy and jinja2", () => loadPackages(pyodide, ["numpy", ...PURE_PACKAGES]));
-  }
-  pyodide.unpackArchive(await bundle, "zip", { extractDir: PACKAGE_DIR });
   // what Python's app.gpu imports: the executor, and the device opener the JS side shares with it
-  pyodide.registerJsModule("convtranspose_executor", { ...executorModule, ...deviceModule });
-  const bridge = await phase(list, restored ? "take the package from the snapshot" : "import the package", async () => {
-    if (restored) {
+  const executor = () => pyodide.registerJsModule("convtranspose_executor", { ...executorModule, ...deviceModule });
+  if (restored) {
+    executor();
+    const bridge = await phase(list, "take the package from the snapshot", async () => {
       // every restored interpreter would draw the same numbers; hash randomisation stays the snapshot's
       pyodide.runPython("import random; random.seed()");
-    } else {
-      const sys = pyodide.pyimport("sys");
-      sys.path.insert(0, PACKAGE_DIR);
-      sys.destroy();
-    }
+      return pyodide.pyimport("app.bridge");
+    });
+    // a first call needs neither numpy nor the package's files (app/snapshot.py): they come once one has been
+    // planned, or something needs them (bootApp); before, their unpacking and loading would hold the thread it plans on
+    let wanted;
+    const rest = new Promise((resolve) => { wanted = resolve; }).then(async () => {
+      // jinja2's files beside its modules (unpacked as the snapshot's maker did: loadPackage takes seconds after a
+      // restore), the package's for what it imports later, then numpy
+      await phase(list, "unpack jinja2 and the package", async () => {
+        await unpackWheels(pyodide, settings, PURE_PACKAGES);
+        pyodide.unpackArchive(await bundle, "zip", { extractDir: PACKAGE_DIR });
+      });
+      await phase(list, "load numpy", () => loadPackages(pyodide, ["numpy"]));
+    });
+    rest.catch(() => {});
+    // the op contract as the snapshot read it from this bundle (app/snapshot.py): the JS input checks read its types
+    const manifest = JSON.parse(pyodide.runPython("import json; from app import contract; json.dumps(contract.manifest())"));
+    return { pyodide, bridge, manifest, restored, rest, loadRest: () => wanted(), loadMs: performance.now() - started };
+  }
+  await phase(list, "load numpy and jinja2", () => loadPackages(pyodide, ["numpy", ...PURE_PACKAGES]));
+  pyodide.unpackArchive(await bundle, "zip", { extractDir: PACKAGE_DIR });
+  executor();
+  const bridge = await phase(list, "import the package", async () => {
+    const sys = pyodide.pyimport("sys");
+    sys.path.insert(0, PACKAGE_DIR);
+    sys.destroy();
     return pyodide.pyimport("app.bridge");
   });
   // the op contract the bundle carries: the JS input checks read its type constraints
   const manifest = JSON.parse(pyodide.FS.readFile(`${PACKAGE_DIR}/manifest.json`, { encoding: "utf8" }));
-  // numpy, where the snapshot left it out: loaded once something needs it (bootApp, an entry past a first call's)
-  // or a first call has been planned; before, its loading would hold the thread the first call plans on
-  let wanted;
-  const numpy = restored
-    ? new Promise((resolve) => { wanted = resolve; }).then(() => phase(list, "load numpy", () => loadPackages(pyodide, ["numpy"])))
-    : Promise.resolve();
-  numpy.catch(() => {});
-  return { pyodide, bridge, manifest, restored, numpy, loadNumpy: () => wanted?.(), loadMs: performance.now() - started };
+  return { pyodide, bridge, manifest, restored, rest: Promise.resolve(), loadRest: () => {}, loadMs: performance.now() - started };
 }
 
 function start(settings, speculative) {
@@ -257,8 +270,8 @@ function start(settings, speculative) {
   entry.whole = null;  // entry.planning, and numpy loaded: made on first demand (bootApp)
   entry.complete = () => {
     entry.whole ??= entry.planning.then(async (app) => {
-      app.loadNumpy();
-      await app.numpy;
+      app.loadRest();
+      await app.rest;
       if (current === entry) booted = app;
       return app;
     });

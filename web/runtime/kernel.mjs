@@ -164,7 +164,8 @@ async function openKernel(id, options) {
     throw kernelError("ConvTransposeError", `weightCacheBytes must be a finite number of bytes >= 0, got ${String(weightCacheBytes)}`,
       "weightCacheBytes");
   }
-  const booting = bootForFirstCall(assets !== null ? { assets } : {});
+  // a first call plans without numpy (a snapshot's start loads it after), unless autotuning times it on drawn data
+  const booting = (autotune ? bootApp : bootForFirstCall)(assets !== null ? { assets } : {});
   // Python opens the kernel (checks the id, version, revision and limits; opens or adopts the device)
   const opening = booting.then(async () => callPython("open_kernel", id, version, revision, limits, device,
     await autotuning(autotune)));

@@ -68,6 +68,6 @@ export async function callPython(name, ...args) {
     return await callPythonNow(name, ...args);
   } finally {
     // a first call has been planned: the rest of the runtime loads while its GPU work runs
-    if (name === "plan_launch") app.loadNumpy();
+    if (name === "plan_launch") app.loadRest();
   }
 }
