@@ -93,3 +93,17 @@ def test_software_adapters_try_no_gpu_configuration():
              if c.variant == "phase_gemm" and c.origin in ("defaults", "configuration")]
     tuned = tuner.candidates("phase_gemm", {}, STRIDE1, swiftshader)
     assert found and all(t.get("direct") == 1 for t in found + tuned)
+
+
+def test_a_configurations_params_name_only_what_the_defaults_name_so_a_store_takes_them():
+    """A stored choice's params must be ones the variant's defaults name (app/store_entries.py): a configuration
+    that leaves phase_gemm's cl or rv off leaves them out, as the defaults do."""
+    from app.caps import DeviceCaps
+
+    h100 = DeviceCaps(features=H200.features, limits=H200.limits, vendor="nvidia", device="nvidia-h100")
+    variant = VARIANTS["phase_gemm"]
+    defaults = variant.tunable.defaults(STRIDE1, h100)
+    for configuration in variant.tunable.configurations:
+        params = variant.tunable.resolve(configuration, STRIDE1, h100)
+        if params is not None:
+            assert set(params) <= set(defaults) | {k for k, v in configuration.tiles.items() if v}, configuration.name

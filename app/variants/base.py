@@ -116,7 +116,10 @@ class Tunable:
         the variant refuses them."""
         if configuration.refusal(geom, caps) is not None:
             return None
-        params = dict(self.defaults(geom, caps)) | configuration.tiles
+        defaults = dict(self.defaults(geom, caps))
+        # A switch off that the defaults do not name stays unnamed: params that leave a switch off leave it out
+        # (phase_gemm's cl, rv, ri), so that a stored choice names only params the defaults name.
+        params = defaults | {k: v for k, v in configuration.tiles.items() if v or k in defaults}
         return params if self.refusal(params, geom, caps) is None else None
 
 
