@@ -21,7 +21,7 @@ if [ "${1:-}" = --adapt ]; then  # one adaptation run: NAME TIER BENCH DTYPE [CA
   shift
   "$NODE" tools/adapt_bench.mjs /tmp/gpu/kernel "$3" "$2" "$4" "${5:-}" "${CALLS:-20}" "${GAP_MS:-2}" \
     >"/tmp/gpu/runs/adapt-$1.jsonl" 2>"/tmp/gpu/runs/adapt-$1.txt"
-  echo "  adapt-$1: $(grep -c '"done":true' "/tmp/gpu/runs/adapt-$1.jsonl") settled of $(wc -l <"/tmp/gpu/runs/adapt-$1.jsonl") ($(date -u +%T))"
+  echo "  adapt-$1: $(grep -c '"done":true' "/tmp/gpu/runs/adapt-$1.jsonl") settled of $(grep -c '"tier"' "/tmp/gpu/runs/adapt-$1.jsonl") ($(date -u +%T))"
   exit 0
 fi
 STEPS=${STEPS:-all torch adapt}
