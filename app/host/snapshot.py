@@ -5,7 +5,7 @@ web/views/snapshot-make.mjs from the Pyodide runtime and a bundle.zip, then fram
     "bytes": the heap's length, "modules": the package's modules it holds}, the heap gzipped
 
 so that the boot can refuse one made for another bundle before it gunzips anything (gzip's CRC then guards the
-heap, Pyodide's build id the runtime). Made once per bundle and runtime, kept under build/snapshots/.
+heap, Pyodide's build id the runtime). Made once per bundle, runtime and maker, kept under build/snapshots/.
 """
 from __future__ import annotations
 
@@ -26,8 +26,11 @@ MAKER = ROOT / "web" / "views" / "snapshot-make.mjs"
 CACHE = BUILD / "snapshots"
 
 
-def _runtime_digest(pyodide: Path) -> str:
-    return hashlib.sha256((pyodide / "pyodide.asm.wasm").read_bytes()).hexdigest()
+def _maker_digest(pyodide: Path) -> str:
+    """What else makes a snapshot besides the bundle: the runtime and the maker script."""
+    digest = hashlib.sha256((pyodide / "pyodide.asm.wasm").read_bytes())
+    digest.update(MAKER.read_bytes())
+    return digest.hexdigest()
 
 
 def snapshot_file(pyodide: Path, bundle: bytes) -> Path | None:
@@ -37,7 +40,7 @@ def snapshot_file(pyodide: Path, bundle: bytes) -> Path | None:
     if node is None:
         return None
     revision = hashlib.sha256(bundle).hexdigest()
-    cached = CACHE / f"{revision[:24]}-{_runtime_digest(pyodide)[:16]}.bin"
+    cached = CACHE / f"{revision[:24]}-{_maker_digest(pyodide)[:16]}.bin"
     if cached.is_file():
         return cached
     with tempfile.TemporaryDirectory(prefix="convtranspose-snapshot-") as work:
