@@ -24,6 +24,7 @@ from .assets import BUILD
 MAGIC = b"convtranspose-snapshot 1\n"
 MAKER = ROOT / "web" / "views" / "snapshot-make.mjs"
 CACHE = BUILD / "snapshots"
+KEPT = 8  # snapshots kept under CACHE, the newest
 
 
 def _maker_digest(pyodide: Path) -> str:
@@ -56,6 +57,8 @@ def snapshot_file(pyodide: Path, bundle: bytes) -> Path | None:
         partial = cached.with_suffix(f".{os.getpid()}.part")
         partial.write_bytes(MAGIC + json.dumps(header).encode() + b"\n" + gzip.compress(heap, compresslevel=6, mtime=0))
         partial.replace(cached)  # whole or not at all: concurrent makers write the same bytes
+    for old in sorted(CACHE.glob("*.bin"), key=lambda p: p.stat().st_mtime)[:-KEPT]:
+        old.unlink(missing_ok=True)  # other sources' snapshots (7 MB each): a checkout's edits make one each
     return cached
 
 
