@@ -56,7 +56,7 @@ RI = "ri"
 DIRECT = "direct"  # the gathering kernel's: cl and rv run the vector template whatever it says
 PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: summed again before rounding
 
-# The GPU rules below read thresholds (upper case here, lower case keys of RULES) that an adapter's tuning table
+# The GPU rules below read thresholds (upper case here; NEUTRAL's lower case keys in code) that an adapter's table
 # measures (`thresholds`, app/tuning_tables.py; the H200's: tuning/nvidia-unknown-nvidia_h200.json). An adapter with
 # no table runs NEUTRAL: 64 x 128 tiles (or the narrow ones), unsplit, A gathered; the other structures are
 # configurations that the planner's search weighs there (docs/decisions.md#neutral-defaults).
