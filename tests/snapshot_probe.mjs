@@ -20,7 +20,7 @@ const x = Float32Array.from({ length: 1 * 8 * 9 * 9 }, (_, i) => Math.sin(i));
 const w = Float32Array.from({ length: 8 * 4 * 3 * 3 }, (_, i) => Math.cos(i * 0.3));
 const call = { x: { data: x, shape: [1, 8, 9, 9] }, w: { data: w, shape: [8, 4, 3, 3] }, strides: [2, 2], pads: [1, 1, 1, 1] };
 const { y } = await kernel(call);
-const python = boot.startedApp().pyodide;
+const python = boot.firstCallApp().pyodide;
 const modules = () => python.runPython("import sys; sorted(m for m in sys.modules if m == 'app' or m.startswith('app.'))").toJs();
 const afterCall = { numpy: python.runPython("import sys; 'numpy' in sys.modules"), modules: modules() };
 await kernel.ready;

@@ -22,9 +22,9 @@ const here = import.meta.url;
 // and tests, whose first calls must plan: no)
 const defaults = { base: new URL("../../", here).href, how: "the default", plans: false };
 
-let current = null;  // the boot under way or done: {base, promise, speculative, revision}
+let current = null;  // the boot under way or done: {base, speculative, planning, complete()}
 let booted = null;
-let started = null;  // booted, or numpy still loading beside a snapshot's first call
+let firstCallReady = null;  // booted as far as a first call needs (numpy may still be loading)
 let phases = [];
 let lastMessage = null;
 const listeners = new Set();
@@ -263,7 +263,7 @@ function start(settings, speculative) {
   const list = [];
   const entry = { base: settings.base, speculative, planning: null };
   entry.planning = boot(settings, list).then((app) => {
-    if (current === entry) started = app;
+    if (current === entry) firstCallReady = app;
     return app;
   });
   entry.planning.catch(() => { if (current === entry) current = null; });
@@ -330,7 +330,7 @@ export function bootForFirstCall(options = {}) {
 export const bootedApp = () => booted;
 
 /** {pyodide, bridge, manifest} once a first call's Python can run (bootForFirstCall), else null. */
-export const startedApp = () => started;
+export const firstCallApp = () => firstCallReady;
 
 /** The start-up phases of the boot under way or done: [{phase, startMs, ms (null while running)}]. */
 export const bootPhases = () => phases.map((p) => ({ ...p }));

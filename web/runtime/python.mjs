@@ -1,6 +1,6 @@
 // The one way from JavaScript into Python: app.bridge's functions by name, values converted both ways,
 // the package's exceptions thrown as JS errors.
-import { bootApp, bootedApp, bootForFirstCall, startedApp } from "./boot.mjs";
+import { bootApp, bootedApp, bootForFirstCall, firstCallApp } from "./boot.mjs";
 import { kernelError } from "./errors.mjs";
 
 // Python values that come back as plain JS data; any other Python object (a kernel) stays a PyProxy.
@@ -28,7 +28,7 @@ const isPlain = (v) => v !== null && typeof v === "object" && (Array.isArray(v) 
  * message, `field`, and the traceback in `pythonTraceback`.
  */
 export function callPythonNow(name, ...args) {
-  const booted = FIRST_CALL.has(name) ? startedApp() : bootedApp();
+  const booted = FIRST_CALL.has(name) ? firstCallApp() : bootedApp();
   if (!booted) throw new Error(`callPythonNow("${name}") before the Python runtime booted: await kernel.ready (or bootApp()) first`);
   const { pyodide, bridge } = booted;
   const converted = args.map((a) => (isPlain(a) ? pyodide.toPy(a) : a));
