@@ -48,3 +48,15 @@ def test_the_tuner_and_the_fit_tool_choose_alike(tmp_path):
     by_fit = json.loads(table.read_text())["choices"]
     assert {c: e["variant"] for c, e in by_fit.items()} == {c: e["variant"] for c, e in by_tuner.items()} == {"k": "a"}
     assert by_fit["k"]["relative_time"] == by_tuner["k"]["relative_time"]
+
+
+def test_adaptation_replaces_its_first_pick_by_the_same_margin():
+    """web/runtime/adapt.mjs decides in the page, without Python: its margin is held to the tables' one."""
+    import subprocess
+
+    from app.contract import ROOT
+
+    script = (f"import({json.dumps((ROOT / 'web' / 'runtime' / 'adapt.mjs').as_uri())})"
+              ".then((m) => console.log(m.ADAPT.margin))")
+    margin = subprocess.run(["node", "-e", script], capture_output=True, text=True, check=True).stdout
+    assert float(margin) == class_choice.MARGIN

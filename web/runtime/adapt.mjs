@@ -15,7 +15,8 @@ export const ADAPT = {
   within: 4,  // none predicted past this multiple of the first pick's measured time
   samples: 2,  // timed calls per alternative (after one warm-up call each: its buffers, its weight passes)
   abort: 1.5,  // an alternative whose first timed call is past this multiple of the first pick's stops
-  margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1
+  margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1 (the
+  // tables' margin, app/class_choice.py MARGIN: tests/test_class_choice.py holds them equal)
   budget: 0.1,  // exploration stops once it has cost this share of FIRST_CALLS calls of the first pick
 };
 const FIRST_CALLS = 50;
