@@ -265,6 +265,7 @@ text
 def test_a_broken_shader_is_a_gpu_error_naming_the_variant(page):
     out = run_python(page, """
 import numpy as np, app
+from dataclasses import replace
 from app.kernel import validate
 from app.plan import Plan
 from app.render import TEMPLATES
@@ -272,8 +273,8 @@ kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 good = kernel.plan(geom)
 (TEMPLATES / "_broken-for-test.wgsl.jinja").write_text("@compute @workgroup_size(1) fn main() { let x: f32 = nope; }")
-broken = Plan(tuple(d.__class__("_broken-for-test.wgsl.jinja", d.render_params, d.bindings, d.uniforms, d.workgroups)
-                    for d in good.dispatches), variant="broken_test_variant", reason="test")
+broken = Plan(tuple(replace(d, template="_broken-for-test.wgsl.jinja") for d in good.dispatches),
+              variant="broken_test_variant", reason="test")
 try:
     await kernel.device.execute(broken, geom, arrays)
     text = "compiled"
@@ -292,14 +293,14 @@ def test_a_validation_error_is_a_gpu_error_naming_the_variant(page):
     """A plan whose binding count disagrees with its shader: WebGPU validation, surfaced as GpuError."""
     out = run_python(page, """
 import numpy as np, app
+from dataclasses import replace
 from app.kernel import validate
 from app.plan import Plan
 kernel = await app.get_kernel("webgpu-kernels/ai.onnx.ConvTranspose", version=1)
 geom, arrays = validate(np.ones((1, 1, 4), np.float32), np.ones((1, 1, 2), np.float32))
 good = kernel.plan(geom)
 d = good.dispatches[0]
-bad = Plan((d.__class__(d.template, d.render_params, ("y", "w", "y"), d.uniforms, d.workgroups),),
-           variant="misbound_test_variant", reason="test")
+bad = Plan((replace(d, bindings=("y", "w", "y")),), variant="misbound_test_variant", reason="test")
 before = kernel.device.memory()
 try:
     await kernel.device.execute(bad, geom, arrays)
