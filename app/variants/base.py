@@ -84,6 +84,14 @@ def unmet(conditions: dict, geom: ConvGeometry) -> str | None:
     return None
 
 
+SPLIT = "-split"  # a structure's name suffix where it splits across kz workgroups (a second pass adds the partial sums)
+
+
+def split_structure(base: str, tiles: dict) -> str:
+    """The structure name of `base` run with `tiles`: split where its reduction is spread over kz workgroups."""
+    return base + (SPLIT if tiles.get("kz", 1) > 1 else "")
+
+
 @dataclass(frozen=True)
 class Configuration:
     """One named configuration of a tunable variant: the shader structure it runs, the tiles it fixes (render

@@ -27,7 +27,7 @@ import math
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Configuration, Tunable,
                    Variant, axis_uniforms, ceil_div, channels_last_pays, fitted_width, max_phase_taps, phase_rows,
-                   workgroup_count, workgroup_memory_refusal)
+                   split_structure, workgroup_count, workgroup_memory_refusal)
 from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
@@ -369,12 +369,10 @@ STRUCTURES = {
     "rv": "the vector structure (16-byte staging of A and B) on A gathered from x",
     "cl": "the vector structure on A from x repacked channels-last by a pass before the GEMM",
 }
-SPLIT = "-split"  # any structure split across kz workgroups, whose partial sums a second pass adds up
 
 
 def structure(t: dict) -> str:
-    base = "cl" if t.get(CL) else "rv" if t.get(RV) else "slices" if t.get("ks", 1) > 1 else "gather"
-    return base + (SPLIT if t.get("kz", 1) > 1 else "")
+    return split_structure("cl" if t.get(CL) else "rv" if t.get(RV) else "slices" if t.get("ks", 1) > 1 else "gather", t)
 
 
 def _gpus_only(geom, caps) -> str | None:

@@ -13,7 +13,7 @@ import math
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..plan import Plan, Refusal
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Configuration, Tunable, Variant,
-                   channels_last_pays, computed_columns, max_phase_taps, workgroup_count)
+                   channels_last_pays, computed_columns, max_phase_taps, split_structure, workgroup_count)
 from .gemm import MAX_INDEX
 from .phase_gemm import (PACK, SHARED, SPLIT_K_DEPTH, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal, split_k,
                          vector_y, xc_vectors)
@@ -356,12 +356,10 @@ STRUCTURES = {
     "vs-va": "vs, A loaded as vectors of x",
     "vs-cl": "vs, A from x repacked channels-last by a pass before the GEMM",
 }
-SPLIT = "-split"  # any structure split across kz workgroups, whose partial sums a second pass adds up
 
 
 def structure(t: dict) -> str:
-    base = ("vs" if t.get("vs") else "staged") + ("-cl" if t.get("cl") else "-va" if t.get("va") else "")
-    return base + (SPLIT if t.get("kz", 1) > 1 else "")
+    return split_structure(("vs" if t.get("vs") else "staged") + ("-cl" if t.get("cl") else "-va" if t.get("va") else ""), t)
 
 
 def _configuration(name: str, shape: tuple, valid: str) -> Configuration:
