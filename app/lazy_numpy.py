@@ -1,6 +1,7 @@
 """numpy, imported on first use: in the browser a first call plans, renders and dispatches without it (its data
 stays in JavaScript), so Python can start from a memory snapshot that holds no binary extension (Pyodide cannot
-snapshot one: web/runtime/boot.mjs) and numpy loads beside the first call. `np.anything` imports numpy then."""
+snapshot one: web/runtime/boot.mjs) and numpy loads once the first call has been planned. `np.anything`
+imports numpy then."""
 from __future__ import annotations
 
 import importlib

@@ -9,7 +9,7 @@ import { pathToFileURL } from "node:url";
 // as boot.mjs unpacks it: the snapshot's sys.path and module file names must be the page's
 const PACKAGE_DIR = "/home/pyodide/convtranspose";
 const SITE_PACKAGES = "/lib/python3.12/site-packages";
-const PURE_PACKAGES = ["jinja2", "markupsafe"];  // what boot.mjs installs before the package: no binary extension
+const PURE_PACKAGES = ["jinja2", "markupsafe"];  // pure Python, as boot.mjs unpacks them after a restore
 
 const [pyodideDir, bundlePath, out] = process.argv.slice(2);
 const indexURL = pyodideDir.endsWith("/") ? pyodideDir : `${pyodideDir}/`;
@@ -20,14 +20,14 @@ const pyodide = await loadPyodide({ indexURL, lockFileURL: `${indexURL}pyodide-l
                                     _makeSnapshot: true });
 const lock = JSON.parse(await readFile(`${indexURL}pyodide-lock.json`, "utf8"));
 for (const name of PURE_PACKAGES) {
-  // unpacked as plain zips: installing through loadPackage leaves JS objects Python holds, which a snapshot cannot keep
+  // unpacked as plain zips, as boot.mjs does: the snapshot holds no record of loadPackage's
   const wheel = await readFile(`${indexURL}${lock.packages[name].file_name}`);
   pyodide.unpackArchive(new Uint8Array(wheel), "zip", { extractDir: SITE_PACKAGES });
 }
 pyodide.unpackArchive(new Uint8Array(await readFile(bundlePath)), "zip", { extractDir: PACKAGE_DIR });
 const held = pyodide.runPython(`
 import json, sys
-# what Pyodide's loadPackage imports on its first use (the boot loads jinja2's files, then numpy, through it)
+# what Pyodide's loadPackage imports on its first use (the boot loads numpy through it)
 import csv, datetime, email.message, importlib.metadata, tarfile
 sys.path.insert(0, ${JSON.stringify(PACKAGE_DIR)})
 from app import snapshot
