@@ -95,3 +95,60 @@ def test_a_snapshot_that_is_not_this_bundle_s_whole_heap_is_refused_and_python_s
     got = visit(with_snapshot(kernel, tmp_path, make(kernel)))
     assert any("snapshot.bin not used" in w and why in w for w in got["warnings"]), got["warnings"]
     assert "start Python" in got["phases"] and got["worst"] < 1e-4
+
+
+def layer_data(seed: int, count_x: int, count_w: int):
+    """tools/first_result.mjs layerData: uniform [-1, 1) from its 32-bit LCG, as float32."""
+    import numpy as np
+
+    state, values = seed, []
+    for _ in range(count_x + count_w):
+        state = (state * 1664525 + 1013904223) % 2**32
+        values.append(state / 2**31 - 1)
+    data = np.array(values, dtype=np.float32)
+    return data[:count_x], data[count_x:]
+
+
+@pytest.mark.firefox
+def test_a_first_visit_in_firefox_starts_from_the_snapshot(kernel):
+    """tools/first_result.html's page (ours, a first visit) in Firefox on lavapipe: Python from the snapshot, y
+    against the float64 reference."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    import numpy as np
+
+    from app.host.firefox import FirefoxPage
+    from app.reference import conv_transpose_reference
+    from app.shapes import infer
+
+    class Handler(SimpleHTTPRequestHandler):
+        extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript",
+                          ".wasm": "application/wasm"}
+
+        def translate_path(self, path):  # the export under /kernel/, the checkout's tools/ beside it
+            if path.startswith("/kernel/"):
+                return str(kernel / path[len("/kernel/"):].split("?")[0])
+            return super().translate_path(path)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(ROOT)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}/"
+    page = FirefoxPage(f"{base}tools/first_result.html?who=ours&kernel={base}kernel/")
+    try:
+        page.set_default_timeout(300_000)
+        row = page.evaluate("async () => { const r = await window.firstResult; "
+                            "return { error: r.error, phases: r.phases?.map((p) => p.phase), y: r.y }; }")
+    finally:
+        page.close()
+        server.shutdown()
+    assert row.get("error") is None, row
+    assert "start Python from the snapshot" in row["phases"] and "start Python" not in row["phases"], row["phases"]
+    geom = infer((1, 32, 16, 16), (32, 16, 4, 4), None, {"strides": [2, 2], "pads": [1, 1, 1, 1]})
+    x, w = layer_data(7, 32 * 16 * 16, 32 * 16 * 4 * 4)
+    want = conv_transpose_reference(geom, x, w, None).ravel()[:len(row["y"])]
+    assert np.allclose(row["y"], want, atol=1e-4), (row["y"][:4], want[:4])  # float32 sums of 64 products
