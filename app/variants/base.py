@@ -84,6 +84,24 @@ def unmet(conditions: dict, geom: ConvGeometry) -> str | None:
     return None
 
 
+def reaches(value: int, threshold: int | None) -> bool:
+    """Whether a default rule's `threshold` (an adapter table's: app/tuning_tables.py thresholds) is reached; a
+    threshold of None turns its rule off (a variant's NEUTRAL, for an adapter with no table)."""
+    return threshold is not None and value >= threshold
+
+
+def below(value: int, threshold: int | None) -> bool:
+    """Whether `value` is under a default rule's `threshold`; never where the threshold is None (the rule is off)."""
+    return threshold is not None and value < threshold
+
+
+def rules(name: str, caps: DeviceCaps, neutral: dict) -> dict:
+    """The thresholds variant `name`'s default rules read on this adapter: its table's, over `neutral`."""
+    from ..tuning_tables import thresholds
+
+    return thresholds(name, caps, neutral)
+
+
 SPLIT = "-split"  # a structure's name suffix where it splits across kz workgroups (a second pass adds the partial sums)
 
 

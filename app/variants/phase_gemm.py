@@ -26,8 +26,9 @@ import math
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Configuration, Tunable,
-                   Variant, axis_uniforms, ceil_div, channels_last_pays, fitted_width, max_phase_taps, phase_rows,
-                   split_structure, workgroup_count, workgroup_memory_refusal)
+                   Variant, axis_uniforms, below, ceil_div, channels_last_pays, fitted_width, max_phase_taps,
+                   phase_rows, reaches, split_structure, workgroup_count, workgroup_memory_refusal)
+from .base import rules as variant_rules
 from .gemm import MAX_INDEX
 
 NAME = "phase_gemm"
@@ -106,17 +107,7 @@ NEUTRAL = {"fill": None, "split_below": None, "split_depth": None, "split_across
 
 def rules(caps) -> dict:
     """The thresholds of the GPU rules on this adapter: its table's, over NEUTRAL."""
-    from ..tuning_tables import thresholds
-
-    return thresholds(NAME, caps, NEUTRAL)
-
-
-def _reaches(value: int, threshold: int | None) -> bool:
-    return threshold is not None and value >= threshold
-
-
-def _below(value: int, threshold: int | None) -> bool:
-    return threshold is not None and value < threshold
+    return variant_rules(NAME, caps, NEUTRAL)
 
 
 def split_k(geom, caps, tm: int, tn: int, step: int, target: int | None = None, min_depth: int = 0) -> int:
@@ -153,7 +144,7 @@ def default_tiles(geom, caps) -> dict:
         return cl
     if r["rv"] and rows_as_vectors_pay(geom, t, r):
         rv = t | {RV: 1} | ({"tm": _RV_WIDE_ROWS} if (t["tm"], t["tn"]) == _GPU_WIDE[:2] and geom.rank > 1 else {})
-        if rv["kz"] == 1 and _below(workgroup_count(geom, rv) * _threads(rv), r["fill_invocations"]):
+        if rv["kz"] == 1 and below(workgroup_count(geom, rv) * _threads(rv), r["fill_invocations"]):
             rv["rm"] = _FEW_RM
         if rv["kz"] == 1 and (split := _split_to_fill(geom, caps, rv, r, r["rv_min_depth"] or 0)) is not None:
             rv = split
@@ -167,14 +158,14 @@ def default_tiles(geom, caps) -> dict:
 def rows_as_vectors_pay(geom, t: dict, r: dict) -> bool:
     """Whether rv beats the gathering kernel on t's tiles (the rule above, with the thresholds `r`)."""
     depth = geom.in_per_group * max_phase_taps(geom) // t["kz"]
-    return geom.dtype == "float32" and t["ks"] == 1 and (vector_y(geom) or _reaches(depth, r["rv_min_depth"]))
+    return geom.dtype == "float32" and t["ks"] == 1 and (vector_y(geom) or reaches(depth, r["rv_min_depth"]))
 
 
 def _channels_last_defaults(geom, caps, r: dict) -> dict | None:
     """cl's tiles for this request (the rule above), or None where cl cannot run it."""
     rm, rn, tk = _CL_BLOCK
     tn = wide_columns(geom)
-    tm = 128 if _reaches(workgroup_count(geom, {"tm": 128, "tn": tn}), r["fill"]) else 64
+    tm = 128 if reaches(workgroup_count(geom, {"tm": 128, "tn": tn}), r["fill"]) else 64
     t = {"tm": tm, "tn": tn, "rm": rm, "rn": rn, "tk": tk, "ks": 1, "kz": 1, CL: 1}
     if tm == 64 and (split := _split_to_fill(geom, caps, t | {"tm": 128}, r)) is not None:
         t = split
@@ -207,18 +198,18 @@ def _gathering_defaults(geom, caps, r: dict | None = None) -> dict:
         fits = tiles_refusal(dict(zip(PARAMS, _GPU_WIDE_FEW)), geom, caps) is None
         columns = {"tn": wide_columns(geom) if fits else _GPU_WIDE[1]}
         t = dict(zip(PARAMS, _GPU_WIDE)) | columns
-        if not _reaches(workgroup_count(geom, t), r["fill"]):
+        if not reaches(workgroup_count(geom, t), r["fill"]):
             t = dict(zip(PARAMS, _GPU_WIDE_FEW)) | columns
-    if _below(workgroup_count(geom, t), r["split_below"]):
+    if below(workgroup_count(geom, t), r["split_below"]):
         deep = dict(zip(PARAMS, _GPU_DEEP)) | {"tn": min(_GPU_DEEP[1], 8 * ceil_div(geom.out_per_group, 8))}
         deep["kz"] = split_k(geom, caps, deep["tm"], deep["tn"], deep["tk"], r["fill"])
         if deep["kz"] > 1 and tiles_refusal(deep, geom, caps) is None:
             return deep
     split = dict(zip(PARAMS, _GPU_SPLIT))
-    if (_below(workgroup_count(geom, t), r["split_below"])
-            and _reaches(geom.in_per_group * max_phase_taps(geom), r["split_depth"])
+    if (below(workgroup_count(geom, t), r["split_below"])
+            and reaches(geom.in_per_group * max_phase_taps(geom), r["split_depth"])
             and tiles_refusal(split, geom, caps) is None):
-        if not _reaches(_steps(geom, split) // split["ks"], r["split_across_min_steps"]):
+        if not reaches(_steps(geom, split) // split["ks"], r["split_across_min_steps"]):
             return split
         across = split | {"ks": _GPU_SPLIT_SLICES_WITH_KZ}
         across["kz"] = _split_k_of_slices(geom, caps, across, r["fill"])
@@ -245,7 +236,7 @@ def _split_k_of_slices(geom, caps, t: dict, fill: int | None) -> int:
     """The kz that splits t's workgroups (each reducing in t["ks"] slices) into `fill` or more, keeping
     SPLIT_K_MIN_STEPS reduction steps per slice; 1 where they already fill the GPU, no kz fits or `fill` is None."""
     workgroups = workgroup_count(geom, t)
-    return next((kz for kz in _kz_fits(geom, caps, t) if _reaches(workgroups * kz, fill)), 1)
+    return next((kz for kz in _kz_fits(geom, caps, t) if reaches(workgroups * kz, fill)), 1)
 
 
 def _steps(geom, t: dict) -> int:

@@ -13,7 +13,8 @@ import math
 from ..caps import SUBGROUP_SIZE_BOUNDS, usable_subgroup_sizes
 from ..plan import Plan, Refusal
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Configuration, Tunable, Variant,
-                   channels_last_pays, computed_columns, max_phase_taps, split_structure, workgroup_count)
+                   channels_last_pays, computed_columns, max_phase_taps, reaches, split_structure, workgroup_count)
+from .base import rules as variant_rules
 from .gemm import MAX_INDEX
 from .phase_gemm import (PACK, SHARED, SPLIT_K_DEPTH, SPLIT_SUM, X_CHANNELS_LAST, gemm_plan, parts_refusal, split_k,
                          vector_y, xc_vectors)
@@ -69,13 +70,7 @@ NEUTRAL = {"fill": None, "spread_min_workgroups": None, "short_reduction": None,
 
 def rules(caps) -> dict:
     """The thresholds of the rules above on this adapter: its table's, over NEUTRAL."""
-    from ..tuning_tables import thresholds
-
-    return thresholds(NAME, caps, NEUTRAL)
-
-
-def _reaches(value: int, threshold: int | None) -> bool:
-    return threshold is not None and value >= threshold
+    return variant_rules(NAME, caps, NEUTRAL)
 
 
 def matrix_config(dtype: str, caps) -> dict | None:
@@ -226,7 +221,7 @@ def _vector_staged_defaults(geom, caps, config: dict, r: dict) -> dict | None:
     # A large GEMM (LARGE_GEMM above) has the warps to hide its loads without spreading, and runs its multi-tap phases
     # from the channels-last copy.
     widest = {"tm": VS_SUBGROUPS[0] * VS_MAX_MATRICES * config["M"], "tn": VS_SUBGROUPS[1] * VS_MAX_MATRICES * config["N"]}
-    large = geom.out_per_group >= widest["tn"] and _reaches(workgroup_count(geom, widest), r["large_gemm"])
+    large = geom.out_per_group >= widest["tn"] and reaches(workgroup_count(geom, widest), r["large_gemm"])
     spreads = spreads and not large
 
     def shape(cm: int, cn: int) -> tuple[dict | None, int]:
@@ -269,7 +264,7 @@ def _vector_staged_defaults(geom, caps, config: dict, r: dict) -> dict | None:
             return t
         if workgroups >= r["fill"]:
             least = r["spread_min_workgroups"]
-            if _reaches(own_workgroups(t), least) or least is None:
+            if reaches(own_workgroups(t), least) or least is None:
                 return t
             split_t = split(t, least, SPLIT_K_DEPTH)
             deep = t | {"sg_m": t["sg_m"] // 2, "kb": DEEP_K_BLOCKS}
@@ -299,7 +294,7 @@ def default_tiles(geom, caps) -> dict:
 
     for values in (_WIDE, _TALL) if geom.out_per_group > 64 else (_TALL,):
         t, workgroups = shape(values)
-        if _reaches(workgroups, r["fill"]):
+        if reaches(workgroups, r["fill"]):
             return t
     # Short of FILL workgroups even on 64 x 64 tiles, a deep reduction splits across workgroups by phase_gemm's
     # rule (docs/decisions.md#sgmat-split-k).
