@@ -108,7 +108,7 @@ async def plan_launch(kernel, request, key: str) -> dict:
     and leave the launch in the executor under `key`. request: {x: {shape, dtype}, w, b?, attributes,
     variant, finite, params?, learned?, adapt?}: `params` forced with `variant` (a candidate adaptation times);
     `learned` {variant, params, why}: the choice adaptation measured fastest for the signature on this adapter,
-    taken as the planner's measured step; `adapt` {count, within}: return that many next-best candidates
+    taken as the planner's measured step; `adapt` {count}: return that many next-best candidates
     (planner.alternatives) beside a plan of the planner's own. `key` includes the kernel's `planning`. Returns
     {launch, alternatives?} or, for requests that get none, {empty: {...}} (the output is empty) or
     {pieces: n} (split past the device's limits: JS runs those through `call`); plus Python's timings."""
@@ -133,8 +133,7 @@ async def plan_launch(kernel, request, key: str) -> dict:
         chosen = pieces[0][1] if pieces else None
         if adapt and chosen is not None and request["variant"] is None and kernel.autotuner is None and \
                 not (learned and chosen.reason == learned[1]):
-            out["alternatives"] = planner.alternatives(geom, kernel.device.caps, chosen, int(adapt["count"]),
-                                                       float(adapt["within"]))
+            out["alternatives"] = planner.alternatives(geom, kernel.device.caps, chosen, int(adapt["count"]))
         return out | {"launch": made}
     plan = pieces[0][1]
     if geom.y_size == 0:

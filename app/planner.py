@@ -120,22 +120,20 @@ def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = Non
     return kept
 
 
-def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int, within: float,
+def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
                  tables: list[dict] | None = None) -> list[dict]:
-    """The next-best candidates to the chosen plan, for a kernel to time on real calls (web/runtime/adapt.mjs):
-    at most `count` of `ranked` with grid tiles, fastest predicted first, none predicted past `within` times the
-    chosen plan's prediction. [{variant, params, predicted_ms}]."""
+    """The next-best candidates to the chosen plan, for a kernel to time on real calls (web/runtime/adapt.mjs,
+    which bounds them by the chosen plan's measured time: the prediction it would be bounded by here is the one most
+    often wrong): at most `count` of `ranked` with grid tiles, fastest predicted first.
+    [{variant, params, predicted_ms}]."""
     rows = ranked(geom, caps, tables, grid=2)
     chosen_key = Candidate(chosen.variant, chosen.tiles or None).key()
-    mine = [ms for c, p, ms in rows if Candidate(p.variant, p.tiles or None).key() == chosen_key]
-    bound = (mine[0] if mine else rows[0][2]) * within
     out, seen = [], set()
     for candidate, plan, ms in rows:
         if len(out) == count:
             break
         # tiles the model cannot tell apart (the same prediction) are one candidate to it: the first stands for them
-        if Candidate(plan.variant, plan.tiles or None).key() == chosen_key or (bound and ms > bound) or \
-                (plan.variant, ms) in seen:
+        if Candidate(plan.variant, plan.tiles or None).key() == chosen_key or (plan.variant, ms) in seen:
             continue
         seen.add((plan.variant, ms))
         out.append({"variant": candidate.variant, "params": dict(plan.tiles) or None, "predicted_ms": ms})

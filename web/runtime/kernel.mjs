@@ -365,8 +365,8 @@ async function openKernel(id, options) {
     if (!pending.has(key)) {
       const request = requestMeta(tensors, attributes, variant, finite);
       const job = callPython("plan_launch", pyKernel, { ...request, learned: learnedFor(key),
-        // the trial bounds the pool by the first pick's measured time (Trial.begin), not the planner by its prediction
-        adapt: adapt && variant === null ? { count: ADAPT.pool, within: 1e9 } : null }, key)
+        // the trial bounds the pool by the first pick's measured time (Trial.begin)
+        adapt: adapt && variant === null ? { count: ADAPT.pool } : null }, key)
         .then((out) => {
           if (out.launch && out.alternatives?.length) {
             const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch }, out.alternatives);
