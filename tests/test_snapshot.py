@@ -115,25 +115,20 @@ def test_a_first_visit_in_firefox_starts_from_the_snapshot(kernel):
     against the float64 reference."""
     import functools
     import threading
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import ThreadingHTTPServer
 
     import numpy as np
 
     from app.host.firefox import FirefoxPage
     from app.reference import conv_transpose_reference
     from app.shapes import infer
+    from tools.first_result import Handler as StaticHandler
 
-    class Handler(SimpleHTTPRequestHandler):
-        extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript",
-                          ".wasm": "application/wasm"}
-
-        def translate_path(self, path):  # the export under /kernel/, the checkout's tools/ beside it
+    class Handler(StaticHandler):  # tools/first_result.py's, with the export under /kernel/ beside tools/
+        def translate_path(self, path):
             if path.startswith("/kernel/"):
                 return str(kernel / path[len("/kernel/"):].split("?")[0])
             return super().translate_path(path)
-
-        def log_message(self, *args):
-            pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(ROOT)))
     threading.Thread(target=server.serve_forever, daemon=True).start()

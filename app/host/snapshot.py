@@ -47,7 +47,7 @@ def snapshot_file(pyodide: Path, bundle: bytes) -> Path | None:
     with tempfile.TemporaryDirectory(prefix="convtranspose-snapshot-") as work:
         (Path(work) / "bundle.zip").write_bytes(bundle)
         made = subprocess.run([node, str(MAKER), str(pyodide), str(Path(work) / "bundle.zip"), str(Path(work) / "heap")],
-                              capture_output=True, text=True, timeout=300, env=os.environ | {"NODE_OPTIONS": ""})
+                              capture_output=True, text=True, timeout=300)
         if made.returncode != 0:
             raise RuntimeError(f"making the Python snapshot failed: {made.stderr.strip().splitlines()[-1:]}")
         held = json.loads(made.stdout.strip().splitlines()[-1])
