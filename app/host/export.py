@@ -145,7 +145,8 @@ def export(dest: Path) -> dict:
     for name in PYODIDE_FILES + sorted(p["file_name"] for p in lock["packages"].values()):
         shutil.copyfile(PYODIDE_DIR / name, dest / "pyodide" / name)
     web = ROOT / "web"
-    modules = _module_closure(web / RUNTIME_ENTRY) + _module_closure(web / NODE_ENTRY)
+    browser = _module_closure(web / RUNTIME_ENTRY)
+    modules = browser + _module_closure(web / NODE_ENTRY)
     for source in dict.fromkeys(modules + [(web / TYPES).resolve()]):
         target = dest / "web" / source.relative_to(web.resolve())
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -155,8 +156,8 @@ def export(dest: Path) -> dict:
     snapshot = snapshot_file(pyodide, bundle)  # None without Node: the boot then starts Python from scratch
     if snapshot is not None:
         shutil.copyfile(snapshot, dest / "snapshot.bin")
-    runtime = sorted(p.relative_to(web.resolve()).as_posix() for p in _module_closure(web / RUNTIME_ENTRY))
-    preload = "\n".join(f'import "./web/{name}";' for name in runtime)
+    preload = "\n".join(f'import "./web/{name}";' for name in sorted(p.relative_to(web.resolve()).as_posix()
+                                                                      for p in browser))
     (dest / ENTRY).write_text(ENTRY_MODULE.format(entry=ENTRY, runtime=RUNTIME_ENTRY, preload=preload))
     # pyodide.asm.js is a classic script that Node loads as CommonJS: the package's "type": "module" must not
     # reach it (Node would run it as an ES module, without require)
