@@ -10,7 +10,8 @@ happened to pick):
 - `choices`: per class, the variant measured fastest there (`measured_choice`), which the planner takes before
   its cost model;
 - `thresholds`: per variant, the thresholds its default rules read (`thresholds`): what those rules were measured
-  at on this adapter; an adapter with no table takes each variant's declared neutral ones;
+  at on this adapter; an adapter with no table takes its class's (docs/decisions.md#neutral-defaults), and a class
+  with none each variant's declared neutral ones;
 - `cost_model`: the adapter's calibrated cost-model constants with the runs and revision they came from
   (`cost_model`; app/cost_model.py), which also serve adapters of the same class that have no table.
 Which tables: the caller's list, or None for the tables in use (`in_use`). The tuner tests every candidate
@@ -115,10 +116,17 @@ def measured_choice(geom, caps, tables: list[dict] | None = None) -> dict | None
 
 def thresholds(name: str, caps, neutral: dict) -> dict:
     """The thresholds variant `name`'s default rules read on this adapter: those its own table measured
-    (`thresholds`), over the `neutral` ones its declaration gives an adapter with no table. Read from the tables in
-    use whatever tables a plan is asked with, as the cost model is: calibration of the defaults, not a tuned choice."""
-    own = select(caps) or {}
-    return neutral | own.get("thresholds", {}).get(name, {})
+    (`thresholds`), else its class's (the first table of an adapter as software or hardware as this one that has
+    them, as `cost_model`), over the `neutral` ones its declaration gives where no table of the class has any. Read
+    from the tables in use whatever tables a plan is asked with, as the cost model is: calibration of the defaults,
+    not a tuned choice."""
+    own = select(caps)
+    if own is not None and name in own.get("thresholds", {}):
+        return neutral | own["thresholds"][name]
+    for table in in_use():
+        if name in table.get("thresholds", {}) and table.get("adapter", {}).get("is_fallback") == caps.is_fallback:
+            return neutral | table["thresholds"][name]
+    return dict(neutral)
 
 
 def grid_params(name: str, caps, tables: list[dict] | None = None) -> list[dict]:

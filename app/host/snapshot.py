@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..contract import ROOT
 from .assets import BUILD
+from .child import NODE
 
 MAGIC = b"convtranspose-snapshot 1\n"
 MAKER = ROOT / "web" / "views" / "snapshot-make.mjs"
@@ -36,8 +37,8 @@ def _maker_digest(pyodide: Path) -> str:
 
 def snapshot_file(pyodide: Path, bundle: bytes) -> Path | None:
     """The framed snapshot for this runtime and bundle (made now if it is not cached), or None where Node is not
-    installed: the boot then starts Python from scratch."""
-    node = shutil.which("node")
+    installed (`NODE`, else `node` on the PATH): the boot then starts Python from scratch."""
+    node = shutil.which(NODE)
     if node is None:
         return None
     revision = hashlib.sha256(bundle).hexdigest()

@@ -86,7 +86,7 @@ def unmet(conditions: dict, geom: ConvGeometry) -> str | None:
 
 def reaches(value: int, threshold: int | None) -> bool:
     """Whether a default rule's `threshold` (an adapter table's: app/tuning_tables.py thresholds) is reached; a
-    threshold of None turns its rule off (a variant's NEUTRAL, for an adapter with no table)."""
+    threshold of None turns its rule off (a variant's NEUTRAL, where no table of the adapter's class has any)."""
     return threshold is not None and value >= threshold
 
 
@@ -96,7 +96,8 @@ def below(value: int, threshold: int | None) -> bool:
 
 
 def rules(name: str, caps: DeviceCaps, neutral: dict) -> dict:
-    """The thresholds variant `name`'s default rules read on this adapter: its table's, over `neutral`."""
+    """The thresholds variant `name`'s default rules read on this adapter: its table's or its class's, over
+    `neutral`."""
     from ..tuning_tables import thresholds
 
     return thresholds(name, caps, neutral)

@@ -59,8 +59,8 @@ PARTS_BYTES = 4  # the split-K partial sums are f32 whatever the storage dtype: 
 
 # The GPU rules below read thresholds (upper case here; NEUTRAL's lower case keys in code) that an adapter's table
 # measures (`thresholds`, app/tuning_tables.py; the H200's: tuning/nvidia-unknown-nvidia_h200.json). An adapter with
-# no table runs NEUTRAL: 64 x 128 tiles (or the narrow ones), unsplit, A gathered; the other structures are
-# configurations that the planner's search weighs there (docs/decisions.md#neutral-defaults).
+# no table runs its class's (a GPU: the H200's); where no table of the class has them, NEUTRAL: 64 x 128 tiles (or
+# the narrow ones), unsplit, A gathered (docs/decisions.md#neutral-defaults).
 # GPU tiles (tm, tn, rm, rn, tk, ks, kz): 8 x 8 register blocks, 64 columns up to 64 out-channels, 128 x 128 at
 # step 8 where that makes FILL workgroups, else 64 x 128 at step 16 (docs/decisions.md#phase-gemm-tiles).
 # Under SPLIT_BELOW workgroups a reduction of SPLIT_DEPTH or more splits among slices of the workgroup (_GPU_SPLIT),
@@ -106,7 +106,7 @@ NEUTRAL = {"fill": None, "split_below": None, "split_depth": None, "split_across
 
 
 def rules(caps) -> dict:
-    """The thresholds of the GPU rules on this adapter: its table's, over NEUTRAL."""
+    """The thresholds of the GPU rules on this adapter: its table's or its class's, over NEUTRAL."""
     return variant_rules(NAME, caps, NEUTRAL)
 
 

@@ -62,14 +62,14 @@ VS_SPREAD_COLUMN_MATRICES = (VS_MAX_MATRICES, 2)  # the same for spread tiles: 3
 # 4 x 4 matrices, unspread, multi-tap phases from the channels-last copy at any stride (docs/decisions.md#sgmat-large).
 # The rules' thresholds (upper case above) are an adapter's table data, as phase_gemm's are: fill (FILL),
 # spread_min_workgroups, short_reduction, large_gemm; vector_staged and spread switch vs and its spread tiles on.
-# An adapter with no table runs NEUTRAL: 2 x 2 subgroups of 2 x 2 matrices, A and B staged, unsplit
-# (docs/decisions.md#neutral-defaults). None: the rule that reads it is off.
+# An adapter with no table runs its class's (a GPU: the H200's); where no table of the class has them, NEUTRAL: 2 x 2
+# subgroups of 2 x 2 matrices, A and B staged, unsplit (docs/decisions.md#neutral-defaults). None: the rule is off.
 NEUTRAL = {"fill": None, "spread_min_workgroups": None, "short_reduction": None, "large_gemm": None,
            "vector_staged": False, "spread": False}
 
 
 def rules(caps) -> dict:
-    """The thresholds of the rules above on this adapter: its table's, over NEUTRAL."""
+    """The thresholds of the rules above on this adapter: its table's or its class's, over NEUTRAL."""
     return variant_rules(NAME, caps, NEUTRAL)
 
 
