@@ -18,6 +18,7 @@ import inspect
 import io
 import time
 import traceback
+import warnings
 
 from . import bench, finite, get_kernel
 from .cases import parse_case_file, run_case
@@ -106,13 +107,16 @@ async def executor(kernel):
 async def plan_launch(kernel, request, key: str) -> dict:
     """A signature's first call from JS: validate the shapes and attributes, plan, render and compile,
     and leave the launch in the executor under `key`. request: {x: {shape, dtype}, w, b?, attributes,
-    variant, finite, params?, learned?, adapt?}: `params` forced with `variant` (a candidate adaptation times);
-    `learned` {variant, params, why}: the choice adaptation measured fastest for the signature on this adapter,
-    taken as the planner's measured step; `adapt` {count}: return that many next-best candidates
-    (planner.alternatives) beside a plan of the planner's own. `key` includes the kernel's `planning`. Returns
-    {launch, alternatives?} or, for requests that get none, {empty: {...}} (the output is empty) or
-    {pieces: n} (split past the device's limits: JS runs those through `call`); plus Python's timings."""
-    from . import planner
+    variant, finite, params?, learned?, adapt?, calibration?}: `params` forced with `variant` (a candidate
+    adaptation times); `learned` {variant, params, why}: the choice adaptation measured fastest for the signature on
+    this adapter, taken as the planner's measured step; `adapt` {count}: return that many next-best candidates
+    (planner.alternatives) beside a plan of the planner's own, and what the model predicts of that plan
+    (`predicted`: {key, model_ms}); `calibration` {source, rates}: what adaptation measured of the cost model on
+    this adapter (app/calibration.py; `source` names the store in the warnings for what is dropped). `key` includes
+    the kernel's `planning`. Returns {launch, alternatives?, predicted?} or, for requests that get none, {empty:
+    {...}} (the output is empty) or {pieces: n} (split past the device's limits: JS runs those through `call`); plus
+    Python's timings."""
+    from . import calibration, planner
     from .shapes import infer
 
     started = time.perf_counter()
@@ -124,8 +128,12 @@ async def plan_launch(kernel, request, key: str) -> dict:
     validated = time.perf_counter()
     gpu = await kernel.device.current()
     learned = _learned(request.get("learned"))
+    given = request.get("calibration")
+    calibrated, dropped = calibration.of_request(given.get("rates") if isinstance(given, dict) else None)
+    for why in dropped:
+        warnings.warn(f"webgpu-convtranspose: {str(given.get('source'))[:200]}: {why}", stacklevel=2)
     made, pieces = await kernel.launch_for(geom, request["variant"], key, params=request.get("params"),
-                                           measured=learned)
+                                           measured=learned, calibration=calibrated)
     timings = {"validate_ms": (validated - started) * 1000, "plan_render_compile_ms": (time.perf_counter() - validated) * 1000}
     out = {"timings": timings, "executor": gpu.executor}
     if made is not None:
@@ -133,7 +141,9 @@ async def plan_launch(kernel, request, key: str) -> dict:
         chosen = pieces[0][1] if pieces else None
         if adapt and chosen is not None and request["variant"] is None and kernel.autotuner is None and \
                 not (learned and chosen.reason == learned[1]):
-            out["alternatives"] = planner.alternatives(geom, kernel.device.caps, chosen, int(adapt["count"]))
+            out["alternatives"] = planner.alternatives(geom, kernel.device.caps, chosen, int(adapt["count"]),
+                                                       calibration=calibrated)
+            out["predicted"] = planner.prediction(geom, kernel.device.caps, chosen)
         return out | {"launch": made}
     plan = pieces[0][1]
     if geom.y_size == 0:

@@ -53,30 +53,33 @@ class ConvTransposeKernel:
         return tuning_tables.revision()
 
     def plan(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,
-             tables: list[dict] | None = None, measured=None):
+             tables: list[dict] | None = None, measured=None, calibration=None):
         missing = [f for f in contract.dtype_features()[geom.dtype] if not self.device.caps.has(f)]
         if missing:
             # the request's dtype is x's (the others must match it): x is the input to change
             raise ConvTransposeError(
                 f"dtype {geom.dtype} needs the device feature(s) {missing}, which this adapter lacks", field="x")
-        return planner.plan(geom, self.device.caps, variant, params, tables, measured)
+        return planner.plan(geom, self.device.caps, variant, params, tables, measured, calibration)
 
     def pieces(self, geom: ConvGeometry, variant: str | None = None, params: dict | None = None,
-               tables: list[dict] | None = None, measured=None):
+               tables: list[dict] | None = None, measured=None, calibration=None):
         """The request's plan, split into pieces past the device's buffer or dispatch limits (app/split.py);
-        `measured`: the autotune store's (planner.Candidate, why) for the signature."""
-        return plan_pieces(geom, self.device.caps, lambda piece: self.plan(piece, variant, params, tables, measured))
+        `measured`: the autotune store's (planner.Candidate, why) for the signature; `calibration`: what
+        adaptation measured on this adapter (app/calibration.py Calibration)."""
+        return plan_pieces(geom, self.device.caps,
+                           lambda piece: self.plan(piece, variant, params, tables, measured, calibration))
 
     async def launch_for(self, geom: ConvGeometry, variant: str | None, key: str, pieces=None,
-                         params: dict | None = None, tables: list[dict] | None = None, measured=None):
+                         params: dict | None = None, tables: list[dict] | None = None, measured=None,
+                         calibration=None):
         """(executor launch, pieces): the launch cached under `key`, or None when the request runs as
         several pieces (or has an empty output); planned (unless `pieces` are given) and compiled only on
-        the signature's first call. `measured`: as `pieces` takes it."""
+        the signature's first call. `measured`, `calibration`: as `pieces` takes them."""
         gpu = await self.device.current()
         launch = gpu.cached(key)
         if launch is not None:
             return launch, None
-        pieces = pieces if pieces is not None else self.pieces(geom, variant, params, tables, measured)
+        pieces = pieces if pieces is not None else self.pieces(geom, variant, params, tables, measured, calibration)
         if len(pieces) > 1 or geom.y_size == 0:
             return None, pieces
         if self.autotuner is not None and variant is None and params is None:

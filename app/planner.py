@@ -10,7 +10,9 @@ request's shape class, else its defaults. Who *should* is decided here, in this 
 2. measured: a stored measurement under the request's key (shape class, adapter, package revision) -- the
    autotune store's choice for the signature (`measured`, app/autotune.py), else this adapter's tuning table
    `choices` entry for the shape class (app/tuning_tables.py measured_choice);
-3. predicted: the candidate the adapter's calibrated cost model (app/cost_model.py) predicts fastest.
+3. predicted: the candidate the adapter's calibrated cost model (app/cost_model.py) predicts fastest, its
+   predictions corrected by what adaptation measured on this adapter where the caller passes that
+   (`calibration`, app/calibration.py).
 
 A seed name (app/variants/seed.py) is reported in place of its successor wherever it makes the same plan.
 Why one pipeline instead of an ordered rule table: docs/decisions.md#one-pipeline.
@@ -20,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import cost_model, tuning_tables
+from .calibration import Calibration
 from .caps import DeviceCaps
 from .errors import ConvTransposeError
 from .plan import Plan, Refusal
@@ -97,18 +100,32 @@ def candidates(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None =
     return out
 
 
+def prediction(geom: ConvGeometry, caps: DeviceCaps, plan: Plan) -> dict | None:
+    """What the package's cost model (uncorrected) predicts of a plan, {key: its rate key, model_ms}, for adaptation
+    to measure it against (app/calibration.py); None where no table of the adapter's class has a model."""
+    model = tuning_tables.cost_model(caps)
+    if model is None:
+        return None
+    named = VARIANTS.get(plan.variant)
+    f = cost_model.features(replace(plan, variant=named.tuned_as) if named and named.tuned_as else plan, geom)
+    return {"key": f.key, "model_ms": cost_model.predict(f, model)}
+
+
 def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = None,
-           grid: int = 0) -> list[tuple[Candidate, Plan, float]]:
-    """The candidates, fastest predicted first, each with its predicted ms (this adapter's cost model; where
-    no table has one, the candidates' order with predictions of 0); with `grid` > 0, each kernel's own tiles and
-    the `grid` fastest of its other tiles and configurations, so that a search spans variants."""
+           grid: int = 0, calibration: Calibration | None = None) -> list[tuple[Candidate, Plan, float]]:
+    """The candidates, fastest predicted first, each with its predicted ms (this adapter's cost model, times its
+    `calibration`'s factor for the plan's rate key; where no table has a model, the candidates' order with
+    predictions of 0); with `grid` > 0, each kernel's own tiles and the `grid` fastest of its other tiles and
+    configurations, so that a search spans variants."""
     model = tuning_tables.cost_model(caps)
     rows = candidates(geom, caps, tables, grid)
     if model is None:
         order = [(c, p, 0.0) for c, p in rows]
     else:
-        order = sorted(((c, p, cost_model.predict(cost_model.features(p, geom), model)) for c, p in rows),
-                       key=lambda r: r[2])
+        def predicted(plan: Plan) -> float:
+            f = cost_model.features(plan, geom)
+            return cost_model.predict(f, model) * (calibration.factor(f.key) if calibration else 1.0)
+        order = sorted(((c, p, predicted(p)) for c, p in rows), key=lambda r: r[2])
     others: dict[str, int] = {}
     kept = []
     for c, p, ms in order:
@@ -121,12 +138,12 @@ def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = Non
 
 
 def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
-                 tables: list[dict] | None = None) -> list[dict]:
+                 tables: list[dict] | None = None, calibration: Calibration | None = None) -> list[dict]:
     """The next-best candidates to the chosen plan, for a kernel to time on real calls (web/runtime/adapt.mjs,
     which bounds them by the chosen plan's measured time: the prediction it would be bounded by here is the one most
     often wrong): at most `count` of `ranked` with grid tiles, fastest predicted first.
-    [{variant, params, predicted_ms}]."""
-    rows = ranked(geom, caps, tables, grid=2)
+    [{variant, params, predicted_ms (corrected by `calibration`), key, model_ms (`prediction`'s)}]."""
+    rows = ranked(geom, caps, tables, grid=2, calibration=calibration)
     chosen_key = Candidate(chosen.variant, chosen.tiles or None).key()
     out, seen = [], set()
     for candidate, plan, ms in rows:
@@ -136,7 +153,8 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
         if Candidate(plan.variant, plan.tiles or None).key() == chosen_key or (plan.variant, ms) in seen:
             continue
         seen.add((plan.variant, ms))
-        out.append({"variant": candidate.variant, "params": dict(plan.tiles) or None, "predicted_ms": ms})
+        out.append({"variant": candidate.variant, "params": dict(plan.tiles) or None, "predicted_ms": ms,
+                    **(prediction(geom, caps, plan) or {})})
     return out
 
 
@@ -165,10 +183,12 @@ def _seed_named(plan: Plan, geom: ConvGeometry, caps: DeviceCaps) -> Plan:
 
 
 def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, params: dict | None = None,
-         tables: list[dict] | None = None, measured: tuple[Candidate, str] | None = None) -> Plan:
+         tables: list[dict] | None = None, measured: tuple[Candidate, str] | None = None,
+         calibration: Calibration | None = None) -> Plan:
     """The request's plan: `variant` forced (with `params` over its tiles), else a stored measurement
     (`measured`: the autotune store's (candidate, why), then the tuning table's choice), else the cost
-    model's fastest candidate. `tables` None: the tables in use, []: none."""
+    model's fastest candidate, its predictions corrected by `calibration` (what adaptation measured on this
+    adapter). `tables` None: the tables in use, []: none."""
     if variant is not None:
         out = _forced(geom, caps, variant, params, tables)
         if isinstance(out, Refusal):
@@ -189,7 +209,7 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, param
         # Only as measured: params the variant now refuses would have fallen back to its defaults.
         if not isinstance(out, Refusal) and set((candidate.params or {}).items()) <= set(out.tiles.items()):
             return _seed_named(out, geom, caps)
-    order = ranked(geom, caps, tables)
+    order = ranked(geom, caps, tables, calibration=calibration)
     if not order:
         raise AssertionError("the general gather kernels cover every valid request")
     best, best_plan, ms = order[0]
@@ -199,6 +219,7 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, param
         why = "the first covering variant (no cost model is calibrated for this adapter's class)"
     else:
         runner_up = order[1]
-        why = (f"predicted fastest of {len(order)} covering variants by the cost model ({ms:.3g} ms; next "
-               f"{runner_up[0].variant} {runner_up[2]:.3g} ms)")
+        calibrated = f", calibrated by {calibration.samples} candidate times on this adapter" if calibration else ""
+        why = (f"predicted fastest of {len(order)} covering variants by the cost model{calibrated} ({ms:.3g} ms; "
+               f"next {runner_up[0].variant} {runner_up[2]:.3g} ms)")
     return _seed_named(replace(best_plan, reason=why), geom, caps)

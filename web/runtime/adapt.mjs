@@ -178,6 +178,17 @@ export class Trial {
     this.winner = this.leader();
   }
 
+  /** What the trial measured of the cost model, for its calibration on this adapter (plan-store.mjs calibrated,
+   * app/calibration.py): one {key, model_ms, ms} per candidate with a time and the package model's prediction
+   * (`key`, `model_ms` from the planner), an alternative's time its median ratio times the first pick's median. */
+  samples() {
+    const base = median(this.first.times);
+    if (!Number.isFinite(base)) return [];
+    const sample = (c, ms) => (typeof c.key === "string" && c.model_ms > 0 ? [{ key: c.key, model_ms: c.model_ms, ms }] : []);
+    return [...sample(this.first, base),
+            ...this.alternatives.flatMap((a) => (a.ratios.length ? sample(a, median(a.ratios) * base) : []))];
+  }
+
   /** What the trial did, for `kernel.adaptations()` and the bench. */
   report() {
     const ms = (c) => Number.isFinite(median(c.times)) ? median(c.times) : null;

@@ -157,6 +157,9 @@ export interface Kernel {
   memory(): KernelMemory;
   /** What adaptation did per signature this kernel planned (docs/api.md `adapt`). */
   adaptations(): Array<Record<string, unknown>>;
+  /** What this kernel plans with of the calibration adaptation measured on this adapter (docs/api.md `adapt`): per
+   * rate key the count and sum of log(measured / predicted), and where it was read; null with none or `adapt: false`. */
+  calibration(): Promise<{ source: string; rates: Record<string, { n: number; sum: number }>; tag: string } | null>;
   /** Resolves once Python has opened the kernel and numpy has loaded (getKernel may resolve before: a revisit, a
    * first visit from the snapshot): device(), validate(), reference() and the case and bench runners need it;
    * calls never do. */
@@ -207,7 +210,9 @@ export interface GetKernelOptions {
   planStore?: PlanStore | false | null;
   /** Adaptation on repeated calls (default true): while a signature keeps being called, a few next-best
    * candidates run real calls, timed, and the fastest is kept (kernel.adaptations() says what ran). Variants
-   * differ in rounding within the stated tolerances: false for bit-identical runs. */
+   * differ in rounding within the stated tolerances: false for bit-identical runs. What the trials measure also
+   * corrects the cost model's predictions for signatures not seen yet (kernel.calibration()); false neither
+   * records nor applies it. */
   adapt?: boolean;
 }
 

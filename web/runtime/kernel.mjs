@@ -10,7 +10,7 @@ import { ADAPT, Trial } from "./adapt.mjs";
 import { bootApp, bootForFirstCall, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
 import { CONTRACT_VERSION, DTYPES, KERNEL_ID } from "./contract.mjs";
 import { adapterKey, executorFor, openDevice, sharedDevice } from "./device.mjs";
-import { PlanRecord, runnable, storable } from "./plan-store.mjs";
+import { PlanRecord, calibrated, runnable, sha256, storable } from "./plan-store.mjs";
 import { defaultStore, guardedStore, warnStore } from "./store.mjs";
 import { kernelError } from "./errors.mjs";
 import { EXACT, forgetFinite, runFinite } from "./finite.mjs";
@@ -24,6 +24,9 @@ const OPTIONS = ["version", "revision", "limits", "device", "assets", "autotune"
 // What adaptation chose per signature (planning|signature -> {variant, params, why}), for every kernel of the
 // page or process; kept across visits in the plan record where plans persist (plan-store.mjs learned).
 const learnedHere = new Map();
+// What adaptation measured of the cost model (planning -> {rate key: {n, sum}}: plan-store.mjs calibrated), for the
+// kernels opened later where plans do not persist (where they do, the plan record's, which holds it too).
+const calibrationHere = new Map();
 const signatureOf = (key) => key.slice(key.indexOf("|") + 1);  // a launch key without the kernel's serial
 const HOLD_MS = 2000;  // the longest a revisit holds Python back for its stored plans' first call
 const VERIFY = "|verify";  // the launch key under which Python plans a signature again that ran from the store
@@ -211,13 +214,14 @@ async function openKernel(id, options) {
     const signature = signatureOf(key);
     const request = { tensors: call.tensors, attributes: call.attributes };
     const spec = await stored.record.checkedSpec(stored.adapter, planning, signature, request, exec.device.limits);
-    if (!spec) return null;
+    const calibration = stored.record.calibratedAs(stored.adapter, signature);
+    if (!spec || (calibration && !adapt)) return null;  // adapt: false runs no plan a calibration made
     try {
       const made = await timedPhase("compile a stored plan", () => runnable(spec, exec));
       if (exec.cached(key)) return exec.cached(key);
       const launch = exec.buildLaunch(made, key);
       launch.storedKey = key;
-      unverified.set(key, { spec, launch, request: requestMeta(call.tensors, call.attributes, call.variant, finite) });
+      unverified.set(key, { spec, launch, calibration, request: requestMeta(call.tensors, call.attributes, call.variant, finite) });
       return launch;
     } catch (err) {
       warnStore(stored.record.name, `a stored plan did not build (${err?.message ?? err}); dropped, planned afresh`);
@@ -233,14 +237,18 @@ async function openKernel(id, options) {
     const entry = unverified.get(key);
     entry.verifying ??= (async () => {
       try {
-        const out = await callPython("plan_launch", pyKernel, entry.request, key + VERIFY);
+        const calibration = entry.request.variant === null ? await calibrationFor() : null;
+        const out = await callPython("plan_launch", pyKernel, { ...entry.request, calibration }, key + VERIFY);
         if (out.launch) {
           const same = JSON.stringify(storable(out.launch.spec, exec.sources)) === JSON.stringify(entry.spec);
           if (same) {
             exec.evict(key + VERIFY);
           } else {
-            warnStore(stored.record.name, `a stored plan differs from the package's own plan for it (variant ` +
-              `${entry.spec.variant} stored, ${out.launch.spec.variant} planned); replaced`);
+            // planned with another calibration than this kernel's (adaptation measured more since): no fault
+            if (entry.calibration === (calibration?.tag ?? null)) {
+              warnStore(stored.record.name, `a stored plan differs from the package's own plan for it (variant ` +
+                `${entry.spec.variant} stored, ${out.launch.spec.variant} planned); replaced`);
+            }
             exec.rekey(key + VERIFY, key);
             await keep(key, out.launch);
           }
@@ -284,7 +292,23 @@ async function openKernel(id, options) {
   /** After Python planned a launch: stored for the next visit (the shared device's, under the planning in use). */
   async function keep(key, launch) {
     const context = launch?.spec ? await persisted() : null;
-    if (context) await stored.record.keep(context, signatureOf(key), storable(launch.spec, exec.sources));
+    if (context) await stored.record.keep(context, signatureOf(key), storable(launch.spec, exec.sources), (await calibrationFor())?.tag);
+  }
+
+  /** What this kernel plans with of what adaptation measured on this adapter (app/calibration.py), read once
+   * Python is up: {source, rates, tag} or null (none yet, or `adapt: false`, which neither applies nor records it). */
+  let calibrating = null;
+  function calibrationFor() {
+    if (calibrating?.planning !== planning) {
+      calibrating = { planning, promise: (async () => {
+        const context = adapt ? await persisted() : null;
+        const rates = context ? stored.record.calibration(context.adapter, planning) : calibrated(calibrationHere.get(planning) ?? {}, []);
+        if (!adapt || !Object.keys(rates).length) return null;
+        const source = context ? stored.record.name : "this process's adaptation";
+        return { source, rates, tag: (await sha256(JSON.stringify(rates))).slice(0, 16) };
+      })() };
+    }
+    return calibrating.promise;
   }
 
   /** What adaptation learned for a signature: this page's, else the plan record's (a revisit's); or null. */
@@ -299,6 +323,11 @@ async function openKernel(id, options) {
    * the choice is kept for the page and, where plans persist, the next visits. */
   async function settle(key, trial) {
     trial.alternatives.forEach((_, i) => exec.evict(`${key}|alt${i}`));
+    // what it measured of the cost model calibrates it for the kernels opened from now on
+    const samples = trial.samples();
+    calibrationHere.set(planning, calibrated(calibrationHere.get(planning) ?? {}, samples));
+    const measured = samples.length ? await persisted() : null;
+    if (measured) await stored.record.calibrate(measured, samples);
     const w = trial.winner, report = trial.report();
     const ms = (c) => `${c.ms?.toPrecision(3)} ms`;
     const why = w === trial.first
@@ -362,14 +391,16 @@ async function openKernel(id, options) {
   async function plan(key, tensors, attributes, variant, finite, profile) {
     firstStoredRun?.release();  // a call the store cannot serve waits for Python: it starts now
     await python;
+    const calibration = variant === null ? await calibrationFor() : null;
     if (!pending.has(key)) {
-      const request = requestMeta(tensors, attributes, variant, finite);
+      const request = { ...requestMeta(tensors, attributes, variant, finite), calibration };
       const job = callPython("plan_launch", pyKernel, { ...request, learned: learnedFor(key),
         // the trial bounds the pool by the first pick's measured time (Trial.begin)
         adapt: adapt && variant === null ? { count: ADAPT.pool } : null }, key)
         .then((out) => {
           if (out.launch && out.alternatives?.length) {
-            const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch }, out.alternatives);
+            const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch, ...out.predicted },
+              out.alternatives);
             Object.assign(trial, { key, request });
             trials.push(trial);
             out.launch.trial = trial;
@@ -493,6 +524,8 @@ async function openKernel(id, options) {
   kernel.memory = () => exec.memory(serial);
   /** What adaptation did per signature this kernel planned: first pick, candidates, chosen, calls, cost. */
   kernel.adaptations = () => trials.map((t) => ({ signature: signatureOf(t.key), ...t.report() }));
+  /** What this kernel plans with of adaptation's calibration on this adapter: {source, rates, tag} or null. */
+  kernel.calibration = () => python.then(calibrationFor);
   /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
   kernel.gpuDevice = () => exec.device;
   /** A typed array or {data, shape, dtype?} copied once into a GPU buffer of this kernel's device: {buffer, shape, dtype}. */

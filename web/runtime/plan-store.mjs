@@ -6,7 +6,9 @@
 // which holds the Python package, the templates and the tuning tables that decide every plan): the features and
 // limits the device was opened with, and per adapter (device.mjs adapterKey) the tuning tables' revision the
 // plans followed (`planning`), the entries by signature, each {digest, spec}, and what adaptation learned by
-// signature ({variant, params, why}: adapt.mjs), which Python takes as the planner's measured step.
+// signature ({variant, params, why}: adapt.mjs), which Python takes as the planner's measured step, and what
+// adaptation measured of the cost model (`calibration`: per rate key {n, sum} of log(measured / predicted)), which
+// Python applies to its predictions (app/calibration.py).
 //
 // A record is untrusted text (store.mjs holds it by the store's rules): read whole or not at all, each part
 // checked before use (`checkedSpec`: its digest, then its shapes, sizes, grids, bindings and dtype against the
@@ -25,6 +27,10 @@ const MAX_PASSES = 16;  // a plan has at most a few weight passes and a few main
 const MAX_UNIFORMS = 256;
 const MAX_SOURCE = 1 << 20;  // one pass's WGSL: tens of KB as rendered
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;  // variants, scratch and prepared buffers
+// Calibration's bounds, app/calibration.py's (tests/test_calibration.py holds them equal): a sample's ratio within
+// [1/maxFactor, maxFactor], a key's count scaled back to maxCount (its sum alike: old samples fade), maxKeys keys
+export const CALIBRATION = { maxFactor: 32, maxCount: 64, maxKeys: 256 };
+const RATE_KEY = /^[a-z][a-z0-9_]{0,63}(\/[a-z][a-z0-9-]{0,63})?\/[a-z0-9]{1,16}$/;  // app/cost_model.py rate_key
 const INPUT_NAMES = ["x", "w", "b"];
 const ITEMSIZE = { float32: 4, float16: 2 };
 
@@ -120,6 +126,54 @@ export function storedSpecFault(spec, { tensors, attributes }, limits) {
 
 const digestOf = (spec) => sha256(JSON.stringify(spec));
 
+/** Why a stored calibration entry ({n, sum} under a rate key) is not one (null: it is). */
+function calibrationFault(key, entry) {
+  if (!RATE_KEY.test(key)) return "not a rate key";
+  if (!isObject(entry) || Object.keys(entry).length !== 2 || !Number.isFinite(entry.n) || !Number.isFinite(entry.sum)) {
+    return "not {n, sum} of finite numbers";
+  }
+  if (!(entry.n > 0 && entry.n <= CALIBRATION.maxCount)) return `a count outside (0, ${CALIBRATION.maxCount}]`;
+  if (Math.abs(entry.sum) > entry.n * Math.log(CALIBRATION.maxFactor) * (1 + 1e-9)) return `a mean ratio past ${CALIBRATION.maxFactor}x`;
+  return null;
+}
+
+/** A stored calibration as {key: {n, sum}} of what holds; each part that does not is dropped with a warning naming
+ * the store (Python checks what it is given again: app/calibration.py checked). */
+function checkedCalibration(value, name) {
+  const out = Object.create(null);
+  if (value === undefined) return out;
+  if (!isObject(value)) {
+    warnStore(name, "a stored calibration is not an object; dropped");
+    return out;
+  }
+  for (const [key, entry] of Object.entries(value)) {
+    const fault = Object.keys(out).length === CALIBRATION.maxKeys ? `past the ${CALIBRATION.maxKeys} keys kept`
+      : calibrationFault(key, entry);
+    if (fault === null) out[key] = { n: entry.n, sum: entry.sum };
+    else warnStore(name, `a stored calibration of ${JSON.stringify(key.slice(0, 80))} dropped (${fault})`);
+  }
+  return out;
+}
+
+/** `sums` ({key: {n, sum}}) with adaptation's `samples` ([{key, model_ms, ms}]: Trial.samples) added: each
+ * log(ms / model_ms) clamped to +-log(maxFactor), a count past maxCount scaled back (its sum alike), the keys most
+ * recently measured kept past maxKeys. A sample that is not a rate key with positive finite times is left out. */
+export function calibrated(sums, samples) {
+  const out = Object.assign(Object.create(null), sums);
+  const bound = Math.log(CALIBRATION.maxFactor);
+  for (const { key, model_ms: model, ms } of samples) {
+    if (typeof key !== "string" || !RATE_KEY.test(key) || !(model > 0 && ms > 0 && Number.isFinite(model) && Number.isFinite(ms))) continue;
+    const log = Math.min(bound, Math.max(-bound, Math.log(ms / model)));
+    const was = out[key] ?? { n: 0, sum: 0 };
+    delete out[key];
+    const n = was.n + 1, scale = Math.min(1, CALIBRATION.maxCount / n);
+    out[key] = { n: n * scale, sum: (was.sum + log) * scale };
+  }
+  const keys = Object.keys(out);
+  for (const key of keys.slice(0, Math.max(0, keys.length - CALIBRATION.maxKeys))) delete out[key];
+  return out;
+}
+
 function strings(value, max) {
   return Array.isArray(value) && value.length <= max && value.every((s) => typeof s === "string" && s.length <= 256);
 }
@@ -138,12 +192,25 @@ function parseRecord(text, revision, name) {
   for (const [adapter, context] of Object.entries(data.adapters)) {
     if (isObject(context) && typeof context.planning === "string" && isObject(context.entries)) {
       adapters[adapter] = { planning: context.planning, entries: Object.assign(Object.create(null), context.entries),
-                            learned: Object.assign(Object.create(null), isObject(context.learned) ? context.learned : {}) };
+                            learned: Object.assign(Object.create(null), isObject(context.learned) ? context.learned : {}),
+                            calibration: checkedCalibration(context.calibration, name) };
     } else {
       warnStore(name, `stored plans for an adapter are not {planning, entries}; ignored`);
     }
   }
   return { format: FORMAT, revision, device, adapters };
+}
+
+/** The record's part for an adapter under `planning` (the device it was opened with noted): made afresh where
+ * there is none, or one planned under other tables (what was learned and measured under those goes with it). */
+function contextOf(data, { adapter, planning, features, limitNames }) {
+  data.device = { features, limitNames };
+  let context = data.adapters[adapter];
+  if (!context || context.planning !== planning) {
+    context = data.adapters[adapter] = { planning, entries: Object.create(null), learned: Object.create(null),
+                                         calibration: Object.create(null) };
+  }
+  return context;
 }
 
 /** The plans of one package revision in a store: read once; each signature planned is merged into the stored
@@ -218,6 +285,29 @@ export class PlanRecord {
     await this.put(context, "learned", signature, choice, MAX_LEARNED);
   }
 
+  /** What adaptation measured of the cost model on this adapter, under `planning`: {key: {n, sum}}, checked when
+   * read (a copy; empty when there is none). */
+  calibration(adapter, planning) {
+    const context = this.data.adapters[adapter];
+    return context?.planning === planning ? calibrated(context.calibration, []) : Object.create(null);
+  }
+
+  /** Adds a trial's samples to this adapter's calibration (merged into the stored record, as `keep`). */
+  async calibrate(context, samples) {
+    const change = (data) => {
+      const own = contextOf(data, context);
+      own.calibration = calibrated(own.calibration, samples);
+    };
+    change(this.data);
+    await this.write(change);
+  }
+
+  /** The calibration's tag a signature's entry was planned under (`keep`), or null. */
+  calibratedAs(adapter, signature) {
+    const tag = this.data.adapters[adapter]?.entries[signature]?.calibration;
+    return typeof tag === "string" ? tag : null;
+  }
+
   /** Forgets a signature's entry, here and in the store. */
   async drop(adapter, signature) {
     delete this.data.adapters[adapter]?.entries[signature];
@@ -225,21 +315,17 @@ export class PlanRecord {
   }
 
   /** Keeps a signature's spec: merged into the stored record under the store's rules (a failed write is a
-   * warning, never the call's error). */
-  async keep(context, signature, spec) {
-    await this.put(context, "entries", signature, { digest: await digestOf(spec), spec }, MAX_ENTRIES);
+   * warning, never the call's error); `calibration`: a tag of the calibration it was planned with, if any. */
+  async keep(context, signature, spec, calibration = null) {
+    await this.put(context, "entries", signature,
+      { digest: await digestOf(spec), spec, ...(calibration ? { calibration } : {}) }, MAX_ENTRIES);
   }
 
   /** `value` under `signature` in the adapter's `part` (entries or learned), the most recent of at most `max`, here
    * and in the store; a context planned under other tables starts afresh. */
-  async put({ adapter, planning, features, limitNames }, part, signature, value, max) {
+  async put(context, part, signature, value, max) {
     const change = (data) => {
-      data.device = { features, limitNames };
-      let context = data.adapters[adapter];
-      if (!context || context.planning !== planning) {
-        context = data.adapters[adapter] = { planning, entries: Object.create(null), learned: Object.create(null) };
-      }
-      const items = context[part];
+      const items = contextOf(data, context)[part];
       delete items[signature];
       items[signature] = value;
       const names = Object.keys(items);
