@@ -1,7 +1,9 @@
 // Adaptation as a user meets it: each bench case's layer called CALLS times through getKernel (the JS path, y
 // read back, seeded data), on this machine's adapter. Prints one JSON line per case: the first pick, what the
-// trial chose and after how many calls, its candidates, its cost; the first line is the adapter ({device}).
-// tools/choice_report.py reads them beside the `bench --variants all` run of the same cases.
+// trial chose and after how many calls, its candidates, its cost; the first line is the adapter ({device}), the last
+// the calibration the trials measured, as a kernel opened next plans with it ({calibration}: kernel.calibration()).
+// tools/choice_report.py reads them beside the `bench --variants all` run of the same cases (`--calibration`: a
+// run's last line, applied to the planner's first-call choice).
 //   node tools/adapt_bench.mjs KERNEL_DIR BENCH.json TIER DTYPE [CASES=a,b] [CALLS=20] [GAP_MS=0]
 // in Node on Dawn (KERNEL_DIR: `python -m app export` of this tree); in headless Chromium, adaptRows runs in the
 // app's page (tools/adapt_browser.py). GAP_MS: a pause between calls, as an app's frame loop leaves (Python plans
@@ -20,9 +22,15 @@ export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap
   const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
   await kernel.ready;
   emit({ device: await kernel.device() });
+  // filled in place: Uint16Array.from(floats, halfBits) first listed every value in a JS array (V8 does so for a
+  // mapped typed array), 40 bytes each on the heap: fresh25's float16 w (134M values) ran it out at 2.4 GB
   const data = (shape, seed) => {
-    const values = Float32Array.from({ length: count(shape) }, (_, i) => Math.sin(seed + i * 0.618) * 0.5);
-    return dtype === "float16" ? Uint16Array.from(values, halfBits) : values;
+    const values = new (dtype === "float16" ? Uint16Array : Float32Array)(count(shape));
+    for (let i = 0; i < values.length; i++) {
+      const v = Math.fround(Math.sin(seed + i * 0.618) * 0.5);
+      values[i] = dtype === "float16" ? halfBits(v) : v;
+    }
+    return values;
   };
   for (const c of cases) {
     const request = { x: { data: data(c.x, 1), shape: c.x, dtype }, w: { data: data(c.w, 2), shape: c.w, dtype, constant: true },
@@ -43,6 +51,9 @@ export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap
     const trial = kernel.adaptations().slice(before)[0] ?? null;
     emit({ tier, case: c.name, dtype, calls: variants.length, last: variants.at(-1) ?? null, trial, error });
   }
+  await new Promise((r) => setTimeout(r, 100));  // a trial settled by the last call has recorded its samples
+  const next = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
+  emit({ calibration: await next.calibration() });
 }
 
 if (typeof process !== "undefined" && process.argv[1]?.endsWith("adapt_bench.mjs")) {

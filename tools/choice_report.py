@@ -1,7 +1,7 @@
 """The planner's choice against the fastest covering variant, and both against cuDNN, from one GPU call's runs
 (tools/gpu/choice_run.sh: `bench --variants all` of each tier in both dtypes, and tools/gpu/torch_bench.py).
 
-    python3 tools/choice_report.py RUNS_DIR [--markdown OUT.md] [--json OUT.json]
+    python3 tools/choice_report.py RUNS_DIR [--markdown OUT.md] [--json OUT.json] [--calibration ADAPT.jsonl]
 
 The planner's choice is planned here, with this tree, for the run's device (RUNS_DIR/device.json, else the adapter an
 adaptation run names on its first line): the same
@@ -17,6 +17,10 @@ first pick); its time is that variant's row in the
 `--variants all` run (its table tiles: a trial may have chosen other tiles of the same variant), so that the
 adapted and the fastest are read off one run. Also the calls the trial took and what it cost: `cost_share`, the
 timed calls above the first pick's median as a share of 50 calls of the first pick.
+
+`--calibration`: the planner's choice as a kernel that has adapted elsewhere on this adapter makes it (app/calibration.py:
+the last {"calibration"} line of an adaptation run on other layers, tools/adapt_bench.mjs), so that first calls with and
+without it are read off the same `--variants all` run.
 """
 from __future__ import annotations
 
@@ -31,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from app import autotune, planner  # noqa: E402
+from app import autotune, calibration, planner  # noqa: E402
 from app.shapes import infer  # noqa: E402
 from app.variants import VARIANTS  # noqa: E402
 from cost_model_fit import device_caps  # noqa: E402
@@ -68,7 +72,19 @@ def _merged(rows: list[dict]) -> list[dict]:
             for rs in by.values()]
 
 
-def rows(runs: Path) -> list[dict]:
+def read_calibration(path: Path) -> calibration.Calibration | None:
+    """The calibration an adaptation run ended with (its last {"calibration"} line), checked as a plan's is."""
+    rates = None
+    for line in path.read_text().splitlines():
+        if line.startswith('{"calibration"'):
+            rates = (json.loads(line)["calibration"] or {}).get("rates")
+    got, dropped = calibration.of_request(rates)
+    for why in dropped:
+        print(f"{path}: {why}", file=sys.stderr)
+    return got
+
+
+def rows(runs: Path, calibrated: calibration.Calibration | None = None) -> list[dict]:
     caps = device_caps(_device(runs))
     benches = {"fresh": json.loads((runs / "fresh.json").read_text()) if (runs / "fresh.json").exists() else None,
                None: json.loads((ROOT / "bench.json").read_text())}
@@ -96,7 +112,7 @@ def rows(runs: Path) -> list[dict]:
         doc = benches["fresh"] if tier == "fresh" else benches[None]
         case = next(c for c in doc["cases"] if c["name"] == name and c["tier"] == tier)
         geom = _geom(case, dtype)
-        chosen = planner.plan(geom, caps)
+        chosen = planner.plan(geom, caps, calibration=calibrated)
         kernel = VARIANTS[chosen.variant].tuning_name
         mine = [r for r in rs if VARIANTS[r["variant"]].tuning_name == kernel]
         best = min(rs, key=lambda r: r["median_ms"])
@@ -179,8 +195,9 @@ def main() -> int:
     parser.add_argument("runs", type=Path)
     parser.add_argument("--markdown")
     parser.add_argument("--json")
+    parser.add_argument("--calibration", type=Path)
     args = parser.parse_args()
-    out = rows(args.runs)
+    out = rows(args.runs, read_calibration(args.calibration) if args.calibration else None)
     for line in summary(out):
         print(line)
     if args.markdown:
