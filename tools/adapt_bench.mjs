@@ -23,7 +23,7 @@ export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap
   await kernel.ready;
   emit({ device: await kernel.device() });
   // filled in place: Uint16Array.from(floats, halfBits) first listed every value in a JS array (V8 does so for a
-  // mapped typed array), 40 bytes each on the heap: fresh25's float16 w (134M values) ran it out at 2.4 GB
+  // mapped typed array), 38 bytes each on the heap: fresh25's float16 w (134M values) ran it out at 2.4 GB
   const data = (shape, seed) => {
     const values = new (dtype === "float16" ? Uint16Array : Float32Array)(count(shape));
     for (let i = 0; i < values.length; i++) {

@@ -63,6 +63,7 @@ export class Trial {
     this.costMs = 0;  // timed calls of alternatives, above the first pick's call before each
     this.warmupMs = 0;  // the alternatives' first calls, whole
     this.winner = null;  // set when the trial is over: a candidate (the first pick when none beat it)
+    this.released = false;  // its launches let go (release): over, or its first pick's launch left the executor
   }
 
   get done() { return this.winner !== null; }
@@ -176,6 +177,15 @@ export class Trial {
 
   decide() {
     this.winner = this.leader();
+    this.release();
+  }
+
+  /** Lets go of the candidates' launches: the executor destroys them, but held here they kept their pipelines
+   * (and, through them, their WGSL) for every signature the kernel ever saw. What report() reads stays. */
+  release() {
+    this.released = true;
+    this.first.launch = null;
+    for (const a of this.alternatives) a.launch = null;
   }
 
   /** What the trial measured of the cost model, for its calibration on this adapter (plan-store.mjs calibrated,

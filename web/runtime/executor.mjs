@@ -142,6 +142,10 @@ export class Executor {
 
   /** The compiled pipeline for a cache key (template + structural parameters), compiling `source` once. */
   async pipeline(key, source, label) {
+    // Pyodide builds a Python str's JS string a character at a time: in V8 a rope of 32 bytes per character,
+    // kept whole by whatever holds the source (RecordingExecutor's, 0.6 MB per 19 KB shader); reading a
+    // character flattens it in place, to a byte per character
+    source.charCodeAt(0);
     const hit = this.pipelines.get(key);
     if (hit) { this.pipelines.delete(key); this.pipelines.set(key, hit); this.recordedKeys?.add(key); return hit; }
     // In an error scope: a shader that does not compile is this call's error, not the device's uncaptured one.

@@ -352,7 +352,7 @@ async function openKernel(id, options) {
         const started = performance.now();
         const out = await callPython("plan_launch", pyKernel, { ...trial.request, variant: alt.variant, params: alt.params },
           `${key}|alt${i}`);
-        if (trial.done) exec.evict(`${key}|alt${i}`);  // settled while it compiled
+        if (trial.released) exec.evict(`${key}|alt${i}`);  // settled (or orphaned) while it compiled
         else if (out.launch) trial.ready(alt, out.launch, performance.now() - started);
         else trial.unplannable(alt, "no single launch");
       } catch (err) {
@@ -385,6 +385,15 @@ async function openKernel(id, options) {
     return out;
   }
   const trials = [];  // every trial this kernel ran, for adaptations()
+  /** A trial whose first pick's launch the executor no longer holds (pushed out of its LRU, replaced) never runs
+   * again: it lets go of its launches, and its alternatives' go from the executor, as a settled trial's do. */
+  const releaseOrphans = () => {
+    for (const t of trials) {
+      if (t.released || exec.launches.get(t.key) === t.first.launch) continue;
+      t.alternatives.forEach((_, i) => exec.evict(`${t.key}|alt${i}`));
+      t.release();
+    }
+  };
   const pending = new Map();  // signature -> the Python planning under way (concurrent first calls share it)
   const special = new Map();  // signatures that never get a launch: empty outputs, requests split into pieces
 
@@ -402,6 +411,7 @@ async function openKernel(id, options) {
             const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch, ...out.predicted },
               out.alternatives);
             Object.assign(trial, { key, request });
+            releaseOrphans();
             trials.push(trial);
             out.launch.trial = trial;
           }
@@ -491,7 +501,7 @@ async function openKernel(id, options) {
     run: async (launch, call) => {
       // explored on calls that read y back, whose timestamps ride along: a resident call that did not wait
       // would have to (output "gpu" runs the first pick)
-      if (launch.trial && !launch.trial.done && call.output === "cpu") return explore(launch.trial, call);
+      if (launch.trial && !launch.trial.released && call.output === "cpu") return explore(launch.trial, call);
       const key = launch.storedKey;
       if (key === undefined || !unverified.has(key)) return launch.run(call.tensors, call);
       try {

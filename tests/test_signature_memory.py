@@ -1,0 +1,82 @@
+"""What one kernel keeps per signature is bounded: many distinct signatures called through one kernel object with
+adaptation on (each a new layer, as a model's are) leave no launch reachable past the executor's LRU, and the JS heap
+after gc grows by little per signature. Before, the kernel's list of trials (kernel.adaptations()) held every
+trial's launches (first pick and candidates) after their trial settled or their first pick's launch left the
+executor: with them their pipelines, whose WGSL (RecordingExecutor.sources) Pyodide hands over as a rope of 32 bytes
+per character, about 0.45 MB of heap per signature in Node on Dawn/SwiftShader (fresh cases, 20 calls each)."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.host.export import export
+from app.host.node import node_env
+
+ROOT = Path(__file__).resolve().parent.parent
+
+SCRIPT = """
+import { pathToFileURL } from "node:url";
+import { create, globals } from "webgpu";
+Object.assign(globalThis, globals);
+globalThis.navigator = { gpu: create([]) };
+const runtime = (name) => import(pathToFileURL(`%(kernel)s/web/runtime/${name}`).href);
+const { getKernel } = await runtime("node.mjs");
+const { executorFor } = await runtime("device.mjs");
+const { ADAPT } = await runtime("adapt.mjs");
+const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
+await kernel.ready;
+const exec = executorFor(kernel.gpuDevice());
+exec.launchCacheSize = %(cache)d;  // launches leave the executor from the first signatures on
+const launches = [];  // every launch built, weakly: those still reachable after gc
+const build = exec.buildLaunch.bind(exec);
+exec.buildLaunch = (spec, signature) => {
+  const launch = build(spec, signature);
+  launches.push(new WeakRef(launch));
+  return launch;
+};
+const heap = () => { globalThis.gc(); globalThis.gc(); return process.memoryUsage().heapUsed; };
+const values = (n, k) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k) * 0.5);
+const w = { data: values(8 * 4 * 9, 0.3), shape: [8, 4, 3, 3], constant: true };
+// a signature of its own (x's height), called until its trial settles (even layers) or a few times (odd: its
+// trial is left unsettled, its launches pushed out of the executor by the next layers')
+async function layer(i) {
+  const x = { data: values(8 * (5 + i) * 6, 0.7), shape: [1, 8, 5 + i, 6] };
+  for (let c = 0; c < (i %% 2 ? 4 : 1000) && !(c > 2 && kernel.adaptations().at(-1).done); c++) {
+    await kernel({ x, w, strides: [2, 2], pads: [1, 1, 1, 1] });
+    await new Promise((r) => setTimeout(r, 5));  // an app's gaps: the candidates are planned in them
+  }
+}
+for (let i = 0; i < %(warm)d; i++) await layer(i);
+const before = heap();
+for (let i = %(warm)d; i < %(layers)d; i++) await layer(i);
+await new Promise((r) => setTimeout(r, 300));  // candidates still compiling are built (and let go)
+const after = heap();
+const trials = kernel.adaptations();
+console.log(JSON.stringify({ growth: (after - before) / (%(layers)d - %(warm)d), built: launches.length,
+  reachable: launches.filter((r) => r.deref()).length, cached: exec.launches.size, trials: trials.length,
+  settled: trials.filter((t) => t.done).length, candidates: ADAPT.count }));
+process.exit(0);
+"""
+
+
+def probe(kernel: Path, layers: int = 14, warm: int = 2, cache: int = 6) -> dict:
+    script = SCRIPT % {"kernel": kernel, "layers": layers, "warm": warm, "cache": cache}
+    done = subprocess.run(["node", "--expose-gc", "--input-type=module", "-e", script], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=node_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.browser
+def test_many_signatures_through_one_kernel_keep_no_launch_past_the_lru_and_little_heap(tmp_path):
+    folder = tmp_path / "kernel"
+    export(folder)
+    got = probe(folder)
+    # every layer ran a trial: half settled, half were left with their launches pushed out of the executor
+    assert got["trials"] == 14 and got["settled"] == 7 and got["built"] > 14 + 6, got
+    # reachable: what the executor's LRU holds, and one trial's first pick and candidates (the last layer's, or
+    # one orphaned since the last trial began); before, every launch built (50 of 56)
+    assert got["reachable"] <= got["cached"] + 1 + got["candidates"], got
+    # before: 90-140 KB per signature here (0.45 MB on the fresh cases); after: within gc's noise (+-20 KB)
+    assert got["growth"] < 45_000, got
