@@ -80,3 +80,53 @@ def test_many_signatures_through_one_kernel_keep_no_launch_past_the_lru_and_litt
     assert got["reachable"] <= got["cached"] + 1 + got["candidates"], got
     # before: 90-140 KB per signature here (0.45 MB on the fresh cases); after: within gc's noise (+-20 KB)
     assert got["growth"] < 45_000, got
+
+
+INTERLEAVED = """
+import { pathToFileURL } from "node:url";
+import { create, globals } from "webgpu";
+Object.assign(globalThis, globals);
+globalThis.navigator = { gpu: create([]) };
+const runtime = (name) => import(pathToFileURL(`%(kernel)s/web/runtime/${name}`).href);
+const { getKernel } = await runtime("node.mjs");
+const { executorFor } = await runtime("device.mjs");
+const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
+await kernel.ready;
+executorFor(kernel.gpuDevice()).launchCacheSize = 4;  // fewer than one trial's launches per signature under trial
+const values = (n, k) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k) * 0.5);
+const w = { data: values(8 * 4 * 9, 0.3), shape: [8, 4, 3, 3], constant: true };
+const xs = [0, 1, 2].map((i) => ({ data: values(8 * (5 + i) * 6, 0.7), shape: [1, 8, 5 + i, 6] }));
+const first = [], errors = [];
+let worst = 0;
+for (let round = 0; round < 14; round++) {  // every signature's calls interleaved with the others', as a model's layers
+  for (let i = 0; i < xs.length; i++) {
+    try {
+      const { y } = await kernel({ x: xs[i], w, strides: [2, 2], pads: [1, 1, 1, 1] });
+      first[i] ??= y.data;
+      for (let j = 0; j < y.data.length; j++) worst = Math.max(worst, Math.abs(y.data[j] - first[i][j]));
+    } catch (err) {
+      errors.push(String(err?.message ?? err).slice(0, 200));
+    }
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+await new Promise((r) => setTimeout(r, 300));
+const stops = kernel.adaptations().flatMap((t) => t.candidates.map((c) => c.stopped)).filter(Boolean);
+console.log(JSON.stringify({ errors, worst, stops, trials: kernel.adaptations().map((t) => [t.calls, t.candidates.length]) }));
+process.exit(0);
+"""
+
+
+@pytest.mark.browser
+def test_a_candidate_whose_launch_the_executor_let_go_stops_and_is_never_run(tmp_path):
+    """Signatures under trial at once, more launches than the executor keeps: a candidate's launch pushed out of its
+    LRU (destroyed) stops with that reason, and every call still returns the layer's y (variants agree within
+    float32 rounding)."""
+    folder = tmp_path / "kernel"
+    export(folder)
+    done = subprocess.run(["node", "--input-type=module", "-e", INTERLEAVED % {"kernel": folder}], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=node_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["errors"] == [] and got["worst"] < 1e-4, got
+    assert "its launch left the executor's cache" in got["stops"], got

@@ -367,9 +367,21 @@ async function openKernel(id, options) {
     return trial.settled;
   }
 
-  /** A call of a signature under trial: the candidate the trial picks, timed. */
-  async function explore(trial, call) {
-    const candidate = trial.pick();
+  /** A call of a signature under trial (`launch`: its first pick's): the candidate the trial picks, timed. */
+  async function explore(trial, call, launch) {
+    let candidate = trial.pick();
+    // an alternative whose launch the executor let go (its LRU, with many signatures under trial at once) would run
+    // destroyed: it stops, and the trial picks again
+    while (!trial.released && candidate !== trial.first &&
+           exec.launches.get(`${trial.key}|alt${trial.alternatives.indexOf(candidate)}`) !== candidate.launch) {
+      trial.stop(candidate, "its launch left the executor's cache");
+      candidate = trial.pick();
+    }
+    if (trial.released) {  // that ended it
+      const out = await launch.run(call.tensors, call);
+      await settleOnce(trial.key, trial);
+      return out;
+    }
     const started = performance.now();
     const out = await candidate.launch.run(call.tensors, { ...call, timing: true });
     trial.record(candidate, out.meta.gpu_ms ?? performance.now() - started);
@@ -501,7 +513,7 @@ async function openKernel(id, options) {
     run: async (launch, call) => {
       // explored on calls that read y back, whose timestamps ride along: a resident call that did not wait
       // would have to (output "gpu" runs the first pick)
-      if (launch.trial && !launch.trial.released && call.output === "cpu") return explore(launch.trial, call);
+      if (launch.trial && !launch.trial.released && call.output === "cpu") return explore(launch.trial, call, launch);
       const key = launch.storedKey;
       if (key === undefined || !unverified.has(key)) return launch.run(call.tensors, call);
       try {
