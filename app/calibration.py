@@ -1,20 +1,24 @@
-"""Calibration from use: what adaptation measured on this adapter corrects the cost model's predictions, so that
+"""Calibration from use: what adaptation measured on this adapter corrects the cost model's rates, so that
 signatures it has never seen are ranked better (docs/decisions.md#calibration-from-use).
 
-Each settled adaptation trial (web/runtime/adapt.mjs `samples`) gives one sample per candidate it timed: the
-candidate's rate key (app/cost_model.py `rate_key`, "variant[/structure]/dtype") and log(measured ms / the package's
-model's prediction), the log clamped to +-log(MAX_FACTOR). The plan record keeps per rate key the count and the sum
-of those logs (web/runtime/plan-store.mjs `calibrated`: at most MAX_KEYS keys, a count past MAX_COUNT scaled back
-so that old samples fade), per adapter and tables' revision, as it keeps what adaptation learned.
+Each settled adaptation trial (web/runtime/adapt.mjs `samples`) gives one sample per candidate it timed: its rate key
+(app/cost_model.py `rate_key`, "variant[/structure]/dtype"), its measured ms, and what the package's model predicted
+of it, whole and in the part no rate decides (launches and threads: the adapter's, `cost_model.fixed_ms`). The
+sample's share w of the prediction that the rate decides weighs it: its log ratio log(measured / predicted), over w,
+is a correction of the rate (clamped to +-log(MAX_FACTOR)), counted w^2 (least squares: a layer whose time is its
+launches says little of a rate). The plan record keeps per rate key the weighted count and sum of those
+(web/runtime/plan-store.mjs `calibrated`: at most MAX_KEYS keys, a count past MAX_COUNT scaled back so that old
+samples fade), per adapter and tables' revision, as it keeps what adaptation learned.
 
-Applied (`Calibration.factor`), a prediction is multiplied by exp(base + deviation): `base` the mean log of every
-sample (not shrunk: it changes no ranking), the deviation its rate key's own mean log less `base` (else its variant's, all its keys pooled: a structure
-or dtype not measured yet), shrunk toward 0 by PRIOR samples' worth of belief in the package's model (n / (n + PRIOR)
-of it). A variant measured 3x slower than predicted on 8 samples, beside one measured as predicted on 8, is
-predicted 2.4x slower than it on a new signature; on 1 sample, 1.5x. The base, which every candidate shares, does
-not change a ranking; it keeps the variants with samples from being set against those without (an adapter slower
-than its class's model throughout is no reason to prefer the kernels never measured), and puts the predictions,
-which bound adaptation's candidates, in this adapter's milliseconds. Factors stay within [1/MAX_FACTOR, MAX_FACTOR].
+Applied (`Calibration.factor`), the part of a prediction that the rate decides is multiplied by exp(base +
+deviation): `base` the mean of every sample (not shrunk: it changes no ranking), the deviation its rate key's own
+mean less `base` (else its variant's, all its keys pooled: a structure or dtype not measured yet), shrunk toward 0 by
+PRIOR samples' worth of belief in the package's model (n / (n + PRIOR) of it). A variant measured 3x slower than
+predicted on 8 samples, beside one measured as predicted on 8, is predicted 2.4x slower than it on a new signature
+(the rate's part); on 1 sample, 1.5x. The base keeps the variants with samples from being set against those without
+(an adapter slower than its class's model throughout is no reason to prefer the kernels never measured), and puts
+the predictions, which bound adaptation's candidates, in this adapter's milliseconds. Factors stay within
+[1/MAX_FACTOR, MAX_FACTOR]; the launches' and threads' part is the adapter class's model's as it is.
 
 What a store gives back is checked here (never trusted over the package): a key that is not a rate key of this
 package's variants and dtypes, a count or sum that is not a finite number in range, a mean past the bound, or more
@@ -77,7 +81,6 @@ class Calibration:
     """Log corrections of an adapter's predictions, from checked {key: (n, sum)}: every sample's mean (`base`), and
     each rate key's and each variant's deviation from it, shrunk toward 0."""
 
-    samples: int
     base: float = 0.0
     keys: dict = field(default_factory=dict)  # rate key -> its shrunk deviation from `base`
     variants: dict = field(default_factory=dict)  # variant -> its keys' pooled deviation, for its keys not measured
@@ -96,11 +99,11 @@ class Calibration:
 
         def shrunk(n: float, s: float) -> float:
             return (s - n * base) / (n + PRIOR)
-        return cls(round(n_all), base, {k: shrunk(n, s) for k, (n, s) in rates.items()},
+        return cls(base, {k: shrunk(n, s) for k, (n, s) in rates.items()},
                    {v: shrunk(n, s) for v, (n, s) in pooled.items()})
 
     def factor(self, key: str) -> float:
-        """What a prediction of a plan running at rate `key` is multiplied by on this adapter: its key's
+        """What the part of a prediction that rate `key` decides is multiplied by on this adapter: its key's
         correction, else (a structure or dtype not measured) its variant's, else the adapter's."""
         deviation = self.keys.get(key, self.variants.get(key.split("/")[0], 0.0))
         bound = math.log(MAX_FACTOR)

@@ -136,13 +136,18 @@ def rate(model: dict, variant: str, dtype: str, structure: str = "") -> float:
     return UNMEASURED_RATE * min(rates.values()) if rates else 1.0
 
 
+def fixed_ms(f: Features, model: dict) -> float:
+    """The part of a prediction that is the adapter's and no variant's rate: its passes' launches and its threads."""
+    return f.passes * model["launch_ms"] + f.threads * model["invocation_ms"]
+
+
 def predict(f: Features, model: dict) -> float:
     """Predicted ms of a plan's features under an adapter's calibrated `model` ({resident, launch_ms,
     bytes_per_ms, rates: {"variant[/structure]/dtype": multiply-adds a ms per resident invocation}})."""
     slots = max(1, model["resident"] // max(1, f.invocations))
     waves = math.ceil(max(1, f.workgroups) / slots)
     compute = waves * (f.madds / max(1, f.workgroups)) / (f.invocations * rate(model, f.variant, f.dtype, f.structure))
-    return (f.passes * model["launch_ms"] + f.threads * model["invocation_ms"]
+    return (fixed_ms(f, model)
             + max(compute, f.io_bytes / model["bytes_per_ms"]) + 2 * f.scratch_bytes / model["bytes_per_ms"])
 
 

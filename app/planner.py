@@ -101,22 +101,23 @@ def candidates(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None =
 
 
 def prediction(geom: ConvGeometry, caps: DeviceCaps, plan: Plan) -> dict | None:
-    """What the package's cost model (uncorrected) predicts of a plan, {key: its rate key, model_ms}, for adaptation
-    to measure it against (app/calibration.py); None where no table of the adapter's class has a model."""
+    """What the package's cost model (uncorrected) predicts of a plan, {key: its rate key, model_ms, fixed_ms: the
+    part no rate decides}, for adaptation to measure it against (app/calibration.py); None where no table of the
+    adapter's class has a model."""
     model = tuning_tables.cost_model(caps)
     if model is None:
         return None
     named = VARIANTS.get(plan.variant)
     f = cost_model.features(replace(plan, variant=named.tuned_as) if named and named.tuned_as else plan, geom)
-    return {"key": f.key, "model_ms": cost_model.predict(f, model)}
+    return {"key": f.key, "model_ms": cost_model.predict(f, model), "fixed_ms": cost_model.fixed_ms(f, model)}
 
 
 def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = None,
            grid: int = 0, calibration: Calibration | None = None) -> list[tuple[Candidate, Plan, float]]:
-    """The candidates, fastest predicted first, each with its predicted ms (this adapter's cost model, times its
-    `calibration`'s factor for the plan's rate key; where no table has a model, the candidates' order with
-    predictions of 0); with `grid` > 0, each kernel's own tiles and the `grid` fastest of its other tiles and
-    configurations, so that a search spans variants."""
+    """The candidates, fastest predicted first, each with its predicted ms (this adapter's cost model, the part its
+    rate decides times `calibration`'s factor for the plan's rate key; where no table has a model, the candidates'
+    order with predictions of 0); with `grid` > 0, each kernel's own tiles and the `grid` fastest of its other tiles
+    and configurations, so that a search spans variants."""
     model = tuning_tables.cost_model(caps)
     rows = candidates(geom, caps, tables, grid)
     if model is None:
@@ -124,7 +125,11 @@ def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = Non
     else:
         def predicted(plan: Plan) -> float:
             f = cost_model.features(plan, geom)
-            return cost_model.predict(f, model) * (calibration.factor(f.key) if calibration else 1.0)
+            ms = cost_model.predict(f, model)
+            if calibration is None:
+                return ms
+            fixed = cost_model.fixed_ms(f, model)
+            return fixed + (ms - fixed) * calibration.factor(f.key)
         order = sorted(((c, p, predicted(p)) for c, p in rows), key=lambda r: r[2])
     others: dict[str, int] = {}
     kept = []
@@ -142,7 +147,7 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
     """The next-best candidates to the chosen plan, for a kernel to time on real calls (web/runtime/adapt.mjs,
     which bounds them by the chosen plan's measured time: the prediction it would be bounded by here is the one most
     often wrong): at most `count` of `ranked` with grid tiles, fastest predicted first.
-    [{variant, params, predicted_ms (corrected by `calibration`), key, model_ms (`prediction`'s)}]."""
+    [{variant, params, predicted_ms (corrected by `calibration`), key, model_ms, fixed_ms (`prediction`'s)}]."""
     rows = ranked(geom, caps, tables, grid=2, calibration=calibration)
     chosen_key = Candidate(chosen.variant, chosen.tiles or None).key()
     out, seen = [], set()
@@ -219,7 +224,7 @@ def plan(geom: ConvGeometry, caps: DeviceCaps, variant: str | None = None, param
         why = "the first covering variant (no cost model is calibrated for this adapter's class)"
     else:
         runner_up = order[1]
-        calibrated = f", calibrated by {calibration.samples} candidate times on this adapter" if calibration else ""
+        calibrated = f", calibrated on this adapter ({len(calibration.keys)} rates measured)" if calibration else ""
         why = (f"predicted fastest of {len(order)} covering variants by the cost model{calibrated} ({ms:.3g} ms; "
                f"next {runner_up[0].variant} {runner_up[2]:.3g} ms)")
     return _seed_named(replace(best_plan, reason=why), geom, caps)

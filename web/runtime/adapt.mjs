@@ -189,12 +189,14 @@ export class Trial {
   }
 
   /** What the trial measured of the cost model, for its calibration on this adapter (plan-store.mjs calibrated,
-   * app/calibration.py): one {key, model_ms, ms} per candidate with a time and the package model's prediction
-   * (`key`, `model_ms` from the planner), an alternative's time its median ratio times the first pick's median. */
+   * app/calibration.py): one {key, model_ms, fixed_ms, ms} per candidate with a time and the package model's
+   * prediction (`key`, `model_ms`, `fixed_ms` from the planner), an alternative's time its median ratio times the
+   * first pick's median. */
   samples() {
     const base = median(this.first.times);
     if (!Number.isFinite(base)) return [];
-    const sample = (c, ms) => (typeof c.key === "string" && c.model_ms > 0 ? [{ key: c.key, model_ms: c.model_ms, ms }] : []);
+    const sample = (c, ms) => (typeof c.key === "string" && c.model_ms > 0
+      ? [{ key: c.key, model_ms: c.model_ms, fixed_ms: c.fixed_ms, ms }] : []);
     return [...sample(this.first, base),
             ...this.alternatives.flatMap((a) => (a.ratios.length ? sample(a, median(a.ratios) * base) : []))];
   }

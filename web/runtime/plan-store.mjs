@@ -7,8 +7,8 @@
 // limits the device was opened with, and per adapter (device.mjs adapterKey) the tuning tables' revision the
 // plans followed (`planning`), the entries by signature, each {digest, spec}, and what adaptation learned by
 // signature ({variant, params, why}: adapt.mjs), which Python takes as the planner's measured step, and what
-// adaptation measured of the cost model (`calibration`: per rate key {n, sum} of log(measured / predicted)), which
-// Python applies to its predictions (app/calibration.py).
+// adaptation measured of the cost model (`calibration`: per rate key the weighted count and sum of log(measured /
+// predicted)), which Python applies to its predictions (app/calibration.py).
 //
 // A record is untrusted text (store.mjs holds it by the store's rules): read whole or not at all, each part
 // checked before use (`checkedSpec`: its digest, then its shapes, sizes, grids, bindings and dtype against the
@@ -27,7 +27,7 @@ const MAX_PASSES = 16;  // a plan has at most a few weight passes and a few main
 const MAX_UNIFORMS = 256;
 const MAX_SOURCE = 1 << 20;  // one pass's WGSL: tens of KB as rendered
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;  // variants, scratch and prepared buffers
-// Calibration's bounds, app/calibration.py's (tests/test_calibration.py holds them equal): a sample's ratio within
+// Calibration's bounds, app/calibration.py's (tests/test_calibration.py holds them equal): a sample's correction within
 // [1/maxFactor, maxFactor], a key's count scaled back to maxCount (its sum alike: old samples fade), maxKeys keys
 export const CALIBRATION = { maxFactor: 32, maxCount: 64, maxKeys: 256 };
 const RATE_KEY = /^[a-z][a-z0-9_]{0,63}(\/[a-z][a-z0-9-]{0,63})?\/[a-z0-9]{1,16}$/;  // app/cost_model.py rate_key
@@ -155,19 +155,23 @@ function checkedCalibration(value, name) {
   return out;
 }
 
-/** `sums` ({key: {n, sum}}) with adaptation's `samples` ([{key, model_ms, ms}]: Trial.samples) added: each
- * log(ms / model_ms) clamped to +-log(maxFactor), a count past maxCount scaled back (its sum alike), the keys most
- * recently measured kept past maxKeys. A sample that is not a rate key with positive finite times is left out. */
+/** `sums` ({key: {n, sum}}) with adaptation's `samples` ([{key, model_ms, fixed_ms, ms}]: Trial.samples) added, as
+ * app/calibration.py reads them: w, the share of the prediction the rate decides (1 - fixed_ms / model_ms), weighs
+ * log(ms / model_ms) / w (clamped to +-log(maxFactor)) by w^2; a count past maxCount is scaled back (its sum alike),
+ * the keys most recently measured kept past maxKeys. A sample that is not a rate key with positive finite times and a
+ * share of its prediction to a rate is left out. */
 export function calibrated(sums, samples) {
   const out = Object.assign(Object.create(null), sums);
   const bound = Math.log(CALIBRATION.maxFactor);
-  for (const { key, model_ms: model, ms } of samples) {
-    if (typeof key !== "string" || !RATE_KEY.test(key) || !(model > 0 && ms > 0 && Number.isFinite(model) && Number.isFinite(ms))) continue;
-    const log = Math.min(bound, Math.max(-bound, Math.log(ms / model)));
+  for (const { key, model_ms: model, fixed_ms: fixed, ms } of samples) {
+    if (typeof key !== "string" || !RATE_KEY.test(key) || !(model > 0 && ms > 0 && Number.isFinite(model) && Number.isFinite(ms)) ||
+        !(fixed >= 0 && fixed < model)) continue;
+    const w = 1 - fixed / model;
+    const log = Math.min(bound, Math.max(-bound, Math.log(ms / model) / w));
     const was = out[key] ?? { n: 0, sum: 0 };
     delete out[key];
-    const n = was.n + 1, scale = Math.min(1, CALIBRATION.maxCount / n);
-    out[key] = { n: n * scale, sum: (was.sum + log) * scale };
+    const n = was.n + w * w, scale = Math.min(1, CALIBRATION.maxCount / n);
+    out[key] = { n: n * scale, sum: (was.sum + w * w * log) * scale };
   }
   const keys = Object.keys(out);
   for (const key of keys.slice(0, Math.max(0, keys.length - CALIBRATION.maxKeys))) delete out[key];
