@@ -326,3 +326,25 @@ def test_a_stored_calibration_python_does_not_know_is_dropped_with_a_warning_nam
     (row,) = got["layers"][0]["rows"]
     assert "calibrated on this adapter (2 rates measured)" in row["reason"], row
     assert row["variant"] == "ncl1d_grouped_stride_phase", row
+
+
+def test_a_stored_plan_made_before_the_calibration_moved_is_replaced_without_a_warning(kernel, tmp_path):
+    """A revisit runs a signature's stored plan before Python is up; Python, planning it again with the calibration
+    measured since, plans another: that is no altered entry (the warning an altered one gets, test_stored_plans.py),
+    the package's plan replaces it quietly and serves the later calls."""
+    store = tmp_path / "plans.json"
+    first = visit(kernel, store, True, 1, [UNSEEN[0]])
+    (row,) = first["layers"][0]["rows"]
+    assert row["variant"] == "ncl1d_phase_tiled", row  # the package's model, uncalibrated
+    (key, text), = json.loads(store.read_text()).items()
+    record = json.loads(text)
+    (context,) = record["adapters"].values()
+    context["calibration"] = {"ncl1d_phase_tiled/float32": {"n": 8, "sum": 8 * math.log(4)},
+                              "ncl1d_grouped_stride_phase/float32": {"n": 8, "sum": 0.0}}
+    store.write_text(json.dumps({key: json.dumps(record)}))
+    again = visit(kernel, store, True, 150, [UNSEEN[0]])  # 20 ms apart: Python is up after a few seconds
+    rows = again["layers"][0]["rows"]
+    assert rows[0]["variant"] == "ncl1d_phase_tiled" and rows[-1]["variant"] == "ncl1d_grouped_stride_phase", rows
+    assert "differs" not in again["stderr"], again["stderr"][-2000:]
+    (entry,) = stored_context(store)["entries"].values()
+    assert entry["spec"]["variant"] == "ncl1d_grouped_stride_phase" and entry["calibration"] == again["calibration"]["tag"]
