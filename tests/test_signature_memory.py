@@ -15,7 +15,8 @@ from app.host.node import node_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SCRIPT = """
+# One kernel in Node on Dawn (adaptation on, no plan store) and its executor, for the scripts below.
+PRELUDE = """
 import { pathToFileURL } from "node:url";
 import { create, globals } from "webgpu";
 Object.assign(globalThis, globals);
@@ -23,9 +24,12 @@ globalThis.navigator = { gpu: create([]) };
 const runtime = (name) => import(pathToFileURL(`%(kernel)s/web/runtime/${name}`).href);
 const { getKernel } = await runtime("node.mjs");
 const { executorFor } = await runtime("device.mjs");
-const { ADAPT } = await runtime("adapt.mjs");
 const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
 await kernel.ready;
+"""
+
+SCRIPT = PRELUDE + """
+const { ADAPT } = await runtime("adapt.mjs");
 const exec = executorFor(kernel.gpuDevice());
 exec.launchCacheSize = %(cache)d;  // launches leave the executor from the first signatures on
 const launches = [];  // every launch built, weakly: those still reachable after gc
@@ -82,16 +86,7 @@ def test_many_signatures_through_one_kernel_keep_no_launch_past_the_lru_and_litt
     assert got["growth"] < 45_000, got
 
 
-INTERLEAVED = """
-import { pathToFileURL } from "node:url";
-import { create, globals } from "webgpu";
-Object.assign(globalThis, globals);
-globalThis.navigator = { gpu: create([]) };
-const runtime = (name) => import(pathToFileURL(`%(kernel)s/web/runtime/${name}`).href);
-const { getKernel } = await runtime("node.mjs");
-const { executorFor } = await runtime("device.mjs");
-const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
-await kernel.ready;
+INTERLEAVED = PRELUDE + """
 executorFor(kernel.gpuDevice()).launchCacheSize = 4;  // fewer than one trial's launches per signature under trial
 const values = (n, k) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * k) * 0.5);
 const w = { data: values(8 * 4 * 9, 0.3), shape: [8, 4, 3, 3], constant: true };
