@@ -2,15 +2,17 @@
 // attributes}], shapes; seeded data) called CALLS times, 20 ms apart, until its adaptation trial is over; prints one
 // JSON line: per layer the variant and reason of each call, the trials, and what the kernel plans with of the
 // calibration.
-//   node tests/calibration_probe.mjs KERNEL_DIR STORE ADAPT(true|false) CALLS LAYERS_JSON
+//   node tests/calibration_probe.mjs KERNEL_DIR STORE ADAPT(true|false) CALLS LAYERS_JSON [WITHIN]
+// WITHIN: adapt.mjs's ADAPT.within for the visit (0: no candidate passes the bound, so a trial times none).
 import { pathToFileURL } from "node:url";
 import { create, globals } from "webgpu";
 
-const [kernelDir, store, adapt, calls, layers] = process.argv.slice(2);
+const [kernelDir, store, adapt, calls, layers, within] = process.argv.slice(2);
 process.env.CONVTRANSPOSE_PLANS = store;
 Object.assign(globalThis, globals);
 globalThis.navigator = { gpu: create([]) };
 const m = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
+if (within !== undefined) (await import(pathToFileURL(`${kernelDir}/web/runtime/adapt.mjs`).href)).ADAPT.within = Number(within);
 const kernel = await m.getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, adapt: adapt === "true" });
 const data = (shape, seed) => Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(seed + i * 0.618));
 const out = [];

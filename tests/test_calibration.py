@@ -249,9 +249,10 @@ def kernel(tmp_path_factory) -> Path:
     return folder
 
 
-def visit(kernel: Path, store: Path, adapt: bool, calls: int, layers: list[dict]) -> dict:
+def visit(kernel: Path, store: Path, adapt: bool, calls: int, layers: list[dict], within: float | None = None) -> dict:
     done = subprocess.run(["node", str(PROBE), str(kernel), str(store), json.dumps(adapt), str(calls),
-                           json.dumps(layers)], cwd=ROOT, capture_output=True, text=True, timeout=600, env=node_env())
+                           json.dumps(layers), *([str(within)] if within is not None else [])],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=node_env())
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode == 0 and rows, done.stderr[-3000:]
     return rows[-1] | {"stderr": done.stderr}
@@ -299,6 +300,19 @@ def test_adaptation_calibrates_the_adapter_in_the_store_and_a_new_kernel_plans_u
     assert not any("calibrated" in r["reason"] for layer in plain["layers"] for r in layer["rows"])
     assert stored_context(store)["calibration"] == rates
     assert "warn" not in again["stderr"].lower() and "differs" not in plain["stderr"], plain["stderr"][-2000:]
+
+
+def test_a_trial_with_no_candidate_to_time_still_calibrates_the_first_picks_rate_key(kernel, tmp_path):
+    """No candidate within the trial's bound (ADAPT.within 0): none is timed, and the first pick's own timed call,
+    against what the model predicted of it, is still a sample of its rate key, in the store and for the next kernel."""
+    store = tmp_path / "plans.json"
+    got = visit(kernel, store, True, 4, TRAIN, within=0)
+    trial = got["layers"][0]["trial"]
+    assert trial["done"] and trial["candidates"] == [], trial
+    stored = stored_context(store)["calibration"]
+    assert [k.split("/")[0] for k in stored] == [trial["first"]["variant"]] and stored[next(iter(stored))]["n"] > 0, stored
+    again = visit(kernel, store, True, 1, UNSEEN[:1])  # a kernel opened next plans with it
+    assert again["calibration"] is not None and set(again["calibration"]["rates"]) == set(stored), again["calibration"]
 
 
 def test_adapt_false_records_no_calibration(kernel, tmp_path):

@@ -323,11 +323,7 @@ async function openKernel(id, options) {
    * the choice is kept for the page and, where plans persist, the next visits. */
   async function settle(key, trial) {
     trial.alternatives.forEach((_, i) => exec.evict(`${key}|alt${i}`));
-    // what it measured of the cost model calibrates it for the kernels opened from now on
-    const samples = trial.samples();
-    calibrationHere.set(planning, calibrated(calibrationHere.get(planning) ?? {}, samples));
-    const measured = samples.length ? await persisted() : null;
-    if (measured) await stored.record.calibrate(measured, samples);
+    await calibrate(trial);
     const w = trial.winner, report = trial.report();
     const ms = (c) => `${c.ms?.toPrecision(3)} ms`;
     const why = w === trial.first
@@ -342,6 +338,14 @@ async function openKernel(id, options) {
     await keep(key, out.launch);
     const context = await persisted();
     if (context) await stored.record.learn(context, signatureOf(key), choice);
+  }
+
+  /** What a trial measured of the cost model calibrates this adapter for the kernels opened from now on. */
+  async function calibrate(trial) {
+    const samples = trial.samples();
+    calibrationHere.set(planning, calibrated(calibrationHere.get(planning) ?? {}, samples));
+    const measured = samples.length ? await persisted() : null;
+    if (measured) await stored.record.calibrate(measured, samples);
   }
 
   /** Plans a trial's alternatives while the first pick serves the calls, all at once (their shaders compile side
@@ -388,10 +392,12 @@ async function openKernel(id, options) {
     if (candidate !== trial.first) {
       out.meta.reason = `adapting on this adapter: a candidate ran this call (timed, or the fastest so far; the first pick: ${trial.first.variant})`;
     }
-    if (trial.planningAt === null && trial.calls >= 2 && trial.begin().length) {
+    if (trial.planningAt === null && trial.calls >= 2) {
       // a signature called once never pays for its alternatives (Python planning and compiling on the page's
       // thread); from its second call they are planned, after this call's result is out
-      setTimeout(() => planAlternatives(trial.key, trial).catch(() => {}), 0);
+      if (trial.begin().length) setTimeout(() => planAlternatives(trial.key, trial).catch(() => {}), 0);
+      // none within the bound, nothing to time: the first pick's time still calibrates its rate key
+      else await calibrate(trial);
     }
     if (trial.done && trial.alternatives.length) await settleOnce(trial.key, trial);
     return out;
