@@ -120,13 +120,8 @@ def thresholds(name: str, caps, neutral: dict) -> dict:
     them, as `cost_model`), over the `neutral` ones its declaration gives where no table of the class has any. Read
     from the tables in use whatever tables a plan is asked with, as the cost model is: calibration of the defaults,
     not a tuned choice."""
-    own = select(caps)
-    if own is not None and name in own.get("thresholds", {}):
-        return neutral | own["thresholds"][name]
-    for table in in_use():
-        if name in table.get("thresholds", {}) and table.get("adapter", {}).get("is_fallback") == caps.is_fallback:
-            return neutral | table["thresholds"][name]
-    return dict(neutral)
+    table = _own_or_class(caps, lambda t: name in t.get("thresholds", {}))
+    return neutral | (table["thresholds"][name] if table else {})
 
 
 def grid_params(name: str, caps, tables: list[dict] | None = None) -> list[dict]:
@@ -146,10 +141,14 @@ def cost_model(caps) -> dict | None:
     """The cost model calibrated for this adapter (its own table's), else for its class (the first table of
     an adapter as software or hardware as this one that has one), else None. Read from the tables in use
     whatever tables a plan is asked with: the model is calibration, not a tuned choice."""
+    table = _own_or_class(caps, lambda t: bool(t.get("cost_model")))
+    return table["cost_model"] if table else None
+
+
+def _own_or_class(caps, has) -> dict | None:
+    """Where an adapter's calibration (`has(table)`: a cost model, a variant's thresholds) comes from: its own table
+    where that has it, else the first table in use of an adapter as software or hardware as this one that has it."""
     own = select(caps)
-    if own is not None and own.get("cost_model"):
-        return own["cost_model"]
-    for table in in_use():
-        if table.get("cost_model") and table.get("adapter", {}).get("is_fallback") == caps.is_fallback:
-            return table["cost_model"]
-    return None
+    if own is not None and has(own):
+        return own
+    return next((t for t in in_use() if has(t) and t.get("adapter", {}).get("is_fallback") == caps.is_fallback), None)
