@@ -5,7 +5,7 @@ The draws follow what decoders, U-Nets, GANs, vocoders and 3D segmentation nets 
 grouped and depthwise; kernels 1-16 with strides 1-8, the kernel mostly a multiple of the stride (or a
 stride plus one, with the pads that keep the output an exact multiple); channels 1-2048; batch 1-64. Every
 layer is then shrunk along its spatial axes until it fits a GPU bench's budget (MAX_MADDS multiply-adds, MAX_ELEMENTS
-elements in x and y), so a tier of 60+ layers times every covering variant within one device call. Pure Python.
+elements in x, w and y), so a tier of 60+ layers times every covering variant within one device call. Pure Python.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import random
 
 TIER = "fresh"
 MAX_MADDS = 3_000_000_000  # a tier of 60 fits one device call (docs/decisions.md#fresh-tier)
-MAX_ELEMENTS = 24_000_000
+MAX_ELEMENTS = 24_000_000  # w too: a 320x320 16^3 kernel (419M values) was past what Pyodide's numpy can hold
 CHANNELS = (1, 3, 8, 16, 21, 32, 48, 64, 96, 128, 192, 256, 320, 384, 512, 768, 1024, 1536, 2048)
 STRIDES = (1, 1, 2, 2, 2, 2, 3, 4, 4, 5, 8)
 SPATIAL = {1: (16, 8192), 2: (4, 256), 3: (4, 48)}
@@ -81,8 +81,9 @@ def layer(rng: random.Random, index: int, max_madds: int = MAX_MADDS, max_elemen
                 for i, s, k, d, p, op in zip(spatial, strides, kernel, dilations, pads, output_padding)]
         x_size = batch * cin * math.prod(spatial)
         y_size = batch * cout * math.prod(outs)
+        w_size = cin * (cout // group) * math.prod(kernel)
         madds = batch * cin * math.prod(spatial) * (cout // group) * math.prod(kernel)
-        return min(outs) >= 1 and madds <= max_madds and max(x_size, y_size) <= max_elements
+        return min(outs) >= 1 and madds <= max_madds and max(x_size, y_size, w_size) <= max_elements
 
     while not fits():
         if max(spatial) > 1:
