@@ -27,7 +27,7 @@ from .caps import DeviceCaps
 from .errors import ConvTransposeError
 from .plan import Plan, Refusal
 from .shapes import ConvGeometry
-from .variants import VARIANTS
+from .variants import VARIANTS, gather
 from .variants.base import Variant
 
 EMPTY_INPUT = "empty_input_fill"
@@ -161,6 +161,18 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
         out.append({"variant": candidate.variant, "params": dict(plan.tiles) or None, "predicted_ms": ms,
                     **(prediction(geom, caps, plan) or {})})
     return out
+
+
+def starter(geom: ConvGeometry, caps: DeviceCaps, chosen: str) -> dict | None:
+    """A quick first kernel for a signature whose chosen plan compiles slowly (web/runtime/kernel.mjs weighs it on
+    a revisit): the rank's general gather kernel, the smallest shader that covers every request, with the model's
+    predictions of it and of the `chosen` variant, {variant, predicted_ms, chosen_ms}; None where the chosen plan is
+    that kernel or no model predicts them."""
+    name = gather.NAMES[geom.rank]
+    rows = {c.variant: ms for c, _, ms in ranked(geom, caps)}
+    if chosen == name or not rows.get(name) or not rows.get(chosen):
+        return None
+    return {"variant": name, "predicted_ms": rows[name], "chosen_ms": rows[chosen]}
 
 
 def _forced(geom: ConvGeometry, caps: DeviceCaps, variant: str, params: dict | None,

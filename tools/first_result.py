@@ -24,6 +24,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+STAY_MS = 3000  # how long a visit stays before the next, for either package
 sys.path.insert(0, str(ROOT))
 
 
@@ -85,6 +86,7 @@ def measure(rounds: int, kernel: str | None = None) -> list[dict]:
                         row.update(visit=visit, round=round_)
                         rows.append(row)
                         print(json.dumps({k: v for k, v in row.items() if k not in ("y", "phases")}), flush=True)
+                        page.wait_for_timeout(STAY_MS)  # a page stays open past its first result (what it does behind it)
                     context.close()
             browser.close()
     finally:

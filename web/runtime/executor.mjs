@@ -66,6 +66,7 @@ export class Executor {
     this.weightBytesWritten = 0;  // ... of them, w's and b's
     this.caches = new Map();  // owner (a JS kernel's serial; null: calls that name no cache) -> WeightCache
     this.pipelineKeys = new WeakMap();  // pipeline -> its cache key (part of a launch's prepare key)
+    this.compileTimes = new WeakMap();  // pipeline -> the ms its compile took (module and pipeline, to resolved)
     this.recordedKeys = null;  // while recording (record): the cache key of every pipeline a call used
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
@@ -150,6 +151,7 @@ export class Executor {
     if (hit) { this.pipelines.delete(key); this.pipelines.set(key, hit); this.recordedKeys?.add(key); return hit; }
     // In an error scope: a shader that does not compile is this call's error, not the device's uncaptured one.
     // (popped before any await, so that concurrent calls' scopes do not interleave with it)
+    const started = performance.now();
     this.device.pushErrorScope("validation");
     const module = this.device.createShaderModule({ code: source, label });
     const pending = this.device.createComputePipelineAsync({ label, layout: "auto", compute: { module, entryPoint: "main" } });
@@ -167,12 +169,19 @@ export class Executor {
       throw kernelError("GpuError", `variant ${label}: the shader did not compile or link: ` +
         `${messages || String((failure ?? scoped)?.message ?? failure ?? scoped)}`);
     }
+    this.compileTimes.set(pipeline, performance.now() - started);
     this.pipelines.set(key, pipeline);
     this.pipelineKeys.set(pipeline, key);
     this.recordedKeys?.add(key);
     // GPUComputePipeline has no destroy(): dropping the last reference frees it (launches keep theirs).
     while (this.pipelines.size > this.pipelineCacheSize) this.pipelines.delete(this.pipelines.keys().next().value);
     return pipeline;
+  }
+
+  /** What a launch spec's pipelines took to compile here, together (ms; a pipeline compiled elsewhere counts 0). */
+  compileMs(spec) {
+    const pipelines = [...spec.prepare, ...spec.passes].map((p) => p.pipeline).concat(spec.finite_check ?? []);
+    return pipelines.reduce((sum, p) => sum + (this.compileTimes.get(p) ?? 0), 0);
   }
 
   cached(signature) {

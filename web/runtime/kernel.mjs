@@ -30,6 +30,10 @@ const calibrationHere = new Map();
 const signatureOf = (key) => key.slice(key.indexOf("|") + 1);  // a launch key without the kernel's serial
 const HOLD_MS = 2000;  // the longest a revisit holds Python back for its stored plans' first call
 const VERIFY = "|verify";  // the launch key under which Python plans a signature again that ran from the store
+// A signature whose plan took STARTER.compileMs or more to compile gets a starter (the quick first kernel
+// app/planner.py starter names) stored beside it, where its compile and predicted run beat the plan's by `margin`:
+// a revisit runs its first calls on the starter while the plan compiles (docs/decisions.md#starter).
+const STARTER = { compileMs: 100, margin: 0.25 };
 
 // Python's start waits, on a revisit, for the first call that runs from stored plans (or HOLD_MS): both on one
 // thread, the call would otherwise wait seconds for Pyodide's start. It does not wait on a first visit (no plans
@@ -207,16 +211,68 @@ async function openKernel(id, options) {
   if (!early) await python;
   const shared = () => persist && stored && sharedDevice()?.promise;
 
+  // A revisit's starters, by key, while their plans compile
+  const starting = new Map();
+  const startersAsked = new Set();  // keys whose starter was weighed (once per kernel)
+
+  /** A stored starter's launch, compiled and built, serving `key`'s calls while the stored plan `spec` compiles
+   * behind it; once that is built it takes the key (unverified, as fromStore's launches), and the starter goes. */
+  async function startWith(key, spec, starter, calibration, call, finite) {
+    const quick = await timedPhase("compile a stored starter", () => runnable(starter.spec, exec));
+    const launch = exec.buildLaunch(quick, `${key}|starter`);
+    launch.starterOf = spec.variant;
+    starting.set(key, launch);
+    (async () => {
+      try {
+        const made = await timedPhase("compile a stored plan", () => runnable(spec, exec));
+        if (!exec.cached(key) && !pythonUp) {
+          const main = exec.buildLaunch(made, key);
+          main.storedKey = key;
+          unverified.set(key, { spec, launch: main, calibration, request: requestMeta(call.tensors, call.attributes, call.variant, finite) });
+        }
+      } catch (err) {
+        warnStore(stored.record.name, `a stored plan did not build (${err?.message ?? err}); dropped, planned afresh`);
+        await stored.record.drop(stored.adapter, signatureOf(key));
+      } finally {
+        starting.delete(key);
+        exec.evict(`${key}|starter`);  // destroyed once no call runs it
+      }
+    })();
+    return launch;
+  }
+
+  /** After a signature's first result, where its plan compiled slowly: the starter planned and compiled behind the
+   * calls, and stored beside the plan when its compile and predicted run beat the plan's by STARTER.margin. */
+  async function weighStarter(key, request, main) {
+    const mainCompileMs = exec.compileMs(main.spec);
+    if (startersAsked.has(key) || mainCompileMs < STARTER.compileMs) return;
+    startersAsked.add(key);
+    const out = await callPython("plan_launch", pyKernel, { ...request, starter: main.variant }, `${key}|starter`);
+    if (!out.launch) return;
+    const starterMs = exec.compileMs(out.launch.spec) + out.starter.predicted_ms;
+    const mainMs = mainCompileMs + out.starter.chosen_ms;
+    const context = starterMs < (1 - STARTER.margin) * mainMs ? await persisted() : null;
+    if (context) {
+      await stored.record.keepStarter(context, signatureOf(key), storable(main.spec, exec.sources),
+        storable(out.launch.spec, exec.sources), mainMs, starterMs);
+    }
+    exec.evict(`${key}|starter`);
+  }
+
   /** A stored launch for a key, checked against the call and the device and rebuilt on this executor; null
    * when Python is up (it plans), or there is none, or it fails a check or does not build (then dropped). */
   async function fromStore(key, finite, call) {
     if (pythonUp || !stored?.adapter || exec !== stored.exec) return null;
+    if (starting.has(key)) return starting.get(key);
     const signature = signatureOf(key);
     const request = { tensors: call.tensors, attributes: call.attributes };
     const spec = await stored.record.checkedSpec(stored.adapter, planning, signature, request, exec.device.limits);
     const calibration = stored.record.calibratedAs(stored.adapter, signature);
     if (!spec || (calibration && !adapt)) return null;  // adapt: false runs no plan a calibration made
+    // adapt: false runs the plan alone (a starter rounds otherwise)
+    const starter = adapt ? await stored.record.checkedStarter(stored.adapter, planning, signature, request, exec.device.limits) : null;
     try {
+      if (starter) return await startWith(key, spec, starter, calibration, call, finite);
       const made = await timedPhase("compile a stored plan", () => runnable(spec, exec));
       if (exec.cached(key)) return exec.cached(key);
       const launch = exec.buildLaunch(made, key);
@@ -444,6 +500,11 @@ async function openKernel(id, options) {
     if (out.launch) {
       // stored before the first result returns (a few ms beside planning), so that a process that exits then keeps it
       await keep(key, out.launch).catch((err) => console.warn(`webgpu-convtranspose: a plan was not stored (${err?.message ?? err})`));
+      if (adapt && variant === null && shared()) {
+        const request = requestMeta(tensors, attributes, variant, finite);
+        setTimeout(() => weighStarter(key, request, out.launch)
+          .catch((err) => console.warn(`webgpu-convtranspose: no starter was made (${err?.message ?? err})`)), 0);
+      }
       return out.launch;
     }
     special.set(key, out);
@@ -507,6 +568,13 @@ async function openKernel(id, options) {
     }
   };
 
+  /** A call on a starter, its meta saying so. */
+  async function runStarter(launch, call) {
+    const out = await launch.run(call.tensors, call);
+    out.meta.reason = `the quick first kernel while this signature's stored plan (${launch.starterOf}) compiles`;
+    return out;
+  }
+
   // runFinite's side of a call (finite.mjs), made once per kernel
   const policy = {
     // a launch from the store is not used past Python's start until Python has planned its key again
@@ -520,6 +588,7 @@ async function openKernel(id, options) {
       // explored on calls that read y back, whose timestamps ride along: a resident call that did not wait
       // would have to (output "gpu" runs the first pick)
       if (launch.trial && !launch.trial.released && call.output === "cpu") return explore(launch.trial, call, launch);
+      if (launch.starterOf !== undefined) return runStarter(launch, call);
       const key = launch.storedKey;
       if (key === undefined || !unverified.has(key)) return launch.run(call.tensors, call);
       try {

@@ -1,0 +1,101 @@
+"""A revisit's starter (web/runtime/kernel.mjs): where a signature's plan compiled slowly on a first visit, the
+rank's general gather kernel (app/planner.py starter) is stored beside it, and a revisit runs its first calls on it
+while the plan compiles. Node on Dawn/SwiftShader, each visit a new process (tests/starter_probe.mjs)."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app import planner
+from app.caps import DeviceCaps
+from app.host.export import export
+from app.host.node import node_env
+from app.shapes import infer
+from app.variants import gather
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = ROOT / "tests" / "starter_probe.mjs"
+STARTER_REASON = "the quick first kernel"
+
+
+def visit(kernel: Path, store: Path, mode: str, adapt: bool = True) -> dict:
+    done = subprocess.run(["node", str(PROBE), str(kernel), str(store), mode, str(adapt).lower()], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, env=node_env())
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert done.returncode == 0 and rows, done.stderr[-3000:]
+    return rows[-1]
+
+
+# float32 through either kernel's rounding, against the float64 reference: 32 x 16 taps summed, relative to y's
+# largest value (tests/test_stored_plans.py allows 1e-4 on such layers)
+TOLERANCE = 1e-4
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("starter") / "kernel"
+    export(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def first_visit(kernel, tmp_path_factory) -> tuple[Path, dict]:
+    store = tmp_path_factory.mktemp("first") / "plans.json"
+    first = visit(kernel, store, "first")
+    assert first["starterStored"], first
+    assert all(STARTER_REASON not in c["reason"] for c in first["calls"]) and first["firstErr"] < TOLERANCE
+    return store, first
+
+
+def test_a_revisit_runs_its_first_call_on_the_starter_then_the_stored_plan(kernel, first_visit, tmp_path):
+    store, first = first_visit
+    plans = tmp_path / "plans.json"
+    plans.write_text(store.read_text())
+    again = visit(kernel, plans, "revisit")
+    calls = again["calls"]
+    assert calls[0]["variant"] == gather.NAMES[2] and calls[0]["reason"].startswith(STARTER_REASON)
+    assert calls[-1]["variant"] == first["calls"][0]["variant"] and STARTER_REASON not in calls[-1]["reason"]
+    assert again["firstErr"] < TOLERANCE and again["lastErr"] < TOLERANCE
+    assert not again["warnings"], again["warnings"]
+
+
+def test_adapt_false_runs_the_stored_plan_alone(kernel, first_visit, tmp_path):
+    store, first = first_visit
+    plans = tmp_path / "plans.json"
+    plans.write_text(store.read_text())
+    again = visit(kernel, plans, "revisit", adapt=False)
+    assert [c["variant"] for c in again["calls"]] == [first["calls"][0]["variant"]]
+
+
+@pytest.mark.parametrize("fault", ["digest", "spec"])
+def test_a_bad_stored_starter_is_dropped_with_a_warning_and_the_plan_runs(kernel, first_visit, tmp_path, fault):
+    store, first = first_visit
+    items = json.loads(store.read_text())
+    (key, text), = items.items()
+    record = json.loads(text)
+    for context in record["adapters"].values():
+        for entry in context["entries"].values():
+            if "starter" in entry:
+                if fault == "digest":
+                    entry["starter"]["digest"] = "0" * 64
+                else:
+                    entry["starter"]["spec"] = "not a spec"
+    items[key] = json.dumps(record)
+    plans = tmp_path / "plans.json"
+    plans.write_text(json.dumps(items))
+    again = visit(kernel, plans, "revisit")
+    assert all(STARTER_REASON not in c["reason"] for c in again["calls"]) and again["firstErr"] < TOLERANCE
+    assert any("a stored starter was dropped" in w for w in again["warnings"]), again["warnings"]
+    kept = json.loads(json.loads(plans.read_text())[key])
+    entries = [e for c in kept["adapters"].values() for e in c["entries"].values()]
+    assert entries and all("starter" not in e for e in entries)  # the starter alone went; the plan stayed
+
+
+def test_the_starter_is_the_ranks_gather_kernel_and_none_where_the_plan_is_that_kernel():
+    caps = DeviceCaps(vendor="google", architecture="swiftshader", is_fallback=True)
+    geom = infer([1, 32, 16, 16], [32, 16, 4, 4], None, {"strides": [2, 2], "pads": [1, 1, 1, 1]})
+    chosen = planner.plan(geom, caps).variant
+    got = planner.starter(geom, caps, chosen)
+    assert got["variant"] == gather.NAMES[2] and got["predicted_ms"] > 0 and got["chosen_ms"] > 0
+    assert planner.starter(geom, caps, gather.NAMES[2]) is None
