@@ -13,6 +13,7 @@ from app.host.export import export
 from app.host.node import node_env
 from app.shapes import infer
 from app.variants import gather
+from tests.test_stored_plans import digest, wrong_uniform
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tests" / "starter_probe.mjs"
@@ -99,3 +100,24 @@ def test_the_starter_is_the_ranks_gather_kernel_and_none_where_the_plan_is_that_
     got = planner.starter(geom, caps, chosen)
     assert got["variant"] == gather.NAMES[2] and got["predicted_ms"] > 0 and got["chosen_ms"] > 0
     assert planner.starter(geom, caps, gather.NAMES[2]) is None
+
+
+def test_a_starter_made_beside_another_plan_is_dropped(kernel, first_visit, tmp_path):
+    """A plan entry replaced (by the package, or edited with its digest recomputed) leaves no starter of the old one
+    running before it."""
+    store, _ = first_visit
+    items = json.loads(store.read_text())
+    (key, text), = items.items()
+    record = json.loads(text)
+    for context in record["adapters"].values():
+        for entry in context["entries"].values():
+            if "starter" in entry:  # the plan edited, its digest recomputed: the starter was made beside the old one
+                wrong_uniform(entry["spec"])
+                entry["digest"] = digest(entry["spec"])
+    items[key] = json.dumps(record)
+    plans = tmp_path / "plans.json"
+    plans.write_text(json.dumps(items))
+    again = visit(kernel, plans, "revisit")
+    # the edited plan runs (Python replaces it once up: tests/test_stored_plans.py), never the old plan's starter
+    assert all(STARTER_REASON not in c["reason"] for c in again["calls"])
+    assert any("made beside another plan" in w for w in again["warnings"]), again["warnings"]

@@ -169,7 +169,8 @@ def test_an_entry_altered_past_the_checks_is_replaced_once_python_has_planned_it
     assert again["fromStore"] and correct(again["first"], again["reference"]) and not again["warnings"]
     _, _, entry = the_entry(json.loads(store.read_text()))
     _, _, original = the_entry(items)
-    assert entry == original
+    # a starter beside the plan is made by a visit's timing (tests/test_starter.py): the plan itself is the original
+    assert entry["spec"] == original["spec"] and entry["digest"] == original["digest"]
 
 
 @pytest.mark.parametrize("content", [

@@ -5,8 +5,8 @@
 // rebuilt here, compiled, and run, with no Python. One record per package revision (the sha-256 of bundle.zip,
 // which holds the Python package, the templates and the tuning tables that decide every plan): the features and
 // limits the device was opened with, and per adapter (device.mjs adapterKey) the tuning tables' revision the
-// plans followed (`planning`), the entries by signature, each {digest, spec, starter?} (starter: {digest, spec,
-// mainMs, starterMs}, a quick first kernel where the plan compiles slowly: kernel.mjs), and what adaptation learned by
+// plans followed (`planning`), the entries by signature, each {digest, spec, starter?} (starter: {digest, plan: the
+// entry's digest, spec, mainMs, starterMs}, a quick first kernel where the plan compiles slowly: kernel.mjs), and what adaptation learned by
 // signature ({variant, params, why}: adapt.mjs), which Python takes as the planner's measured step, and what
 // adaptation measured of the cost model (`calibration`: per rate key the weighted count and sum of log(measured /
 // predicted)), which Python applies to its predictions (app/calibration.py).
@@ -319,12 +319,14 @@ export class PlanRecord {
    * dropped, with a warning naming why). */
   async checkedStarter(adapter, planning, signature, request, limits) {
     const context = this.data.adapters[adapter];
-    const starter = context?.planning === planning ? context.entries[signature]?.starter : undefined;
+    const entry = context?.planning === planning ? context.entries[signature] : undefined;
+    const starter = entry?.starter;
     if (starter === undefined) return null;
     const ms = (v) => typeof v === "number" && v > 0 && v < 1e6;
     let fault = !isObject(starter) || typeof starter.digest !== "string" || !ms(starter.mainMs) || !ms(starter.starterMs)
-      ? "not {digest, spec, mainMs, starterMs}" : await digestOf(starter.spec) !== starter.digest
-        ? "its digest does not match its content" : null;
+      ? "not {digest, plan, spec, mainMs, starterMs}" : starter.plan !== entry.digest
+        ? "it was made beside another plan" : await digestOf(starter.spec) !== starter.digest
+          ? "its digest does not match its content" : null;
     fault ??= storedSpecFault(starter.spec, request, limits);
     if (fault === null) return { spec: starter.spec, mainMs: starter.mainMs, starterMs: starter.starterMs };
     warnStore(this.name, `a stored starter was dropped (${fault}); its plan runs first`);
@@ -337,7 +339,7 @@ export class PlanRecord {
   /** Keeps a starter beside the entry of `signature` whose spec is `main` (none where the entry changed since). */
   async keepStarter(context, signature, main, spec, mainMs, starterMs) {
     const digest = await digestOf(main);
-    const starter = { digest: await digestOf(spec), spec, mainMs, starterMs };
+    const starter = { digest: await digestOf(spec), plan: digest, spec, mainMs, starterMs };
     const change = (data) => {
       const entry = contextOf(data, context).entries[signature];
       if (isObject(entry) && entry.digest === digest) entry.starter = starter;
