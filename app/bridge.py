@@ -113,8 +113,9 @@ async def plan_launch(kernel, request, key: str) -> dict:
     (planner.alternatives) beside a plan of the planner's own, and what the model predicts of that plan
     (`predicted`: {key, model_ms}); `calibration` {source, rates}: what adaptation measured of the cost model on
     this adapter (app/calibration.py; `source` names the store in the warnings for what is dropped); `starter`: the
-    variant of the signature's plan, for which the quick first kernel is planned instead (planner.starter: returned
-    as `starter`, None where there is none; kernel.mjs stores it where that plan compiles slowly). `key` includes
+    variant of the signature's plan (true: the one the planner would choose), for which the quick first kernel is
+    planned instead (planner.starter: returned as `starter`, None where there is none; kernel.mjs stores it where that
+    plan compiles slowly, and runs it first where this adapter's plans do). `key` includes
     the kernel's `planning`. Returns {launch, alternatives?, predicted?} or, for requests that get none, {empty:
     {...}} (the output is empty) or {pieces: n} (split past the device's limits: JS runs those through `call`); plus
     Python's timings."""
@@ -129,17 +130,18 @@ async def plan_launch(kernel, request, key: str) -> dict:
     geom = finite.marked(geom, request["finite"])
     validated = time.perf_counter()
     gpu = await kernel.device.current()
-    variant, starter = request["variant"], None
-    if request.get("starter") is not None:  # the quick first kernel beside the variant named (planner.starter)
-        starter = planner.starter(geom, kernel.device.caps, str(request["starter"]))
-        if starter is None:
-            return {"timings": {}, "starter": None}
-        variant = starter["variant"]
     learned = _learned(request.get("learned"))
     given = request.get("calibration")
     calibrated, dropped = calibration.of_request(given.get("rates") if isinstance(given, dict) else None)
     for why in dropped:
         warnings.warn(f"webgpu-convtranspose: {str(given.get('source'))[:200]}: {why}", stacklevel=2)
+    variant, starter = request["variant"], None
+    if request.get("starter") is not None:  # the quick first kernel beside the variant named (planner.starter)
+        chosen = request["starter"]  # true: beside the plan the planner would make (not made here)
+        starter = planner.starter(geom, kernel.device.caps, None if chosen is True else str(chosen), calibrated)
+        if starter is None:
+            return {"timings": {}, "starter": None}
+        variant = starter["variant"]
     made, pieces = await kernel.launch_for(geom, variant, key, params=request.get("params"),
                                            measured=learned, calibration=calibrated)
     timings = {"validate_ms": (validated - started) * 1000, "plan_render_compile_ms": (time.perf_counter() - validated) * 1000}

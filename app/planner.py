@@ -163,16 +163,25 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
     return out
 
 
-def starter(geom: ConvGeometry, caps: DeviceCaps, chosen: str) -> dict | None:
-    """A quick first kernel for a signature whose chosen plan compiles slowly (web/runtime/kernel.mjs weighs it on
-    a revisit): the rank's general gather kernel, the smallest shader that covers every request, with the model's
-    predictions of it and of the `chosen` variant, {variant, predicted_ms, chosen_ms}; None where the chosen plan is
-    that kernel or no model predicts them."""
+def starter(geom: ConvGeometry, caps: DeviceCaps, chosen: str | None = None,
+            calibration: Calibration | None = None) -> dict | None:
+    """A quick first kernel for a signature whose plan compiles slowly (web/runtime/kernel.mjs weighs it and runs it
+    first): the rank's general gather kernel, the smallest shader that covers every request, with the model's
+    predictions of it and of the `chosen` variant (None: the table's choice for the shape class, else the model's
+    fastest: what `plan` picks but a learned choice), {variant, predicted_ms, chosen, chosen_ms}; None where the
+    chosen plan is that kernel, the output or x is empty, or no model predicts them. Ranks once: it runs before a
+    revisit's first result."""
     name = gather.NAMES[geom.rank]
-    rows = {c.variant: ms for c, _, ms in ranked(geom, caps)}
+    if geom.y_size == 0 or geom.x_size == 0:
+        return None
+    order = ranked(geom, caps, calibration=calibration)
+    if chosen is None:
+        table = tuning_tables.measured_choice(geom, caps)
+        chosen = table["variant"] if table and table["variant"] in VARIANTS else order[0][0].variant if order else None
+    rows = {c.variant: ms for c, _, ms in order}
     if chosen == name or not rows.get(name) or not rows.get(chosen):
         return None
-    return {"variant": name, "predicted_ms": rows[name], "chosen_ms": rows[chosen]}
+    return {"variant": name, "predicted_ms": rows[name], "chosen": chosen, "chosen_ms": rows[chosen]}
 
 
 def _forced(geom: ConvGeometry, caps: DeviceCaps, variant: str, params: dict | None,

@@ -2,12 +2,13 @@
 // whose plan compiles slowly on SwiftShader (tools/first_result.mjs LAYER), called until MODE's condition holds:
 //   first:   once, then until the store holds the layer's starter (or 20 s)
 //   revisit: until a call runs the stored plan, not the starter (or 20 s)
+//   new:     as revisit, on the layer at the next scale (NEW_LAYER: a signature no stored plan holds)
 //   node tests/starter_probe.mjs KERNEL_DIR STORE MODE [adapt]     (adapt "false": getKernel's adapt: false)
 // Prints one JSON line: each call's variant and reason, the first and last calls' error against the reference.
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { create, globals } from "webgpu";
-import { LAYER, layerData } from "../tools/first_result.mjs";
+import { LAYER, NEW_LAYER, layerData } from "../tools/first_result.mjs";
 
 const [kernelDir, store, mode, adapt = "true"] = process.argv.slice(2);
 process.env.CONVTRANSPOSE_PLANS = store;
@@ -16,8 +17,9 @@ globalThis.navigator = { gpu: create([]) };
 const warnings = [];
 console.warn = (...args) => { warnings.push(args.join(" ")); };
 
-const data = layerData();
-const call = { x: { data: data.x, shape: LAYER.x }, w: { data: data.w, shape: LAYER.w, constant: true }, ...LAYER.attributes };
+const layer = mode === "new" ? NEW_LAYER : LAYER;
+const data = layerData(7, layer);
+const call = { x: { data: data.x, shape: layer.x }, w: { data: data.w, shape: layer.w, constant: true }, ...layer.attributes };
 const module = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
 const kernel = await module.getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, adapt: adapt === "true" });
 const calls = [];

@@ -61,6 +61,21 @@ def test_a_revisit_runs_its_first_call_on_the_starter_then_the_stored_plan(kerne
     assert not again["warnings"], again["warnings"]
 
 
+def test_a_new_signature_on_an_adapter_whose_plans_compile_slowly_runs_its_starter_first(kernel, first_visit, tmp_path):
+    """A stored starter says this adapter compiles plans slowly: a signature no plan is stored for runs its first
+    calls on its starter while Python plans and compiles the plan behind them; the plan is stored for the next visit."""
+    store, first = first_visit
+    plans = tmp_path / "plans.json"
+    plans.write_text(store.read_text())
+    got = visit(kernel, plans, "new")
+    calls = got["calls"]
+    assert calls[0]["variant"] == gather.NAMES[2] and calls[0]["reason"].startswith(STARTER_REASON), calls
+    assert calls[-1]["variant"] != gather.NAMES[2] and STARTER_REASON not in calls[-1]["reason"], calls
+    assert got["firstErr"] < TOLERANCE and got["lastErr"] < TOLERANCE and not got["warnings"], got
+    record = json.loads(next(iter(json.loads(plans.read_text()).values())))
+    assert sum(len(c["entries"]) for c in record["adapters"].values()) == 2
+
+
 def test_adapt_false_runs_the_stored_plan_alone(kernel, first_visit, tmp_path):
     store, first = first_visit
     plans = tmp_path / "plans.json"

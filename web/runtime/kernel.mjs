@@ -33,7 +33,7 @@ const VERIFY = "|verify";  // the launch key under which Python plans a signatur
 // A signature whose plan took STARTER.compileMs or more to compile gets a starter (the quick first kernel
 // app/planner.py starter names) stored beside it, where its compile and predicted run beat the plan's by `margin`:
 // a revisit runs its first calls on the starter while the plan compiles (docs/decisions.md#starter).
-const STARTER = { compileMs: 100, margin: 0.25 };
+const STARTER = { compileMs: 100, margin: 0.1 };
 
 // Python's start waits, on a revisit, for the first call that runs from stored plans (or HOLD_MS): both on one
 // thread, the call would otherwise wait seconds for Pyodide's start. It does not wait on a first visit (no plans
@@ -471,17 +471,21 @@ async function openKernel(id, options) {
   const pending = new Map();  // signature -> the Python planning under way (concurrent first calls share it)
   const special = new Map();  // signatures that never get a launch: empty outputs, requests split into pieces
 
-  async function plan(key, tensors, attributes, variant, finite, profile) {
-    firstStoredRun?.release();  // a call the store cannot serve waits for Python: it starts now
-    await python;
-    const calibration = variant === null ? await calibrationFor() : null;
+  /** Python plans `key`, once however many calls wait on it: {launch, ...} kept in the store and weighed for a
+   * starter (weighStarter), with a trial where adaptation has candidates; or {empty}/{pieces}, kept in `special`. */
+  function planned(key, request) {
     if (!pending.has(key)) {
-      const request = { ...requestMeta(tensors, attributes, variant, finite), calibration };
+      const variant = request.variant;
       const job = callPython("plan_launch", pyKernel, { ...request, learned: learnedFor(key),
         // the trial bounds the pool by the first pick's measured time (Trial.begin)
         adapt: adapt && variant === null ? { count: ADAPT.pool } : null }, key)
-        .then((out) => {
-          if (out.launch && out.alternatives?.length) {
+        .then(async (out) => {
+          if (out.executor) adopt(out.executor);
+          if (!out.launch) {
+            special.set(key, out);
+            return out;
+          }
+          if (out.alternatives?.length) {
             const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch, ...out.predicted },
               out.alternatives);
             Object.assign(trial, { key, request });
@@ -489,26 +493,62 @@ async function openKernel(id, options) {
             trials.push(trial);
             out.launch.trial = trial;
           }
+          // stored before the first result returns (a few ms beside planning), so that a process that exits then keeps it
+          await keep(key, out.launch).catch((err) => console.warn(`webgpu-convtranspose: a plan was not stored (${err?.message ?? err})`));
+          if (adapt && variant === null && shared()) {
+            // once the runtime's rest has loaded: compiled beside that load, the starter's compile read 0.1-0.34 s
+            // against 0.04-0.06 s (the resolve waits for the thread), and the starter lost a round in four
+            setTimeout(() => bootApp().then(() => weighStarter(key, request, out.launch))
+              .catch((err) => console.warn(`webgpu-convtranspose: no starter was made (${err?.message ?? err})`)), 0);
+          }
           return out;
         })
         .finally(() => pending.delete(key));
       pending.set(key, job);
     }
-    const out = await pending.get(key);
-    if (profile) Object.assign(profile, { python: out.timings });
-    if (out.executor) adopt(out.executor);
-    if (out.launch) {
-      // stored before the first result returns (a few ms beside planning), so that a process that exits then keeps it
-      await keep(key, out.launch).catch((err) => console.warn(`webgpu-convtranspose: a plan was not stored (${err?.message ?? err})`));
-      if (adapt && variant === null && shared()) {
-        const request = requestMeta(tensors, attributes, variant, finite);
-        setTimeout(() => weighStarter(key, request, out.launch)
-          .catch((err) => console.warn(`webgpu-convtranspose: no starter was made (${err?.message ?? err})`)), 0);
-      }
+    return pending.get(key);
+  }
+
+  /** A signature seen for the first time on an adapter whose plans compile slowly (a starter is stored beside one of
+   * them): its starter planned and compiled, serving the calls while Python plans and compiles the plan itself
+   * behind them; null where the signature has none (its plan is the gather kernel, or it is empty or split). */
+  async function startQuick(key, request) {
+    const made = (async () => {
+      const out = await callPython("plan_launch", pyKernel, { ...request, learned: learnedFor(key), starter: true },
+        `${key}|starter`);
+      if (!out.launch) return null;
+      out.launch.starterOf = out.starter.chosen;
+      out.launch.timings = out.timings;
+      // after its first result (runStarter): planned beside that call, the plan held the thread 0.1-0.25 s
+      out.launch.behind = () => planned(key, request)
+        .finally(() => { starting.delete(key); exec.evict(`${key}|starter`); })  // destroyed once no call runs it
+        .catch(() => {});  // a call of the key meets the error
       return out.launch;
+    })();
+    starting.set(key, made);
+    try {
+      return await made;
+    } finally {
+      if (!(await made.catch(() => null))) starting.delete(key);
     }
-    special.set(key, out);
-    return null;
+  }
+
+  async function plan(key, tensors, attributes, variant, finite, profile) {
+    firstStoredRun?.release();  // a call the store cannot serve waits for Python: it starts now
+    await python;
+    if (starting.has(key)) return starting.get(key);
+    const calibration = variant === null ? await calibrationFor() : null;
+    const request = { ...requestMeta(tensors, attributes, variant, finite), calibration };
+    if (adapt && variant === null && !pending.has(key) && stored?.adapter && stored.record.slowCompiles(stored.adapter, planning)) {
+      const quick = await startQuick(key, request);
+      if (quick) {
+        if (profile) Object.assign(profile, { python: quick.timings });
+        return quick;
+      }
+    }
+    const out = await planned(key, request);
+    if (profile) Object.assign(profile, { python: out.timings });
+    return out.launch ?? null;
   }
 
   /** What runs in Python, on numpy arrays: requests split into pieces past the device's limits, and float16
@@ -568,11 +608,17 @@ async function openKernel(id, options) {
     }
   };
 
-  /** A call on a starter, its meta saying so. */
+  /** A call on a starter, its meta saying so; the first one's end starts what it waits behind (startQuick). */
   async function runStarter(launch, call) {
-    const out = await launch.run(call.tensors, call);
-    out.meta.reason = `the quick first kernel while this signature's stored plan (${launch.starterOf}) compiles`;
-    return out;
+    try {
+      const out = await launch.run(call.tensors, call);
+      out.meta.reason = `the quick first kernel while this signature's plan (${launch.starterOf}) compiles`;
+      return out;
+    } finally {
+      const behind = launch.behind;
+      launch.behind = null;
+      if (behind) setTimeout(behind, 0);
+    }
   }
 
   // runFinite's side of a call (finite.mjs), made once per kernel

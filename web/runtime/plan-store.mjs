@@ -336,6 +336,13 @@ export class PlanRecord {
     return null;
   }
 
+  /** Whether a plan on this adapter, under `planning`, compiled slowly enough that a starter was kept beside it:
+   * then a signature seen for the first time runs its starter first too (kernel.mjs). */
+  slowCompiles(adapter, planning) {
+    const context = this.data.adapters[adapter];
+    return context?.planning === planning && Object.values(context.entries).some((e) => isObject(e?.starter));
+  }
+
   /** Keeps a starter beside the entry of `signature` whose spec is `main` (none where the entry changed since). */
   async keepStarter(context, signature, main, spec, mainMs, starterMs) {
     const digest = await digestOf(main);

@@ -67,7 +67,8 @@ export async function callPython(name, ...args) {
   try {
     return await callPythonNow(name, ...args);
   } finally {
-    // a first call has been planned: the rest of the runtime loads while its GPU work runs
-    if (name === "plan_launch") app.loadRest();
+    // a first call has been planned: the rest of the runtime loads while its GPU work runs (a starter's plan is
+    // followed by its signature's own, which loads it: kernel.mjs startQuick)
+    if (name === "plan_launch" && !args[1]?.starter) app.loadRest();
   }
 }
