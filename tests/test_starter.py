@@ -33,6 +33,22 @@ def visit(kernel: Path, store: Path, mode: str, adapt: bool = True) -> dict:
 TOLERANCE = 1e-4
 
 
+def edited(store: Path, tmp_path: Path, change) -> tuple[Path, str]:
+    """A copy of the first visit's store with `change(entry)` applied to each entry that holds a starter: (its
+    path, the record's key)."""
+    items = json.loads(store.read_text())
+    (key, text), = items.items()
+    record = json.loads(text)
+    for context in record["adapters"].values():
+        for entry in context["entries"].values():
+            if "starter" in entry:
+                change(entry)
+    items[key] = json.dumps(record)
+    plans = tmp_path / "plans.json"
+    plans.write_text(json.dumps(items))
+    return plans, key
+
+
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("starter") / "kernel"
@@ -86,20 +102,13 @@ def test_adapt_false_runs_the_stored_plan_alone(kernel, first_visit, tmp_path):
 
 @pytest.mark.parametrize("fault", ["digest", "spec"])
 def test_a_bad_stored_starter_is_dropped_with_a_warning_and_the_plan_runs(kernel, first_visit, tmp_path, fault):
-    store, first = first_visit
-    items = json.loads(store.read_text())
-    (key, text), = items.items()
-    record = json.loads(text)
-    for context in record["adapters"].values():
-        for entry in context["entries"].values():
-            if "starter" in entry:
-                if fault == "digest":
-                    entry["starter"]["digest"] = "0" * 64
-                else:
-                    entry["starter"]["spec"] = "not a spec"
-    items[key] = json.dumps(record)
-    plans = tmp_path / "plans.json"
-    plans.write_text(json.dumps(items))
+    def change(entry):
+        if fault == "digest":
+            entry["starter"]["digest"] = "0" * 64
+        else:
+            entry["starter"]["spec"] = "not a spec"
+
+    plans, key = edited(first_visit[0], tmp_path, change)
     again = visit(kernel, plans, "revisit")
     assert all(STARTER_REASON not in c["reason"] for c in again["calls"]) and again["firstErr"] < TOLERANCE
     assert any("a stored starter was dropped" in w for w in again["warnings"]), again["warnings"]
@@ -120,19 +129,27 @@ def test_the_starter_is_the_ranks_gather_kernel_and_none_where_the_plan_is_that_
 def test_a_starter_made_beside_another_plan_is_dropped(kernel, first_visit, tmp_path):
     """A plan entry replaced (by the package, or edited with its digest recomputed) leaves no starter of the old one
     running before it."""
-    store, _ = first_visit
-    items = json.loads(store.read_text())
-    (key, text), = items.items()
-    record = json.loads(text)
-    for context in record["adapters"].values():
-        for entry in context["entries"].values():
-            if "starter" in entry:  # the plan edited, its digest recomputed: the starter was made beside the old one
-                wrong_uniform(entry["spec"])
-                entry["digest"] = digest(entry["spec"])
-    items[key] = json.dumps(record)
-    plans = tmp_path / "plans.json"
-    plans.write_text(json.dumps(items))
+    def change(entry):  # the plan edited, its digest recomputed: the starter was made beside the old one
+        wrong_uniform(entry["spec"])
+        entry["digest"] = digest(entry["spec"])
+
+    plans, _ = edited(first_visit[0], tmp_path, change)
     again = visit(kernel, plans, "revisit")
     # the edited plan runs (Python replaces it once up: tests/test_stored_plans.py), never the old plan's starter
     assert all(STARTER_REASON not in c["reason"] for c in again["calls"])
     assert any("made beside another plan" in w for w in again["warnings"]), again["warnings"]
+
+
+def test_a_starter_measured_slower_than_its_plan_on_a_revisit_runs_that_visit_and_is_dropped(kernel, first_visit,
+                                                                                          tmp_path):
+    """Its own compile is measured on the revisit that runs it (startWith): past what the plan's compile and run
+    took, the next visits run the plan alone."""
+    def change(entry):
+        entry["starter"]["mainMs"] = 0.001
+
+    plans, key = edited(first_visit[0], tmp_path, change)
+    again = visit(kernel, plans, "revisit")
+    assert again["calls"][0]["reason"].startswith(STARTER_REASON) and not again["warnings"], again
+    kept = json.loads(json.loads(plans.read_text())[key])
+    entries = [e for c in kept["adapters"].values() for e in c["entries"].values()]
+    assert entries and all("starter" not in e for e in entries)

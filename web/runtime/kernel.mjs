@@ -31,7 +31,8 @@ const signatureOf = (key) => key.slice(key.indexOf("|") + 1);  // a launch key w
 const HOLD_MS = 2000;  // the longest a revisit holds Python back for its stored plans' first call
 const VERIFY = "|verify";  // the launch key under which Python plans a signature again that ran from the store
 // A signature whose plan took STARTER.compileMs or more to compile gets a starter (the quick first kernel
-// app/planner.py starter names) stored beside it, where its compile and predicted run beat the plan's by `margin`:
+// app/planner.py starter names) stored beside it, where its predicted run beats the plan's compile and run by `margin`
+// (its own compile, measured on the revisit that runs it, drops it where that is past them):
 // a revisit runs its first calls on the starter while the plan compiles (docs/decisions.md#starter).
 const STARTER = { compileMs: 100, margin: 0.1 };
 
@@ -218,7 +219,12 @@ async function openKernel(id, options) {
   /** A stored starter's launch, compiled and built, serving `key`'s calls while the stored plan `spec` compiles
    * behind it; once that is built it takes the key (unverified, as fromStore's launches), and the starter goes. */
   async function startWith(key, spec, starter, calibration, call, finite) {
+    const started = performance.now();
     const quick = await timedPhase("compile a stored starter", () => runnable(starter.spec, exec));
+    if (performance.now() - started + starter.runMs >= (1 - STARTER.margin) * starter.mainMs) {
+      // measured slower to a first result than its plan on this adapter: this call uses it, the next visits not
+      stored.record.dropStarter(stored.adapter, signatureOf(key)).catch(() => {});
+    }
     const launch = exec.buildLaunch(quick, `${key}|starter`);
     launch.starterOf = spec.variant;
     starting.set(key, launch);
@@ -242,19 +248,21 @@ async function openKernel(id, options) {
   }
 
   /** After a signature's first result, where its plan compiled slowly: the starter planned and compiled behind the
-   * calls, and stored beside the plan when its compile and predicted run beat the plan's by STARTER.margin. */
+   * calls, and stored beside the plan when its predicted run beats the plan's compile and run by STARTER.margin (a
+   * revisit that measures its compile too long drops it: startWith). */
   async function weighStarter(key, request, main) {
     const mainCompileMs = exec.compileMs(main.spec);
     if (startersAsked.has(key) || mainCompileMs < STARTER.compileMs) return;
     startersAsked.add(key);
     const out = await callPython("plan_launch", pyKernel, { ...request, starter: main.variant }, `${key}|starter`);
     if (!out.launch) return;
-    const starterMs = exec.compileMs(out.launch.spec) + out.starter.predicted_ms;
-    const mainMs = mainCompileMs + out.starter.chosen_ms;
-    const context = starterMs < (1 - STARTER.margin) * mainMs ? await persisted() : null;
+    // its own compile is measured where it counts, on the revisit (startWith): compiled here behind the calls it
+    // queued behind adaptation's candidates and the runtime's load (1.8 s read against 0.04-0.06 s)
+    const runMs = out.starter.predicted_ms, mainMs = mainCompileMs + out.starter.chosen_ms;
+    const context = runMs < (1 - STARTER.margin) * mainMs ? await persisted() : null;
     if (context) {
       await stored.record.keepStarter(context, signatureOf(key), storable(main.spec, exec.sources),
-        storable(out.launch.spec, exec.sources), mainMs, starterMs);
+        storable(out.launch.spec, exec.sources), mainMs, runMs);
     }
     exec.evict(`${key}|starter`);
   }
@@ -496,8 +504,7 @@ async function openKernel(id, options) {
           // stored before the first result returns (a few ms beside planning), so that a process that exits then keeps it
           await keep(key, out.launch).catch((err) => console.warn(`webgpu-convtranspose: a plan was not stored (${err?.message ?? err})`));
           if (adapt && variant === null && shared()) {
-            // once the runtime's rest has loaded: compiled beside that load, the starter's compile read 0.1-0.34 s
-            // against 0.04-0.06 s (the resolve waits for the thread), and the starter lost a round in four
+            // once the runtime's rest has loaded: its planning then holds back no first call
             setTimeout(() => bootApp().then(() => weighStarter(key, request, out.launch))
               .catch((err) => console.warn(`webgpu-convtranspose: no starter was made (${err?.message ?? err})`)), 0);
           }

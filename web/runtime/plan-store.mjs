@@ -6,7 +6,7 @@
 // which holds the Python package, the templates and the tuning tables that decide every plan): the features and
 // limits the device was opened with, and per adapter (device.mjs adapterKey) the tuning tables' revision the
 // plans followed (`planning`), the entries by signature, each {digest, spec, starter?} (starter: {digest, plan: the
-// entry's digest, spec, mainMs, starterMs}, a quick first kernel where the plan compiles slowly: kernel.mjs), and what adaptation learned by
+// entry's digest, spec, mainMs, runMs}, a quick first kernel where the plan compiles slowly: kernel.mjs), and what adaptation learned by
 // signature ({variant, params, why}: adapt.mjs), which Python takes as the planner's measured step, and what
 // adaptation measured of the cost model (`calibration`: per rate key the weighted count and sum of log(measured /
 // predicted)), which Python applies to its predictions (app/calibration.py).
@@ -314,26 +314,31 @@ export class PlanRecord {
   }
 
   /** A signature's starter on this adapter (its quick first kernel where its plan compiles slowly: kernel.mjs),
-   * checked as a stored plan is, and its times {spec, mainMs, starterMs} (what the plan's compile and run and the
-   * starter's were measured and predicted to take); null when there is none or it fails a check (then it alone is
-   * dropped, with a warning naming why). */
+   * checked as a stored plan is, and its times {spec, mainMs, runMs} (the plan's measured compile and predicted run,
+   * the starter's predicted run); null when there is none or it fails a check (then it alone is dropped, with a
+   * warning naming why). */
   async checkedStarter(adapter, planning, signature, request, limits) {
     const context = this.data.adapters[adapter];
     const entry = context?.planning === planning ? context.entries[signature] : undefined;
     const starter = entry?.starter;
     if (starter === undefined) return null;
     const ms = (v) => typeof v === "number" && v > 0 && v < 1e6;
-    let fault = !isObject(starter) || typeof starter.digest !== "string" || !ms(starter.mainMs) || !ms(starter.starterMs)
-      ? "not {digest, plan, spec, mainMs, starterMs}" : starter.plan !== entry.digest
+    let fault = !isObject(starter) || typeof starter.digest !== "string" || !ms(starter.mainMs) || !ms(starter.runMs)
+      ? "not {digest, plan, spec, mainMs, runMs}" : starter.plan !== entry.digest
         ? "it was made beside another plan" : await digestOf(starter.spec) !== starter.digest
           ? "its digest does not match its content" : null;
     fault ??= storedSpecFault(starter.spec, request, limits);
-    if (fault === null) return { spec: starter.spec, mainMs: starter.mainMs, starterMs: starter.starterMs };
+    if (fault === null) return { spec: starter.spec, mainMs: starter.mainMs, runMs: starter.runMs };
     warnStore(this.name, `a stored starter was dropped (${fault}); its plan runs first`);
+    await this.dropStarter(adapter, signature);
+    return null;
+  }
+
+  /** Forgets a signature's starter (its plan stays), here and in the store. */
+  async dropStarter(adapter, signature) {
     const change = (data) => { delete data.adapters[adapter]?.entries[signature]?.starter; };
     change(this.data);
     await this.write(change);
-    return null;
   }
 
   /** Whether a plan on this adapter, under `planning`, compiled slowly enough that a starter was kept beside it:
@@ -344,9 +349,9 @@ export class PlanRecord {
   }
 
   /** Keeps a starter beside the entry of `signature` whose spec is `main` (none where the entry changed since). */
-  async keepStarter(context, signature, main, spec, mainMs, starterMs) {
+  async keepStarter(context, signature, main, spec, mainMs, runMs) {
     const digest = await digestOf(main);
-    const starter = { digest: await digestOf(spec), plan: digest, spec, mainMs, starterMs };
+    const starter = { digest: await digestOf(spec), plan: digest, spec, mainMs, runMs };
     const change = (data) => {
       const entry = contextOf(data, context).entries[signature];
       if (isObject(entry) && entry.digest === digest) entry.starter = starter;
