@@ -212,7 +212,8 @@ async function openKernel(id, options) {
   if (!early) await python;
   const shared = () => persist && stored && sharedDevice()?.promise;
 
-  // A revisit's starters, by key, while their plans compile
+  // Starters serving a key while its plan compiles (a stored one: startWith) or is planned (startQuick): the launch,
+  // or the promise of it
   const starting = new Map();
   const startersAsked = new Set();  // keys whose starter was weighed (once per kernel)
 
@@ -256,8 +257,8 @@ async function openKernel(id, options) {
     startersAsked.add(key);
     const out = await callPython("plan_launch", pyKernel, { ...request, starter: main.variant }, `${key}|starter`);
     if (!out.launch) return;
-    // its own compile is measured where it counts, on the revisit (startWith): compiled here behind the calls it
-    // queued behind adaptation's candidates and the runtime's load (1.8 s read against 0.04-0.06 s)
+    // its own compile is measured where it counts, on the revisit (startWith): here it queues behind adaptation's
+    // candidates and the runtime's load (1.8 s read against 0.04-0.06 s alone)
     const runMs = out.starter.predicted_ms, mainMs = mainCompileMs + out.starter.chosen_ms;
     const context = runMs < (1 - STARTER.margin) * mainMs ? await persisted() : null;
     if (context) {
