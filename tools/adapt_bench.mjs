@@ -4,10 +4,12 @@
 // the calibration the trials measured, as a kernel opened next plans with it ({calibration}: kernel.calibration()).
 // tools/choice_report.py reads them beside the `bench --variants all` run of the same cases (`--calibration`: a
 // run's last line, applied to the planner's first-call choice).
-//   node tools/adapt_bench.mjs KERNEL_DIR BENCH.json TIER DTYPE [CASES=a,b] [CALLS=20] [GAP_MS=0]
+//   node tools/adapt_bench.mjs KERNEL_DIR BENCH.json TIER DTYPE [CASES=a,b] [CALLS=20] [GAP_MS=0] [BUSY_MS=0]
 // in Node on Dawn (KERNEL_DIR: `python -m app export` of this tree); in headless Chromium, adaptRows runs in the
 // app's page (tools/adapt_browser.py). GAP_MS: a pause between calls, as an app's frame loop leaves (Python plans
-// the candidates in the gaps; without them it plans while the calls wait on the GPU).
+// the candidates in the gaps; without them it plans while the calls wait on the GPU). BUSY_MS: untimed GPU work of
+// about that long queued right before each call, as a model's other layers keep the GPU at its working clocks
+// (the regime the bench and cuDNN are timed in: app/timing.py BUSY_MS); 0 leaves the GPU idle between calls.
 
 const count = (shape) => shape.reduce((a, b) => a * b, 1);
 const view = new DataView(new ArrayBuffer(4));
@@ -18,7 +20,7 @@ function halfBits(f) {  // round toward zero, tiny values to 0: seeded bench dat
 }
 
 /** One row per case of `cases` (bench.json's format), each through one kernel of `getKernel`; emit(row). */
-export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap = 0, emit }) {
+export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap = 0, busy = null, emit }) {
   const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
   await kernel.ready;
   emit({ device: await kernel.device() });
@@ -42,6 +44,7 @@ export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap
     let error = null;
     try {
       for (let i = 0; i < calls; i++) {
+        busy?.();
         variants.push((await kernel(request)).meta.variant);
         if (gap) await new Promise((r) => setTimeout(r, gap));
       }
@@ -56,8 +59,43 @@ export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap
   emit({ calibration: await next.calibration() });
 }
 
+/** A function that queues about `ms` of untimed work on `device` (every SM busy with a chain of FMAs), sized by
+ * timing it here. */
+export async function busyWork(device, ms) {
+  const code = `@group(0) @binding(0) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<uniform> n: u32;
+@compute @workgroup_size(256) fn main(@builtin(global_invocation_id) id: vec3u) {
+  var a = f32(id.x) * 1e-6;
+  for (var i = 0u; i < n; i++) { a = fma(a, 1.0001, 1e-7); }
+  out[id.x] = a;
+}`;
+  const groups = 1024;
+  const pipeline = device.createComputePipeline({ layout: "auto", compute: { module: device.createShaderModule({ code }) } });
+  const out = device.createBuffer({ size: groups * 256 * 4, usage: GPUBufferUsage.STORAGE });
+  const loops = device.createBuffer({ size: 4, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+  const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0),
+    entries: [{ binding: 0, resource: { buffer: out } }, { binding: 1, resource: { buffer: loops } }] });
+  const submit = (n) => {
+    device.queue.writeBuffer(loops, 0, new Uint32Array([n]));
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline); pass.setBindGroup(0, group); pass.dispatchWorkgroups(groups); pass.end();
+    device.queue.submit([encoder.finish()]);
+  };
+  let n = 1 << 12, took = 0;
+  for (let i = 0; i < 4 && took < ms / 2; i++) {  // grows the loop until one run takes a good share of `ms`
+    const start = performance.now();
+    submit(n);
+    await device.queue.onSubmittedWorkDone();
+    took = performance.now() - start;
+    if (took < ms / 2) n = Math.min(1 << 30, Math.ceil(n * Math.min(64, ms / Math.max(took, 0.01))));
+  }
+  n = Math.max(1, Math.round(n * ms / took));
+  return () => submit(n);
+}
+
 if (typeof process !== "undefined" && process.argv[1]?.endsWith("adapt_bench.mjs")) {
-  const [kernelDir, benchPath, tier, dtype, only = "", calls = "20", gap = "0"] = process.argv.slice(2);
+  const [kernelDir, benchPath, tier, dtype, only = "", calls = "20", gap = "0", busyMs = "0"] = process.argv.slice(2);
   const { readFileSync } = await import("node:fs");
   const { pathToFileURL } = await import("node:url");
   const { create, globals } = await import("webgpu");
@@ -68,7 +106,14 @@ if (typeof process !== "undefined" && process.argv[1]?.endsWith("adapt_bench.mjs
   const m = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
   const keep = only ? new Set(only.split(",")) : null;
   const cases = JSON.parse(readFileSync(benchPath, "utf8")).cases.filter((c) => c.tier === tier && (!keep || keep.has(c.name)));
-  await adaptRows(m.getKernel, cases, { tier, dtype, calls: Number(calls), gap: Number(gap),
+  let busy = null;
+  if (Number(busyMs) > 0) {  // on the kernel's own device and queue: the work runs before the call's, no gap between
+    const { sharedDevice } = await import(pathToFileURL(`${kernelDir}/web/runtime/device.mjs`).href);
+    const opened = await m.getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false })
+      .then((k) => k.ready).then(() => sharedDevice().promise);
+    busy = await busyWork(opened.device, Number(busyMs));
+  }
+  await adaptRows(m.getKernel, cases, { tier, dtype, calls: Number(calls), gap: Number(gap), busy,
                                         emit: (row) => console.log(JSON.stringify(row)) });
   process.exit(0);
 }

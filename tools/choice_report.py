@@ -51,6 +51,11 @@ def _gmean(values):
     return math.exp(statistics.fmean(math.log(v) for v in values)) if values else float("nan")
 
 
+def _median(values):
+    v = [x for x in values if x]
+    return statistics.median(v) if v else float("nan")
+
+
 def _device(runs: Path) -> str:
     """RUNS_DIR/device.json, written from an adaptation run's first line ({device}) where there is none."""
     path = runs / "device.json"
@@ -84,7 +89,7 @@ def read_calibration(path: Path) -> calibration.Calibration | None:
     return got
 
 
-def rows(runs: Path, calibrated: calibration.Calibration | None = None) -> list[dict]:
+def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: str = "adapt-*.jsonl") -> list[dict]:
     caps = device_caps(_device(runs))
     benches = {"fresh": json.loads((runs / "fresh.json").read_text()) if (runs / "fresh.json").exists() else None,
                None: json.loads((ROOT / "bench.json").read_text())}
@@ -95,7 +100,7 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None) -> list[
                 if r.get(dtype):
                     torch[(path.stem.removeprefix("torch-"), r["case"], dtype)] = r[dtype]["median_ms"]
     adapted = {}  # (tier, case, dtype) -> an adapt_bench row
-    for path in runs.glob("adapt-*.jsonl"):
+    for path in runs.glob(adapt):
         for line in path.read_text().splitlines():
             if line.startswith('{"tier"'):
                 r = json.loads(line)
@@ -132,6 +137,10 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None) -> list[
         same = [r for r in rs if adapted_variant and VARIANTS[r["variant"]].tuning_name ==
                 VARIANTS[adapted_variant].tuning_name]
         adapted_ms = same[0]["median_ms"] if same else None
+        # the trial's time of its first pick over the bench's: how far the calls' regime (clocks) is from the bench's
+        first = [r for r in rs if trial and VARIANTS[r["variant"]].tuning_name ==
+                 VARIANTS[trial["first"]["variant"]].tuning_name]
+        regime = trial["first"]["ms"] / first[0]["median_ms"] if first and trial["first"]["ms"] else None
         out.append({"tier": tier, "case": name, "dtype": dtype, "planner": chosen.variant, "planner_ms": ours,
                     "reason": chosen.reason, "best": best["variant"], "best_ms": best["median_ms"],
                     "ratio_to_best": ours / best["median_ms"] if ours else None,
@@ -142,7 +151,7 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None) -> list[
                     "adapted": adapted_variant, "adapted_ms": adapted_ms,
                     "adapted_to_best": adapted_ms / best["median_ms"] if adapted_ms else None,
                     "trial_calls": trial["calls"] if trial else None, "settled": bool(trial and trial["done"]),
-                    "cost_share": trial["cost_share"] if trial else None})
+                    "cost_share": trial["cost_share"] if trial else None, "trial_over_bench": regime})
     return out
 
 
@@ -172,7 +181,8 @@ def summary(out: list[dict]) -> list[str]:
                     f"worst {max(a):.2f}x; {len(trials)} trials, {sum(r['settled'] for r in trials)} settled, calls "
                     f"{max((r['trial_calls'] for r in trials), default=0)} at most; exploration cost "
                     f"{max(costs, default=0):.3f} of 50 first-pick calls at most; vs cuDNN "
-                    f"{_gmean(r['cudnn_ms'] / r['adapted_ms'] for r in ad if r['cudnn_ms']):.2f}")
+                    f"{_gmean(r['cudnn_ms'] / r['adapted_ms'] for r in ad if r['cudnn_ms']):.2f}; the trial timed its first "
+                    f"pick at a median {_median(r['trial_over_bench'] for r in ad):.2f}x the bench's time")
     return lines
 
 
@@ -196,8 +206,10 @@ def main() -> int:
     parser.add_argument("--markdown")
     parser.add_argument("--json")
     parser.add_argument("--calibration", type=Path)
+    parser.add_argument("--adapt", default="adapt-*.jsonl", help="the adaptation runs read (idle-*.jsonl: the GPU "
+                        "idle between calls)")
     args = parser.parse_args()
-    out = rows(args.runs, read_calibration(args.calibration) if args.calibration else None)
+    out = rows(args.runs, read_calibration(args.calibration) if args.calibration else None, args.adapt)
     for line in summary(out):
         print(line)
     if args.markdown:

@@ -5,7 +5,9 @@
 # seconds (from the start) leave room, so that whatever finished comes back:
 #   SEED=2026 COUNT=60 TIERS="large" DEADLINE=560 bash tools/gpu/choice_run.sh
 # STEPS (default "all torch adapt"): which runs each tier gets: every covering variant forced (all), cuDNN
-# (torch), and adaptation on repeated calls through getKernel (adapt: tools/adapt_bench.mjs, CALLS calls a layer);
+# (torch), and adaptation on repeated calls through getKernel (adapt: tools/adapt_bench.mjs, CALLS calls a layer,
+# BUSY_MS (default 20) of other work queued before each call, as a model's other layers; idle: the same with the GPU
+# idle between calls, into idle-*.jsonl, which `tools/choice_report.py --adapt 'idle-*.jsonl'` reads);
 # SETS (default "fresh holdout"): the never-tuned sets that get them after TIERS.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -17,11 +19,13 @@ if [ "${1:-}" = --all ]; then  # one `bench --variants all` run: NAME TIER BENCH
   echo "  all-$1: $(grep -c ' ok ' "/tmp/gpu/runs/all-$1.txt") rows ($(date -u +%T))"
   exit 0
 fi
-if [ "${1:-}" = --adapt ]; then  # one adaptation run: NAME TIER BENCH DTYPE [CASES]
+if [ "${1:-}" = --adapt ] || [ "${1:-}" = --idle ]; then  # one adaptation run: NAME TIER BENCH DTYPE [CASES]
+  busy=${BUSY_MS:-20} name=adapt
+  if [ "$1" = --idle ]; then busy=0 name=idle; fi
   shift
-  "$NODE" tools/adapt_bench.mjs /tmp/gpu/kernel "$3" "$2" "$4" "${5:-}" "${CALLS:-20}" "${GAP_MS:-2}" \
-    >"/tmp/gpu/runs/adapt-$1.jsonl" 2>"/tmp/gpu/runs/adapt-$1.txt"
-  echo "  adapt-$1: $(grep -c '"done":true' "/tmp/gpu/runs/adapt-$1.jsonl") settled of $(grep -c '"tier"' "/tmp/gpu/runs/adapt-$1.jsonl") ($(date -u +%T))"
+  "$NODE" tools/adapt_bench.mjs /tmp/gpu/kernel "$3" "$2" "$4" "${5:-}" "${CALLS:-20}" "${GAP_MS:-2}" "$busy" \
+    >"/tmp/gpu/runs/$name-$1.jsonl" 2>"/tmp/gpu/runs/$name-$1.txt"
+  echo "  $name-$1: $(grep -c '"done":true' "/tmp/gpu/runs/$name-$1.jsonl") settled of $(grep -c '"tier"' "/tmp/gpu/runs/$name-$1.jsonl") ($(date -u +%T))"
   exit 0
 fi
 STEPS=${STEPS:-all torch adapt}
@@ -37,7 +41,7 @@ step() {  # step SECONDS_NEEDED COMMAND...: runs it under the time left, or says
 bash tools/gpu/run.sh device >/dev/null 2>&1; cp "$OUT/device.json" /tmp/gpu/runs/ 2>/dev/null
 # what run.sh sets for itself: the Node it unpacked and the NVIDIA driver's Vulkan ICD, for the bench runs below
 export NODE=/tmp/gpu/node VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
-has adapt && python3 -m app export /tmp/gpu/kernel >/dev/null
+{ has adapt || has idle; } && python3 -m app export /tmp/gpu/kernel >/dev/null
 python3 -m app.fresh "${SEED:?SEED: the seed of the fresh tier}" --count "${COUNT:-60}" >/tmp/gpu/runs/fresh.json
 names=$(python3 -c "import json; print(' '.join(c['name'] for c in json.load(open('/tmp/gpu/runs/fresh.json'))['cases']))")
 set -- $names; third=$(( ($# + 2) / 3 ))
@@ -51,6 +55,7 @@ for tier in ${TIERS:-}; do  # tuned tiers first: the calibration may use them
   has torch && step 40 python3 tools/gpu/torch_bench.py --tier "$tier" --runs 5 --repeats 20 \
     --out "/tmp/gpu/runs/torch-$tier.json" >"/tmp/gpu/runs/torch-$tier.txt" 2>&1
   has adapt && for d in float32 float16; do step 40 bash "$0" --adapt "$tier-$d" "$tier" bench.json "$d"; done
+  has idle && for d in float32 float16; do step 40 bash "$0" --idle "$tier-$d" "$tier" bench.json "$d"; done
 done
 sets=" ${SETS:-fresh holdout} "
 [[ $sets == *" fresh "* ]] || STEPS_FRESH=none
@@ -61,10 +66,12 @@ done
 fresh_has torch && step 90 python3 tools/gpu/torch_bench.py --tier fresh --bench /tmp/gpu/runs/fresh.json --runs 5 \
   --repeats 20 --out /tmp/gpu/runs/torch-fresh.json >/tmp/gpu/runs/torch-fresh.txt 2>&1
 fresh_has adapt && for d in float32 float16; do step 60 bash "$0" --adapt "fresh-$d" fresh /tmp/gpu/runs/fresh.json "$d"; done
+fresh_has idle && for d in float32 float16; do step 60 bash "$0" --idle "fresh-$d" fresh /tmp/gpu/runs/fresh.json "$d"; done
 [[ $sets == *" holdout "* ]] || STEPS=none
 has all && for d in float32 float16; do step 60 bash "$0" --all "holdout-$d" holdout bench.json "$d" "$holdout"; done
 has torch && step 40 python3 tools/gpu/torch_bench.py --tier holdout --skip istft_n4096_h1024 --runs 5 --repeats 20 \
   --out /tmp/gpu/runs/torch-holdout.json >/tmp/gpu/runs/torch-holdout.txt 2>&1
 has adapt && for d in float32 float16; do step 40 bash "$0" --adapt "holdout-$d" holdout bench.json "$d" "$holdout"; done
+has idle && for d in float32 float16; do step 40 bash "$0" --idle "holdout-$d" holdout bench.json "$d" "$holdout"; done
 tar -C /tmp/gpu/runs -czf "$OUT/choice-runs.tgz" .
 echo "done at $(( $(date +%s) - start )) s"
