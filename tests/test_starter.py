@@ -85,7 +85,9 @@ def test_a_new_signature_on_an_adapter_whose_plans_compile_slowly_runs_its_start
     plans.write_text(store.read_text())
     got = visit(kernel, plans, "new")
     calls = got["calls"]
+    # judged and planned in JS from the stored starter's WGSL, before Python is up (web/runtime/quick-start.mjs)
     assert calls[0]["variant"] == gather.NAMES[2] and calls[0]["reason"].startswith(STARTER_REASON), calls
+    assert "while Python starts" in calls[0]["reason"], calls
     assert calls[-1]["variant"] != gather.NAMES[2] and STARTER_REASON not in calls[-1]["reason"], calls
     assert got["firstErr"] < TOLERANCE and got["lastErr"] < TOLERANCE and not got["warnings"], got
     record = json.loads(next(iter(json.loads(plans.read_text()).values())))
@@ -153,3 +155,24 @@ def test_a_starter_measured_slower_than_its_plan_on_a_revisit_runs_that_visit_an
     kept = json.loads(json.loads(plans.read_text())[key])
     entries = [e for c in kept["adapters"].values() for e in c["entries"].values()]
     assert entries and all("starter" not in e for e in entries)
+
+
+def test_a_new_signature_whose_stored_starter_source_is_not_the_packages_drops_it(kernel, first_visit, tmp_path):
+    """The WGSL a new signature borrows before Python is up comes from a stored starter: altered (its key and digest
+    made to match), it serves that first call, and once Python has planned the same kernel the two differ, so the
+    stored starter goes, with a warning."""
+    import hashlib
+
+    def change(entry):
+        (p,) = entry["starter"]["spec"]["passes"]
+        p["pipeline"]["source"] += "\n// altered\n"
+        p["pipeline"]["key"] = p["pipeline"]["key"].rsplit("|", 1)[0] + "|" + \
+            hashlib.sha256(p["pipeline"]["source"].encode()).hexdigest()
+        entry["starter"]["digest"] = digest(entry["starter"]["spec"])
+
+    plans, key = edited(first_visit[0], tmp_path, change)
+    got = visit(kernel, plans, "new")
+    assert "while Python starts" in got["calls"][0]["reason"] and got["firstErr"] < TOLERANCE, got
+    assert any("differs from the package's own" in w for w in got["warnings"]), got["warnings"]
+    kept = json.loads(json.loads(plans.read_text())[key])
+    assert all("starter" not in e for c in kept["adapters"].values() for e in c["entries"].values())

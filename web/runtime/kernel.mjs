@@ -15,6 +15,7 @@ import { defaultStore, guardedStore, warnStore } from "./store.mjs";
 import { kernelError } from "./errors.mjs";
 import { EXACT, forgetFinite, runFinite } from "./finite.mjs";
 import { callPython, callPythonNow } from "./python.mjs";
+import { GATHER, quickGeometry, quickSpec, sameWork } from "./quick-start.mjs";
 import { INPUTS, inputDtypes, pythonRequest, requestAttributes, tensor } from "./tensors.mjs";
 import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
 import { WEIGHT_CACHE_BYTES } from "./weight-cache.mjs";
@@ -541,7 +542,58 @@ async function openKernel(id, options) {
     }
   }
 
+  /** A signature seen for the first time on a revisit, on an adapter whose plans compile slowly: its gather kernel
+   * judged and planned here (quick-start.mjs), from a stored starter's WGSL, serving its calls from before Python is
+   * up; after its first result Python starts, plans the same kernel (another drops the stored source, with a
+   * warning) and then the signature's plan, which takes over. null where the judge is unsure or no starter of the
+   * request's rank, dtype and bias is stored (then Python plans it: startQuick). */
+  async function startBeforePython(key, tensors, attributes, finite) {
+    if (starting.has(key)) return starting.get(key);
+    const geom = quickGeometry(tensors, attributes);
+    const found = geom && await stored.record.starterPipeline(stored.adapter, planning, GATHER[geom.rank], geom.dtype, geom.hasBias);
+    const spec = found && quickSpec(geom, found.pipeline, found.checkWorkgroup, exec.device.limits.maxComputeWorkgroupsPerDimension);
+    if (!spec || pythonUp) return null;
+    const made = (async () => {
+      const launch = exec.buildLaunch(await timedPhase("compile a quick starter", () => runnable(spec, exec)), `${key}|starter`);
+      launch.starterOf = null;
+      launch.behind = async () => {
+        firstStoredRun?.release();
+        try {
+          await python;
+          const forced = await callPython("plan_launch", pyKernel, requestMeta(tensors, attributes, spec.variant, finite), `${key}|quick`);
+          exec.evict(`${key}|quick`);
+          if (!forced.launch || !sameWork(storable(forced.launch.spec, exec.sources), spec)) {
+            warnStore(stored.record.name, "a stored starter's kernel differs from the package's own; dropped");
+            await stored.record.dropStarter(stored.adapter, found.signature);
+            starting.delete(key);
+            exec.evict(`${key}|starter`);
+          }
+          const calibration = await calibrationFor();
+          await planned(key, { ...requestMeta(tensors, attributes, null, finite), calibration });
+        } catch {
+          // a call of the key meets the error (Python's judge refuses what this one would not have served)
+        } finally {
+          starting.delete(key);
+          exec.evict(`${key}|starter`);  // destroyed once no call runs it
+        }
+      };
+      return launch;
+    })();
+    starting.set(key, made);
+    try {
+      return await made;
+    } catch {
+      starting.delete(key);
+      return null;  // it did not build: Python plans the signature
+    }
+  }
+
   async function plan(key, tensors, attributes, variant, finite, profile) {
+    if (!pythonUp && adapt && variant === null && stored?.adapter && exec === stored.exec &&
+        stored.record.slowCompiles(stored.adapter, planning)) {
+      const quick = await startBeforePython(key, tensors, attributes, finite);
+      if (quick) return quick;
+    }
     firstStoredRun?.release();  // a call the store cannot serve waits for Python: it starts now
     await python;
     if (starting.has(key)) return starting.get(key);
@@ -620,7 +672,8 @@ async function openKernel(id, options) {
   async function runStarter(launch, call) {
     try {
       const out = await launch.run(call.tensors, call);
-      out.meta.reason = `the quick first kernel while this signature's plan (${launch.starterOf}) compiles`;
+      out.meta.reason = launch.starterOf === null ? "the quick first kernel while Python starts and plans this signature"
+        : `the quick first kernel while this signature's plan (${launch.starterOf}) compiles`;
       return out;
     } finally {
       const behind = launch.behind;

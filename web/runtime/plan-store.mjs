@@ -334,6 +334,24 @@ export class PlanRecord {
     return null;
   }
 
+  /** The pipeline of a stored starter that is the `variant` gather kernel for `dtype`, with a bias or not (its
+   * WGSL depends on those alone: quick-start.mjs), checked against its digest: {pipeline, checkWorkgroup,
+   * signature} (the entry it came from), or null. */
+  async starterPipeline(adapter, planning, variant, dtype, hasBias) {
+    const context = this.data.adapters[adapter];
+    if (context?.planning !== planning) return null;
+    for (const [signature, entry] of Object.entries(context.entries)) {
+      const spec = entry?.starter?.spec;
+      if (!isObject(spec) || spec.variant !== variant || spec.dtype !== dtype || !isObject(spec.inputs) ||
+          ("b" in spec.inputs) !== hasBias || !Array.isArray(spec.passes) || spec.passes.length !== 1) continue;
+      const pipeline = spec.passes[0]?.pipeline;
+      if (!isObject(pipeline) || typeof pipeline.source !== "string" || typeof pipeline.key !== "string" ||
+          typeof pipeline.label !== "string" || await digestOf(spec) !== entry.starter.digest) continue;
+      return { pipeline, checkWorkgroup: spec.check_workgroup, signature };
+    }
+    return null;
+  }
+
   /** Forgets a signature's starter (its plan stays), here and in the store. */
   async dropStarter(adapter, signature) {
     const change = (data) => { delete data.adapters[adapter]?.entries[signature]?.starter; };
