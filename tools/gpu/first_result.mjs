@@ -1,8 +1,9 @@
 // Time to a first result in Node on Dawn, ours beside onnxruntime-web's (tools/first_result.mjs: the layer, the
 // data, what is timed), each run a new process timed from its start, as a server or a CLI pays it:
 //   node tools/gpu/first_result.mjs model OUT.onnx                 the layer's one-node model (for ort runs)
-//   node tools/gpu/first_result.mjs ours KERNEL_DIR STORE.json      KERNEL_DIR: `python -m app export` of this tree;
-//                                                                   STORE: the plan store file (absent: a first visit)
+//   node tools/gpu/first_result.mjs ours KERNEL_DIR STORE.json [new] KERNEL_DIR: `python -m app export` of this tree;
+//                                                                   STORE: the plan store file (absent: a first visit);
+//                                                                   new: the layer at the next scale (NEW_LAYER)
 //   node tools/gpu/first_result.mjs ort MODEL.onnx ORT_DIST/
 // ours and ort print one JSON line: {who, kernelMs | sessionMs, resultMs, ...}, then end with SIGKILL (exitNow: below).
 // tools/gpu/run.sh's firstresult stage runs them.
@@ -10,10 +11,11 @@ import { readFile, writeFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
 import { create, globals } from "webgpu";
 import { exitNow } from "../../web/views/json-lines.mjs";
-import { LAYER, layerData, ortFirst, ours } from "../first_result.mjs";
+import { LAYER, NEW_LAYER, layerData, ortFirst, ours } from "../first_result.mjs";
 
 const [what, ...args] = process.argv.slice(2);
-const data = layerData();
+const layer = what === "ours" && args[2] === "new" ? NEW_LAYER : LAYER;
+const data = layerData(7, layer);
 
 function dawn() {
   // as web/views/dawn-node.mjs: the GPU's f16 and subgroup matrices where it has them, exact timestamps
@@ -54,7 +56,7 @@ if (what === "model") {
   process.env.CONVTRANSPOSE_PLANS = store;
   dawn();
   const module = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
-  const got = await ours(module, data);
+  const got = await ours(module, data, layer);
   out = { ...got, y: Array.from(got.y.slice(0, 8)) };
 } else if (what === "ort") {
   const [model, dist] = args;
@@ -73,4 +75,7 @@ if (what === "model") {
 }
 clearInterval(turning);
 console.log(JSON.stringify(out));
+// ours stays as the browser's visits do (tools/first_result.py STAY_MS): a process that serves keeps running, and
+// what it stores behind its first result (a starter) is what the next visit starts from
+if (what === "ours") await new Promise((resolve) => setTimeout(resolve, 3000));
 await exitNow();

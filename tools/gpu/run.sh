@@ -126,20 +126,22 @@ open(sys.argv[2], 'wb').write(m.chain_model(ml, m.chain(ml)).SerializeToString()
         tar -C "$runs" -czf "$OUT/ab.tgz" .
         python3 tools/gpu/ab_summary.py "$runs" | tee "$OUT/ab.md" ;;
     firstresult) # process start to a first result on one layer (tools/first_result.mjs), each run a new Node process:
-                 # ours on a first visit (no plan store) and a revisit (the store the first left), onnxruntime-web's
+                 # ours on a first visit (no plan store), a revisit (the store the first left) and a new signature on
+                 # a revisit (the layer at the next scale), onnxruntime-web's
                  # session + first run beside it; ROUNDS (3) alternated rounds. $OUT/firstresult.jsonl and .md
                  fr=/tmp/gpu/firstresult; rm -rf "$fr"; mkdir -p "$fr"
                  python3 -m app export "$fr/kernel" >/dev/null || status=1
                  "$NODE" tools/gpu/first_result.mjs model "$fr/layer.onnx" || status=1
                  for i in $(seq "${ROUNDS:-3}"); do
-                   for run in "first ours" "revisit ours" "first ort"; do
+                   for run in "first ours" "revisit ours" "new ours" "first ort"; do
                      set -- $run
+                     visit=$1; [ "$1" = new ] && visit="new signature"
                      [ "$1" = first ] && rm -f "$fr/plans.json"
-                     if [ "$2" = ours ]; then args=(ours "$fr/kernel" "$fr/plans.json")
+                     if [ "$2" = ours ]; then args=(ours "$fr/kernel" "$fr/plans.json" "$1")
                      else args=(ort "$fr/layer.onnx" "$PWD/node_modules/onnxruntime-web/dist"); fi
                      # its status is SIGKILL's (web/views/json-lines.mjs exitNow): a row is what says it ran
                      "$NODE" tools/gpu/first_result.mjs "${args[@]}" 2>>"$fr/stderr.txt" >"$fr/row.txt"
-                     grep '^{' "$fr/row.txt" | sed "s/^{/{\"visit\":\"$1\",\"round\":$i,/" \
+                     grep '^{' "$fr/row.txt" | sed "s/^{/{\"visit\":\"$visit\",\"round\":$i,/" \
                        | tee -a "$OUT/firstresult.jsonl" | cut -c1-200 || status=1
                    done
                  done

@@ -15,7 +15,7 @@ import { defaultStore, guardedStore, warnStore } from "./store.mjs";
 import { kernelError } from "./errors.mjs";
 import { EXACT, forgetFinite, runFinite } from "./finite.mjs";
 import { callPython, callPythonNow } from "./python.mjs";
-import { GATHER, quickGeometry, quickSpec, sameWork } from "./quick-start.mjs";
+import { GATHER, gatherWork, quickGeometry, quickSpec, sameWork } from "./quick-start.mjs";
 import { INPUTS, inputDtypes, pythonRequest, requestAttributes, tensor } from "./tensors.mjs";
 import { TYPED_ARRAYS, typedArray } from "./typed-arrays.mjs";
 import { WEIGHT_CACHE_BYTES } from "./weight-cache.mjs";
@@ -34,8 +34,11 @@ const VERIFY = "|verify";  // the launch key under which Python plans a signatur
 // A signature whose plan took STARTER.compileMs or more to compile gets a starter (the quick first kernel
 // app/planner.py starter names) stored beside it, where its predicted run beats the plan's compile and run by `margin`
 // (its own compile, measured on the revisit that runs it, drops it where that is past them):
-// a revisit runs its first calls on the starter while the plan compiles (docs/decisions.md#starter).
-const STARTER = { compileMs: 100, margin: 0.1 };
+// a revisit runs its first calls on the starter while the plan compiles (docs/decisions.md#starter). The first
+// signature of each rank, dtype and bias gets one whatever its compile (it lends its WGSL to new signatures of its
+// kind: quick-start.mjs), and a new signature runs the quick start where its gather run is predicted under
+// quickMs (Python's start and plan, which it saves, take 0.4 s and more: docs/decisions.md#quick-start).
+const STARTER = { compileMs: 100, margin: 0.1, quickMs: 250 };
 
 // Python's start waits, on a revisit, for the first call that runs from stored plans (or HOLD_MS): both on one
 // thread, the call would otherwise wait seconds for Pyodide's start. It does not wait on a first visit (no plans
@@ -249,20 +252,22 @@ async function openKernel(id, options) {
     return launch;
   }
 
-  /** After a signature's first result, where its plan compiled slowly: the starter planned and compiled behind the
-   * calls, and stored beside the plan when its predicted run beats the plan's compile and run by STARTER.margin (a
-   * revisit that measures its compile too long drops it: startWith). */
+  /** After a signature's first result, where its plan compiled slowly or no starter of its kind is stored yet: the
+   * starter planned and compiled behind the calls, and stored beside the plan when its predicted run beats the plan's
+   * compile and run by STARTER.margin (a revisit that measures its compile too long drops it: startWith). */
   async function weighStarter(key, request, main) {
     const mainCompileMs = exec.compileMs(main.spec);
-    if (startersAsked.has(key) || mainCompileMs < STARTER.compileMs) return;
+    if (startersAsked.has(key)) return;
     startersAsked.add(key);
+    const context = await persisted();
+    const kind = [GATHER[request.x.shape.length - 2], request.x.dtype, request.b !== undefined];
+    if (!context || (mainCompileMs < STARTER.compileMs && await stored.record.starterPipeline(context.adapter, planning, ...kind))) return;
     const out = await callPython("plan_launch", pyKernel, { ...request, starter: main.variant }, `${key}|starter`);
     if (!out.launch) return;
     // its own compile is measured where it counts, on the revisit (startWith): here it queues behind adaptation's
     // candidates and the runtime's load (1.8 s read against 0.04-0.06 s alone)
     const runMs = out.starter.predicted_ms, mainMs = mainCompileMs + out.starter.chosen_ms;
-    const context = runMs < (1 - STARTER.margin) * mainMs ? await persisted() : null;
-    if (context) {
+    if (runMs < (1 - STARTER.margin) * mainMs) {
       await stored.record.keepStarter(context, signatureOf(key), storable(main.spec, exec.sources),
         storable(out.launch.spec, exec.sources), mainMs, runMs);
     }
@@ -552,7 +557,8 @@ async function openKernel(id, options) {
     const geom = quickGeometry(tensors, attributes);
     const found = geom && await stored.record.starterPipeline(stored.adapter, planning, GATHER[geom.rank], geom.dtype, geom.hasBias);
     const spec = found && quickSpec(geom, found.pipeline, found.checkWorkgroup, exec.device.limits.maxComputeWorkgroupsPerDimension);
-    if (!spec || pythonUp) return null;
+    // its run predicted from the stored starter's, scaled by their work
+    if (!spec || pythonUp || found.runMs * gatherWork(spec) / found.work > STARTER.quickMs) return null;
     const made = (async () => {
       const launch = exec.buildLaunch(await timedPhase("compile a quick starter", () => runnable(spec, exec)), `${key}|starter`);
       launch.starterOf = null;
@@ -589,8 +595,7 @@ async function openKernel(id, options) {
   }
 
   async function plan(key, tensors, attributes, variant, finite, profile) {
-    if (!pythonUp && adapt && variant === null && stored?.adapter && exec === stored.exec &&
-        stored.record.slowCompiles(stored.adapter, planning)) {
+    if (!pythonUp && adapt && variant === null && stored?.adapter && exec === stored.exec) {
       const quick = await startBeforePython(key, tensors, attributes, finite);
       if (quick) return quick;
     }
@@ -599,7 +604,7 @@ async function openKernel(id, options) {
     if (starting.has(key)) return starting.get(key);
     const calibration = variant === null ? await calibrationFor() : null;
     const request = { ...requestMeta(tensors, attributes, variant, finite), calibration };
-    if (adapt && variant === null && !pending.has(key) && stored?.adapter && stored.record.slowCompiles(stored.adapter, planning)) {
+    if (adapt && variant === null && !pending.has(key) && stored?.adapter && stored.record.slowCompiles(stored.adapter, planning, STARTER.compileMs)) {
       const quick = await startQuick(key, request);
       if (quick) {
         if (profile) Object.assign(profile, { python: quick.timings });

@@ -19,6 +19,7 @@
 
 import { DTYPES } from "./contract.mjs";
 import { outputShape } from "./output-shape.mjs";
+import { gatherWork } from "./quick-start.mjs";
 import { warnStore } from "./store.mjs";
 
 const FORMAT = 2;
@@ -336,7 +337,7 @@ export class PlanRecord {
 
   /** The pipeline of a stored starter that is the `variant` gather kernel for `dtype`, with a bias or not (its
    * WGSL depends on those alone: quick-start.mjs), checked against its digest: {pipeline, checkWorkgroup,
-   * signature} (the entry it came from), or null. */
+   * signature (the entry it came from), runMs (its predicted run), work (gatherWork)}, or null. */
   async starterPipeline(adapter, planning, variant, dtype, hasBias) {
     const context = this.data.adapters[adapter];
     if (context?.planning !== planning) return null;
@@ -345,9 +346,9 @@ export class PlanRecord {
       if (!isObject(spec) || spec.variant !== variant || spec.dtype !== dtype || !isObject(spec.inputs) ||
           ("b" in spec.inputs) !== hasBias || !Array.isArray(spec.passes) || spec.passes.length !== 1) continue;
       const pipeline = spec.passes[0]?.pipeline;
-      if (!isObject(pipeline) || typeof pipeline.source !== "string" || typeof pipeline.key !== "string" ||
+      if (!(entry.starter.runMs > 0) || !(gatherWork(spec) > 0) || !isObject(pipeline) || typeof pipeline.source !== "string" || typeof pipeline.key !== "string" ||
           typeof pipeline.label !== "string" || await digestOf(spec) !== entry.starter.digest) continue;
-      return { pipeline, checkWorkgroup: spec.check_workgroup, signature };
+      return { pipeline, checkWorkgroup: spec.check_workgroup, signature, runMs: entry.starter.runMs, work: gatherWork(spec) };
     }
     return null;
   }
@@ -359,11 +360,11 @@ export class PlanRecord {
     await this.write(change);
   }
 
-  /** Whether a plan on this adapter, under `planning`, compiled slowly enough that a starter was kept beside it:
-   * then a signature seen for the first time runs its starter first too (kernel.mjs). */
-  slowCompiles(adapter, planning) {
+  /** Whether a plan on this adapter, under `planning`, took `compileMs` or more to compile and run (a starter
+   * kept beside it measured so): then a signature seen for the first time runs its starter first too (kernel.mjs). */
+  slowCompiles(adapter, planning, compileMs) {
     const context = this.data.adapters[adapter];
-    return context?.planning === planning && Object.values(context.entries).some((e) => isObject(e?.starter));
+    return context?.planning === planning && Object.values(context.entries).some((e) => e?.starter?.mainMs >= compileMs);
   }
 
   /** Keeps a starter beside the entry of `signature` whose spec is `main` (none where the entry changed since). */

@@ -84,6 +84,16 @@ export function quickSpec(geom, pipeline, checkWorkgroup, maxPerDim) {
            passes: [{ pipeline, bindings: geom.hasBias ? ["x", "w", "b", "y"] : ["x", "w", "y"], uniforms, workgroups }] };
 }
 
+/** A gather launch's work, from its uniforms (quickSpec's order): outputs x input channels per group x the taps
+ * that reach an output (ceil(k / step) an axis); 0 for what is not such a spec. Its runs scale with it. */
+export function gatherWork(spec) {
+  const u = spec?.passes?.[0]?.uniforms;
+  if (!Array.isArray(u) || u.length < 13 || (u.length - 6) % 7 || !u.every(Number.isSafeInteger)) return 0;
+  let work = u[1] * u[4];
+  for (let a = 6; a < u.length; a += 7) work *= Math.ceil(u[a + 2] / u[a + 6]);
+  return work > 0 ? work : 0;
+}
+
 // JSON with each object's keys sorted: the same spec whatever order its fields were made in
 const canonical = (v) => JSON.stringify(v, (_, o) => (o && typeof o === "object" && !Array.isArray(o)
   ? Object.fromEntries(Object.keys(o).sort().map((k) => [k, o[k]])) : o));
