@@ -45,7 +45,12 @@ def test_a_revisit_runs_stored_plans_before_python(kernel, tmp_path):
     assert len(record) == 1 and next(iter(record)).startswith("plans|")  # one package revision
     again, _ = visit(kernel, store)
     phases = {p["phase"]: p for p in again["phases"]}
-    assert "compile a stored plan" in phases and again["y"] == first["y"] and again["variant"] == first["variant"]
+    assert "compile a stored plan" in phases
+    if "compile a stored starter" in phases:  # the first visit, staying 3 s, kept its starter (tests/test_starter.py)
+        assert again["variant"] == "nchw2d_gather" and max(abs(a - b) for a, b in zip(again["y"], first["y"])) < 1e-4 * \
+            max(1.0, *map(abs, first["y"])), (first["y"], again["y"])
+    else:
+        assert again["y"] == first["y"] and again["variant"] == first["variant"]
     # the result did not wait for Python: it came before Python was up (its start held back for it, up to 2 s)
     python = phases.get("start Python from the snapshot")
     assert python is None or python["ms"] is None or again["resultMs"] < python["startMs"] + python["ms"], phases
