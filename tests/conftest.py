@@ -70,3 +70,14 @@ def pytest_xdist_make_scheduler(config, log):
 
     config.option.loadscopereorder = False  # hand the files out in the collection's order: slowest first
     return FilesInGroups(config, log)
+
+
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory) -> Path:
+    """The package exported (`python -m app export`) once per test module that runs it in Node or a page: each
+    module's visits and stores stay its own."""
+    from app.host.export import export
+
+    folder = tmp_path_factory.mktemp("kernel") / "kernel"
+    export(folder)
+    return folder

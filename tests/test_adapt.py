@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from app.host.export import export
 from app.host.node import node_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -143,13 +142,6 @@ const alts = ["first", "first", "a", "a", "b", "c"].map((variant, i) => ({ varia
 console.log(JSON.stringify(shortlist(alts, "first", 3).map((a) => a.params.t).concat(
   shortlist(alts.slice(0, 4), "first", 3).map((a) => a.params.t))));""" % ADAPT)
     assert got == [2, 4, 5, 2, 0, 1]
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("adapt") / "kernel"
-    export(folder)
-    return folder
 
 
 def visit(kernel: Path, store: Path, *args) -> dict:

@@ -17,7 +17,6 @@ import pytest
 from app import calibration, planner
 from app.calibration import MAX_COUNT, MAX_FACTOR, MAX_KEYS, Calibration, checked
 from app.caps import DeviceCaps
-from app.host.export import export
 from app.host.node import node_env
 from app.shapes import infer
 from app.variants import VARIANTS
@@ -240,13 +239,6 @@ DEPTHWISE = {"strides": [2], "pads": [1, 1], "output_padding": [1]}
 TRAIN = [{"x": [1, 256, 128], "w": [256, 1, 3], "attributes": DEPTHWISE | {"group": 256}}]
 UNSEEN = [{"x": [1, c, n], "w": [c, 1, 3], "attributes": DEPTHWISE | {"group": c}}
           for c, n in [(64, 256), (512, 64), (96, 96), (32, 200)]]
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("calibration") / "kernel"
-    export(folder)
-    return folder
 
 
 def visit(kernel: Path, store: Path, adapt: bool, calls: int, layers: list[dict], within: float | None = None) -> dict:

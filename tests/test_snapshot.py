@@ -12,20 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from app.host.export import export
 from app.host.node import node_env
 from app.host.snapshot import MAGIC, read_header
 from app.snapshot import FIRST_CALL_MODULES
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = ROOT / "tests" / "snapshot_probe.mjs"
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("snapshot") / "kernel"
-    export(out)
-    return out
 
 
 def visit(kernel: Path, *args) -> dict:

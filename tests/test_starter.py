@@ -9,7 +9,6 @@ import pytest
 
 from app import planner
 from app.caps import DeviceCaps
-from app.host.export import export
 from app.host.node import node_env
 from app.shapes import infer
 from app.variants import gather
@@ -47,13 +46,6 @@ def edited(store: Path, tmp_path: Path, change) -> tuple[Path, str]:
     plans = tmp_path / "plans.json"
     plans.write_text(json.dumps(items))
     return plans, key
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("starter") / "kernel"
-    export(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from app.host.export import export
 from app.host.node import node_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,13 +26,6 @@ def visit(kernel: Path, store: Path) -> tuple[dict, str]:
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert done.returncode == -9 and rows, done.stderr[-3000:]  # the tool ends itself (json-lines.mjs exitNow)
     return rows[-1], done.stderr
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("startup") / "kernel"
-    export(folder)
-    return folder
 
 
 def test_a_revisit_runs_stored_plans_before_python(kernel, tmp_path):

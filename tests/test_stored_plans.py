@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from app.host.export import export
 from app.host.node import node_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -38,13 +37,6 @@ def correct(result: dict, reference: dict) -> bool:
 def digest(spec: dict) -> str:
     """The entry's digest as plan-store.mjs computes it: the sha-256 of JSON.stringify(spec)."""
     return hashlib.sha256(json.dumps(spec, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("stored") / "kernel"
-    export(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")
