@@ -170,3 +170,17 @@ def test_a_new_signature_whose_stored_starter_source_is_not_the_packages_drops_i
     # the altered starter went; the new signature may keep its own, the package's (the first of its kind now stored)
     starters = [e["starter"] for c in kept["adapters"].values() for e in c["entries"].values() if "starter" in e]
     assert all("// altered" not in s["spec"]["passes"][0]["pipeline"]["source"] for s in starters), starters
+
+
+def test_a_new_signature_whose_gather_run_is_predicted_long_waits_for_python(kernel, first_visit, tmp_path):
+    """The quick start's gather run is predicted from the stored starter's (scaled by their work): past
+    STARTER.quickMs, Python plans the new signature (its own starter, on this slow-compiling adapter)."""
+    def change(entry):
+        entry["starter"]["runMs"] = 5000.0
+        entry["starter"]["mainMs"] = 6000.0
+
+    plans, _ = edited(first_visit[0], tmp_path, change)
+    got = visit(kernel, plans, "new")
+    first = got["calls"][0]
+    assert "while Python starts" not in first["reason"] and got["firstErr"] < TOLERANCE, got
+    assert first["reason"].startswith(STARTER_REASON), first  # Python's starter, planned once Python is up
