@@ -547,11 +547,11 @@ async function openKernel(id, options) {
     }
   }
 
-  /** A signature seen for the first time on a revisit, on an adapter whose plans compile slowly: its gather kernel
-   * judged and planned here (quick-start.mjs), from a stored starter's WGSL, serving its calls from before Python is
-   * up; after its first result Python starts, plans the same kernel (another drops the stored source, with a
-   * warning) and then the signature's plan, which takes over. null where the judge is unsure or no starter of the
-   * request's rank, dtype and bias is stored (then Python plans it: startQuick). */
+  /** A signature seen for the first time on a revisit: its gather kernel judged and planned here (quick-start.mjs),
+   * from the WGSL of a stored starter of its rank, dtype and bias, serving its calls from before Python is up; after
+   * its first result Python starts, plans the same kernel (another drops the stored source, with a warning) and then
+   * the signature's plan, which takes over. null where the judge is unsure, no starter of its kind is stored, or its
+   * gather run is predicted past STARTER.quickMs (then Python plans it). */
   async function startBeforePython(key, tensors, attributes, finite) {
     if (starting.has(key)) return starting.get(key);
     const geom = quickGeometry(tensors, attributes);
