@@ -137,6 +137,16 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
         same = [r for r in rs if adapted_variant and VARIANTS[r["variant"]].tuning_name ==
                 VARIANTS[adapted_variant].tuning_name]
         adapted_ms = same[0]["median_ms"] if same else None
+        # `--variants all` times each variant in its own default tiles, the planner and the trial rank (variant,
+        # tiles): where the trial's choice is in other tiles than the bench's row of that variant, its time is the
+        # ratio the trial measured against the first pick, times the first pick's bench time (when that row is the
+        # first pick's own tiles), else unknown
+        basis = "bench"
+        switched = trial and trial["done"] and trial["chosen"]["variant"] != trial["first"]["variant"]
+        if switched and same and (trial["chosen"].get("params") or {}) != same[0].get("tiles", {}):
+            first_like = mine and mine[0].get("tiles", {}) == dict(chosen.tiles)
+            ratio = trial["chosen"].get("ratio")
+            adapted_ms, basis = (ratio * ours, "trial ratio") if first_like and ratio else (None, "unmatched")
         # the trial's time of its first pick over the bench's: how far the calls' regime (clocks) is from the bench's
         first = [r for r in rs if trial and VARIANTS[r["variant"]].tuning_name ==
                  VARIANTS[trial["first"]["variant"]].tuning_name]
@@ -151,7 +161,8 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
                     "adapted": adapted_variant, "adapted_ms": adapted_ms,
                     "adapted_to_best": adapted_ms / best["median_ms"] if adapted_ms else None,
                     "trial_calls": trial["calls"] if trial else None, "settled": bool(trial and trial["done"]),
-                    "cost_share": trial["cost_share"] if trial else None, "trial_over_bench": regime})
+                    "cost_share": trial["cost_share"] if trial else None, "trial_over_bench": regime,
+                    "adapted_basis": basis if adapted_ms else None})
     return out
 
 
@@ -171,6 +182,7 @@ def summary(out: list[dict]) -> list[str]:
                 f"{sum(a <= 1.05 for a in auto)}/{len(auto)}; vs cuDNN (throughput, geometric mean): planner "
                 f"{_gmean(r['vs_cudnn'] for r in rs):.2f}, fastest covering {_gmean(r['best_vs_cudnn'] for r in rs):.2f}")
             ad = [r for r in rs if r["adapted_to_best"]]
+            unmatched = sum(1 for r in rs if r.get("adapted") and not r["adapted_to_best"])
             if ad:
                 a = [r["adapted_to_best"] for r in ad]
                 trials = [r for r in ad if r["trial_calls"]]
@@ -182,7 +194,9 @@ def summary(out: list[dict]) -> list[str]:
                     f"{max((r['trial_calls'] for r in trials), default=0)} at most; exploration cost "
                     f"{max(costs, default=0):.3f} of 50 first-pick calls at most; vs cuDNN "
                     f"{_gmean(r['cudnn_ms'] / r['adapted_ms'] for r in ad if r['cudnn_ms']):.2f}; the trial timed its first "
-                    f"pick at a median {_median(r['trial_over_bench'] for r in ad):.2f}x the bench's time")
+                    f"pick at a median {_median(r['trial_over_bench'] for r in ad):.2f}x the bench's time; "
+                    f"{sum(r['adapted_basis'] == 'trial ratio' for r in ad)} adapted in other tiles than the bench's "
+                    f"(their time: the trial's ratio to the first pick), {unmatched} not comparable")
     return lines
 
 

@@ -1,0 +1,43 @@
+"""tools/choice_report.py on a recorded H100 run (tests/data/choice-runs-h100: one fresh layer of seed 5150 in
+float16, its `--variants all` rows and its adaptation row): the adapted choice is compared like for like."""
+import json
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import choice_report  # noqa: E402
+
+RUNS = ROOT / "tests" / "data" / "choice-runs-h100"
+
+
+def report(tmp_path: Path, change=None) -> dict:
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    if change:
+        path = runs / "adapt-fresh-float16.jsonl"
+        row = json.loads(path.read_text())
+        change(row["trial"])
+        path.write_text(json.dumps(row) + "\n")
+    (out,) = choice_report.rows(runs)
+    return out
+
+
+def test_a_choice_in_other_tiles_than_the_benchs_is_timed_by_the_trials_ratio(tmp_path):
+    """The trial chose phase_gemm in 16x32 tiles at 0.47x its first pick; `--variants all` timed phase_gemm in its
+    128x64 default, 2.26x the fastest: the report reads the trial's ratio times the first pick's bench time."""
+    got = report(tmp_path)
+    assert got["adapted"] == "phase_gemm" and got["adapted_basis"] == "trial ratio", got
+    ratio = 0.47  # the trial's median ratio, to 0.01
+    assert abs(got["adapted_ms"] / got["planner_ms"] - ratio) < 0.01 and got["adapted_to_best"] < 1.0, got
+    assert 1.0 < got["trial_over_bench"] < 2.0  # the busy regime: the trial's first pick near its bench time
+
+
+def test_a_choice_in_the_benchs_tiles_is_read_off_the_bench(tmp_path):
+    def bench_tiles(trial):
+        trial["chosen"]["params"] = {"tm": 128, "tn": 64, "rm": 4, "rn": 8, "tk": 16, "ks": 1, "kz": 1}
+
+    got = report(tmp_path, bench_tiles)
+    assert got["adapted_basis"] == "bench" and abs(got["adapted_to_best"] - 2.26) < 0.01, got
