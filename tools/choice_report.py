@@ -68,11 +68,15 @@ def _device(runs: Path) -> str:
     return str(path)
 
 
+def _tiles(r: dict) -> str:
+    return json.dumps(r.get("tiles") or {}, sort_keys=True)
+
+
 def _merged(rows: list[dict]) -> list[dict]:
-    """One row per variant: the median of its runs' medians."""
-    by: dict[str, list[dict]] = {}
+    """One row per candidate (variant, tiles): the median of its runs' medians."""
+    by: dict[tuple, list[dict]] = {}
     for r in rows:
-        by.setdefault(r["variant"], []).append(r)
+        by.setdefault((r["variant"], _tiles(r)), []).append(r)
     return [rs[0] | {"median_ms": statistics.median(r["median_ms"] for r in rs), "runs_merged": len(rs)}
             for rs in by.values()]
 
@@ -119,7 +123,8 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
         geom = _geom(case, dtype)
         chosen = planner.plan(geom, caps, calibration=calibrated)
         kernel = VARIANTS[chosen.variant].tuning_name
-        mine = [r for r in rs if VARIANTS[r["variant"]].tuning_name == kernel]
+        named = [r for r in rs if VARIANTS[r["variant"]].tuning_name == kernel]
+        mine = [r for r in named if _tiles(r) == _tiles({"tiles": chosen.tiles})] or named
         best = min(rs, key=lambda r: r["median_ms"])
         nominated = {v for v, _ in autotune.nominees(geom, caps)}
         tuned = [r["median_ms"] for r in rs if VARIANTS[r["variant"]].tuning_name in nominated]
@@ -136,17 +141,15 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
             adapted_variant = trial_row["last"]
         same = [r for r in rs if adapted_variant and VARIANTS[r["variant"]].tuning_name ==
                 VARIANTS[adapted_variant].tuning_name]
-        adapted_ms = same[0]["median_ms"] if same else None
-        # `--variants all` times each variant in its own default tiles, the planner and the trial rank (variant,
-        # tiles): where the trial's choice is in other tiles than the bench's row of that variant, its time is the
-        # ratio the trial measured against the first pick, times the first pick's bench time (when that row is the
-        # first pick's own tiles), else unknown
-        basis = "bench"
-        switched = trial and trial["done"] and trial["chosen"]["variant"] != trial["first"]["variant"]
-        if switched and same and (trial["chosen"].get("params") or {}) != same[0].get("tiles", {}):
-            first_like = mine and mine[0].get("tiles", {}) == dict(chosen.tiles)
-            ratio = trial["chosen"].get("ratio")
-            adapted_ms, basis = (ratio * ours, "trial ratio") if first_like and ratio else (None, "unmatched")
+        # an alternative the trial chose (its row has a ratio), in its own tiles: `--variants candidates` times
+        # them; `--variants all` times each variant in its default tiles only, and where the choice is in others,
+        # its time is the ratio the trial measured against the first pick times the first pick's bench time
+        switched = bool(trial and trial["done"] and "ratio" in trial["chosen"])
+        if switched:
+            same = [r for r in same if _tiles(r) == _tiles({"tiles": trial["chosen"].get("params")})] or same[:0]
+        adapted_ms, basis = (same[0]["median_ms"], "bench") if same else (None, None)
+        if switched and not same and trial["chosen"].get("ratio") and ours and _tiles(mine[0]) == _tiles({"tiles": chosen.tiles}):
+            adapted_ms, basis = trial["chosen"]["ratio"] * ours, "trial ratio"
         # the trial's time of its first pick over the bench's: how far the calls' regime (clocks) is from the bench's
         first = [r for r in rs if trial and VARIANTS[r["variant"]].tuning_name ==
                  VARIANTS[trial["first"]["variant"]].tuning_name]
@@ -162,7 +165,7 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
                     "adapted_to_best": adapted_ms / best["median_ms"] if adapted_ms else None,
                     "trial_calls": trial["calls"] if trial else None, "settled": bool(trial and trial["done"]),
                     "cost_share": trial["cost_share"] if trial else None, "trial_over_bench": regime,
-                    "adapted_basis": basis if adapted_ms else None})
+                    "adapted_basis": basis})
     return out
 
 
