@@ -33,8 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     bench.add_argument("--tier", default="small",
                        help="the bench file's tier: bench.json has small, full, large and holdout (shapes kept out of tuning, to check that choices generalise)")
     bench.add_argument("--host", choices=["browser", "node"], default="browser")
-    bench.add_argument("--variants", help="'all' (every covering variant per case) or a comma-separated list; "
-                                          "default: the planner's choice")
+    bench.add_argument("--variants", help="'all' (every covering variant per case, in its own tiles), 'candidates' "
+                                          "(every variant and tiles the planner ranks, the pool adaptation draws "
+                                          "from) or a comma-separated list; default: the planner's choice")
     bench.add_argument("--runs", type=int, default=5)
     bench.add_argument("--warmup", type=int, default=1)
     bench.add_argument("--repeats", type=int, default=1,

@@ -10,6 +10,7 @@ import json
 import math
 import statistics
 
+from . import planner
 from .errors import ConvTransposeError
 from .kernel import validate
 from .lazy_numpy import np
@@ -19,6 +20,7 @@ from .variants import VARIANTS
 from .variants.base import max_phase_taps
 
 
+CANDIDATES = "candidates"  # `--variants candidates`: every (variant, tiles) the planner ranks, as trials draw them
 HOLDOUT = "holdout"  # the tier kept out of tuning and calibration (app/tuner.py refuses its cases)
 UNTUNED = (HOLDOUT, "fresh")  # tiers never tuned on: the holdout and the fresh layers of app/fresh.py
 
@@ -56,6 +58,9 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
         from .autotune import Autotuner, MemoryStore
 
         choice = await Autotuner(MemoryStore()).choose(kernel, geom)
+    if variants == CANDIDATES:
+        return [await _candidate_row(kernel, case, geom, arrays, plan, runs, warmup, repeats, flops)
+                for plan in _candidate_plans(kernel, geom)]
     for variant in variants or [None]:
         params = None
         if choice is not None:
@@ -119,6 +124,24 @@ def check(geom, arrays: dict, y: np.ndarray) -> dict:
     err = np.abs(got - want)
     ok = bool(np.all(err <= tol["atol"] + tol["rtol"] * np.abs(want))) if want.size else True
     return {"max_abs_err": float(err.max()) if err.size else 0.0, "checked": checked, "ok": ok}
+
+
+def _candidate_plans(kernel, geom) -> list:
+    """Every candidate the planner ranks for a request with grid tiles (app/planner.py ranked: each kernel in its
+    own tiles and in the others it would try, the pool adaptation's trials draw from), one piece each."""
+    pieces = kernel.pieces(geom, None, None)
+    if len(pieces) != 1:
+        raise ConvTransposeError(f"--variants {CANDIDATES} times requests that run in one piece; this one runs in "
+                                 f"{len(pieces)}", "variants")
+    return [plan for _, plan, _ in planner.ranked(geom, kernel.device.caps, grid=planner.GRID)]
+
+
+async def _candidate_row(kernel, case, geom, arrays, plan, runs, warmup, repeats, flops) -> dict:
+    timing = await _time_resident(kernel, geom, arrays, plan.variant, runs, warmup, repeats, plan)
+    y = timing.pop("y")
+    return {"case": case["name"], "tier": case["tier"], "forced": True, **timing,
+            "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
+            "flop": flops, "check": check(geom, arrays, y)}
 
 
 async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1, plan=None) -> dict:

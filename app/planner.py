@@ -142,13 +142,17 @@ def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = Non
     return kept
 
 
+# the pool of adaptation's trials: each kernel in its own tiles and in up to this many others (`ranked`'s grid)
+GRID = 2
+
+
 def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
                  tables: list[dict] | None = None, calibration: Calibration | None = None) -> list[dict]:
     """The next-best candidates to the chosen plan, for a kernel to time on real calls (web/runtime/adapt.mjs,
     which bounds them by the chosen plan's measured time: the prediction it would be bounded by here is the one most
     often wrong): at most `count` of `ranked` with grid tiles, fastest predicted first.
     [{variant, params, predicted_ms (corrected by `calibration`), key, model_ms, fixed_ms (`prediction`'s)}]."""
-    rows = ranked(geom, caps, tables, grid=2, calibration=calibration)
+    rows = ranked(geom, caps, tables, grid=GRID, calibration=calibration)
     chosen_key = Candidate(chosen.variant, chosen.tiles or None).key()
     out, seen = [], set()
     for candidate, plan, ms in rows:

@@ -87,7 +87,7 @@ def main(tier: str = "small", host: str = "browser", variants: str | None = None
 
 
 def _ours(app, cases, variants, runs, warmup, repeats, autotune=False) -> list[dict]:
-    chosen = variants.split(",") if variants and variants != "all" else variants
+    chosen = variants.split(",") if variants and variants not in ("all", "candidates") else variants
     rows = []
     print(f"{'case':28s} {'variant':42s} {'median ms':>10s} {'min ms':>10s} {'GFLOP/s':>9s}  check", flush=True)
     for case in cases:

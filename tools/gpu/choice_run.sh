@@ -8,13 +8,15 @@
 # (torch), and adaptation on repeated calls through getKernel (adapt: tools/adapt_bench.mjs, CALLS calls a layer,
 # BUSY_MS (default 20) of other work queued before each call, as a model's other layers; idle: the same with the GPU
 # idle between calls, into idle-*.jsonl, which `tools/choice_report.py --adapt 'idle-*.jsonl'` reads);
-# SETS (default "fresh holdout"): the never-tuned sets that get them after TIERS.
+# SETS (default "fresh holdout"): the never-tuned sets that get them after TIERS. BENCH_VARIANTS=candidates: the
+# `all` step times every (variant, tiles) the planner ranks, the pool the trials draw from (about twice the rows),
+# so that a trial's choice in other tiles has a bench time of its own.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [ "${1:-}" = --all ]; then  # one `bench --variants all` run: NAME TIER BENCH DTYPE [CASES]
   shift
   python3 tools/gpu/as_dtype.py "$4" --bench "$3" ${5:+--cases "$5"} >"/tmp/gpu/$1.json"
-  python3 -m app bench --tier "$2" --host node --runs "${RUNS:-3}" --repeats "${REPEATS:-10}" --variants all \
+  python3 -m app bench --tier "$2" --host node --runs "${RUNS:-3}" --repeats "${REPEATS:-10}" --variants "${BENCH_VARIANTS:-all}" \
     --bench "/tmp/gpu/$1.json" --out "/tmp/gpu/runs/all-$1.json" >"/tmp/gpu/runs/all-$1.txt" 2>&1
   echo "  all-$1: $(grep -c ' ok ' "/tmp/gpu/runs/all-$1.txt") rows ($(date -u +%T))"
   exit 0
