@@ -147,3 +147,30 @@ def test_each_rule_infer_refuses_by_the_js_judge_leaves_to_python():
     assert [what for (what, *_), s in zip(REFUSED, got) if s is not None] == []
     assert quick([{"tensors": {"x": {"shape": BASE["x"], "dtype": "float32"}, "w": {"shape": BASE["w"], "dtype": "float32"}},
                    "attributes": {}}]) != [None]  # the same request, unbroken, is accepted
+
+
+LIMITS = """
+import { quickGeometry, quickSpec } from "%s";
+import { storedSpecFault } from "%s";
+const limits = { maxStorageBufferBindingSize: 2 ** 27, maxBufferSize: 2 ** 28, maxComputeWorkgroupsPerDimension: 65535,
+                 maxStorageBuffersPerShaderStage: 8, maxComputeInvocationsPerWorkgroup: 256 };
+const faults = JSON.parse(process.argv[1]).map((r) => {
+  const geom = quickGeometry(r.tensors, r.attributes);
+  return storedSpecFault(quickSpec(geom, { key: "k", source: "s", label: "l" }, 256, 65535), r, limits);
+});
+console.log(JSON.stringify(faults));
+""" % ((ROOT / "web" / "runtime" / "quick-start.mjs").as_uri(), (ROOT / "web" / "runtime" / "plan-store.mjs").as_uri())
+
+
+def test_a_quick_launch_past_the_devices_limits_is_faulted_as_a_stored_plan_would_be():
+    """kernel.mjs checks the quick spec with storedSpecFault: y past the binding limit (a request Python runs in
+    pieces) is not run by the quick start; one within it is."""
+    def request(h):
+        return {"tensors": {"x": {"shape": [1, 64, h, 1024], "dtype": "float32"},
+                            "w": {"shape": [64, 64, 1, 1], "dtype": "float32"}}, "attributes": {}}
+
+    done = subprocess.run(["node", "--input-type=module", "-e", LIMITS, json.dumps([request(8), request(1024)])],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    within, past = json.loads(done.stdout)
+    assert within is None and past and "y_bytes" in past, (within, past)

@@ -10,7 +10,7 @@ import { ADAPT, Trial } from "./adapt.mjs";
 import { bootApp, bootForFirstCall, bootRevision, gatePython, storesPlans, timedPhase } from "./boot.mjs";
 import { CONTRACT_VERSION, DTYPES, KERNEL_ID } from "./contract.mjs";
 import { adapterKey, executorFor, openDevice, sharedDevice } from "./device.mjs";
-import { PlanRecord, calibrated, runnable, sha256, storable } from "./plan-store.mjs";
+import { PlanRecord, calibrated, runnable, sha256, storable, storedSpecFault } from "./plan-store.mjs";
 import { defaultStore, guardedStore, warnStore } from "./store.mjs";
 import { kernelError } from "./errors.mjs";
 import { EXACT, forgetFinite, runFinite } from "./finite.mjs";
@@ -557,8 +557,10 @@ async function openKernel(id, options) {
     const geom = quickGeometry(tensors, attributes);
     const found = geom && await stored.record.starterPipeline(stored.adapter, planning, GATHER[geom.rank], geom.dtype, geom.hasBias);
     const spec = found && quickSpec(geom, found.pipeline, found.checkWorkgroup, exec.device.limits.maxComputeWorkgroupsPerDimension);
-    // its run predicted from the stored starter's, scaled by their work
-    if (!spec || pythonUp || found.runMs * gatherWork(spec) / found.work > STARTER.quickMs) return null;
+    // checked as a stored plan is (buffers past the device's limits run as pieces: Python's), its run predicted from
+    // the stored starter's, scaled by their work
+    if (!spec || pythonUp || storedSpecFault(spec, { tensors, attributes }, exec.device.limits) !== null ||
+        found.runMs * gatherWork(spec) / found.work > STARTER.quickMs) return null;
     const made = (async () => {
       const launch = exec.buildLaunch(await timedPhase("compile a quick starter", () => runnable(spec, exec)), `${key}|starter`);
       launch.starterOf = null;
