@@ -59,8 +59,8 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
 
         choice = await Autotuner(MemoryStore()).choose(kernel, geom)
     if variants == CANDIDATES:
-        return [await _candidate_row(kernel, case, geom, arrays, plan, runs, warmup, repeats, flops)
-                for plan in _candidate_plans(kernel, geom)]
+        return [_row(case, True, await _time_resident(kernel, geom, arrays, plan.variant, runs, warmup, repeats, plan),
+                     flops, geom, arrays) for plan in _candidate_plans(kernel, geom)]
     for variant in variants or [None]:
         params = None
         if choice is not None:
@@ -77,14 +77,18 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
         else:
             timing = await time_call(lambda: kernel.call(geom, arrays, attributes, variant, pieces=pieces, params=params),
                                      warmup=warmup, runs=runs)
-        y = timing.pop("y")
         if choice is not None:
             timing["autotune"] = choice.meta()
-        rows.append({"case": case["name"], "tier": case["tier"], "forced": variant is not None and choice is None,
-                     **timing,
-                     "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
-                     "flop": flops, "check": check(geom, arrays, y)})
+        rows.append(_row(case, variant is not None and choice is None, timing, flops, geom, arrays))
     return rows
+
+
+def _row(case: dict, forced: bool, timing: dict, flops: int, geom, arrays: dict) -> dict:
+    """A bench row: the timing, its GFLOP/s and its y checked against the reference (y itself dropped)."""
+    y = timing.pop("y")
+    return {"case": case["name"], "tier": case["tier"], "forced": forced, **timing,
+            "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
+            "flop": flops, "check": check(geom, arrays, y)}
 
 
 def tolerance(dtype: str, reduction: int) -> dict:
@@ -134,14 +138,6 @@ def _candidate_plans(kernel, geom) -> list:
         raise ConvTransposeError(f"--variants {CANDIDATES} times requests that run in one piece; this one runs in "
                                  f"{len(pieces)}", "variants")
     return [plan for _, plan, _ in planner.ranked(geom, kernel.device.caps, grid=planner.GRID)]
-
-
-async def _candidate_row(kernel, case, geom, arrays, plan, runs, warmup, repeats, flops) -> dict:
-    timing = await _time_resident(kernel, geom, arrays, plan.variant, runs, warmup, repeats, plan)
-    y = timing.pop("y")
-    return {"case": case["name"], "tier": case["tier"], "forced": True, **timing,
-            "gflops": flops / (timing["median_ms"] * 1e6) if timing["median_ms"] > 0 else None,
-            "flop": flops, "check": check(geom, arrays, y)}
 
 
 async def _time_resident(kernel, geom, arrays, variant, runs, warmup, repeats=1, plan=None) -> dict:

@@ -346,10 +346,11 @@ export class PlanRecord {
       if (!isObject(spec) || spec.variant !== variant || spec.dtype !== dtype || !isObject(spec.inputs) ||
           ("b" in spec.inputs) !== hasBias || !Array.isArray(spec.passes) || spec.passes.length !== 1) continue;
       const pipeline = spec.passes[0]?.pipeline;
-      if (!(entry.starter.runMs > 0) || !(gatherWork(spec) > 0) || !isObject(pipeline) ||
+      const work = gatherWork(spec);
+      if (!(entry.starter.runMs > 0) || !(work > 0) || !isObject(pipeline) ||
           typeof pipeline.source !== "string" || typeof pipeline.key !== "string" || typeof pipeline.label !== "string" ||
           await digestOf(spec) !== entry.starter.digest) continue;
-      return { pipeline, checkWorkgroup: spec.check_workgroup, signature, runMs: entry.starter.runMs, work: gatherWork(spec) };
+      return { pipeline, checkWorkgroup: spec.check_workgroup, signature, runMs: entry.starter.runMs, work };
     }
     return null;
   }

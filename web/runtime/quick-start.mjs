@@ -1,7 +1,6 @@
-// A signature seen for the first time on a revisit, run before Python is up: on an adapter whose plans compile
-// slowly (a starter is stored beside one of them: kernel.mjs), its first calls need only the rank's gather kernel,
-// whose WGSL depends on the rank, the dtype and the bias alone (a stored starter of the same three holds it) and
-// whose sizes are uniforms. So the request is judged here and the gather launch planned here, while Python starts
+// A signature seen for the first time on a revisit, run before Python is up: its first calls need only the rank's
+// gather kernel, whose WGSL depends on the rank, the dtype and the bias alone (a stored starter of the same three
+// holds it: kernel.mjs keeps one per kind) and whose sizes are uniforms. So the request is judged here and the gather launch planned here, while Python starts
 // behind the first result; Python then plans the starter again (it must match, else the stored source goes) and
 // the signature's own plan.
 //
@@ -9,13 +8,14 @@
 // padding, anything infer would refuse) is left to Python, which judges every request. tests/test_quick_start.py
 // holds the two to the same answers, and this spec to Python's plan of the starter, on the fuzzer's requests.
 
+import { DTYPES } from "./contract.mjs";
 import { outputShape } from "./output-shape.mjs";
+import { TYPED_ARRAYS } from "./typed-arrays.mjs";
 
 // app/variants/gather.py NAMES and WORKGROUP
 export const GATHER = { 1: "ncl1d_gather", 2: "nchw2d_gather", 3: "ncdhw3d_gather" };
 const WORKGROUP = 64;
 const MAX_ELEMENTS = 2 ** 31 - 1;  // app/shapes.py: indices are 32-bit on the GPU
-const ITEMSIZE = { float32: 4, float16: 2 };
 const ATTRIBUTES = new Set(["auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads", "strides"]);
 
 const ints = (v, length, min) => v === undefined ? true : Array.isArray(v) && v.length === length &&
@@ -29,7 +29,7 @@ export function quickGeometry(tensors, attributes) {
   if (!x?.shape || !w?.shape || x.buffer !== undefined || w.buffer !== undefined || b?.buffer !== undefined) return null;
   const rank = x.shape.length - 2;
   if (!GATHER[rank] || w.shape.length !== x.shape.length || w.dtype !== x.dtype || (b && b.dtype !== x.dtype)) return null;
-  if (!ITEMSIZE[x.dtype] || ![x, w, ...(b ? [b] : [])].every((t) => t.shape.every((d) => Number.isSafeInteger(d) && d >= 1) &&
+  if (!DTYPES.includes(x.dtype) || ![x, w, ...(b ? [b] : [])].every((t) => t.shape.every((d) => Number.isSafeInteger(d) && d >= 1) &&
       product(t.shape) <= MAX_ELEMENTS)) return null;
   if (Object.keys(attributes).some((k) => !ATTRIBUTES.has(k))) return null;
   const { auto_pad: autoPad = "NOTSET", group = 1, output_shape: given } = attributes;
@@ -47,13 +47,9 @@ export function quickGeometry(tensors, attributes) {
   if (outputPadding.some((op, i) => op >= Math.max(strides[i], dilations[i]))) return null;
   const natural = spatial.map((n, i) => strides[i] * (n - 1) + outputPadding[i] + (kernel[i] - 1) * dilations[i] + 1);
   if (natural.some((n) => n > MAX_ELEMENTS)) return null;
-  const begins = autoPad === "VALID" ? Array(rank).fill(0) : pads.slice(0, rank);
-  const ends = autoPad === "VALID" ? Array(rank).fill(0) : pads.slice(rank);
-  const out = natural.map((n, i) => n - begins[i] - ends[i]);
-  const yShape = [batch, outChannels, ...out];
+  const yShape = outputShape(x.shape, w.shape, attributes), out = yShape.slice(2);
   if (out.some((o) => o <= 0) || product(yShape) > MAX_ELEMENTS) return null;
-  // the rule output-shape.mjs serves stored plans by, and this judge's, agree (a second look, not a second rule)
-  if (outputShape(x.shape, w.shape, attributes).some((d, i) => d !== yShape[i])) return null;
+  const begins = autoPad === "VALID" ? Array(rank).fill(0) : pads.slice(0, rank);
   return { rank, dtype: x.dtype, batch, channels, outChannels, group, spatial, out, kernel, strides, dilations,
            begins, hasBias: Boolean(b), yShape };
 }
@@ -74,7 +70,7 @@ export function quickSpec(geom, pipeline, checkWorkgroup, maxPerDim) {
   const rows = Math.ceil(groups / maxPerDim);
   if (rows > maxPerDim) return null;
   const workgroups = groups <= maxPerDim ? [groups, 1, 1] : [Math.ceil(groups / rows), rows, 1];
-  const bytes = (shape) => product(shape) * ITEMSIZE[geom.dtype];
+  const bytes = (shape) => product(shape) * TYPED_ARRAYS[geom.dtype].BYTES_PER_ELEMENT;
   const inputs = { x: bytes([geom.batch, geom.channels, ...geom.spatial]),
                    w: bytes([geom.channels, geom.outChannels / geom.group, ...geom.kernel]) };
   if (geom.hasBias) inputs.b = bytes([geom.outChannels]);
