@@ -1,6 +1,7 @@
 """An output past the device's maxBufferSize read to the CPU (Node on Dawn/SwiftShader, limits capped so that it
-is small): split, read back piece by piece into one y, right, and the host process's peak memory stays within
-3x the output's size (docs/reliability.md gives the numbers); an output that the WebAssembly heap cannot hold is
+is small): split, read back piece by piece into one y, right; the memory the package holds in JS grows by y twice (the
+WebAssembly heap's y and the JS y returned), and the host process's peak, SwiftShader's own buffers included, stays
+within 4x the output's size (docs/reliability.md gives the numbers); an output that the WebAssembly heap cannot hold is
 refused before GPU work with field "y", not a RangeError (app/split.py host_refusal)."""
 import json
 import subprocess
@@ -31,7 +32,15 @@ const x = { data: values(8 * side * side, 3), shape: [1, 8, side, side] };
 await kernel({ x, w: { data: values(8 * 64, 7), shape: [8, 1, 8, 8] }, strides: [8, 8] });
 globalThis.gc();
 const heap0 = heap(), rss0 = process.resourceUsage().maxRSS * 1024, before = kernel.memory().executions;
+// what V8 accounts for (the WebAssembly heap and ArrayBuffers: `external` counts both), sampled through the call so
+// that a transient copy shows
+const held = () => process.memoryUsage().external;
+const held0 = held();
+let heldPeak = 0;
+const sampler = setInterval(() => { heldPeak = Math.max(heldPeak, held() - held0); }, 2);
 const out = await kernel({ x, w, strides: [8, 8] });
+clearInterval(sampler);
+heldPeak = Math.max(heldPeak, held() - held0);
 const rss1 = process.resourceUsage().maxRSS * 1024;
 const y = out.y.data;
 // y[0, m, 8i+a, 8j+b] = sum_c x[0, c, i, j] w[c, m, a, b]: checked here at spread points (the whole y is 128 MiB)
@@ -50,7 +59,7 @@ try {
   await kernel({ x: { data: values(8 * 1024 * 128, 3), shape: [1, 8, 1024, 128] }, w: { data: values(8 * 64 * 64, 5), shape: [8, 64, 8, 8] }, strides: [8, 8] });
 } catch (err) { refused = { name: err.name, field: err.field, message: err.message }; }
 console.log(JSON.stringify({ y_bytes: y.byteLength, pieces: out.meta.pieces, worst, executions,
-  wasm_growth: heap() - heap0, rss_growth: rss1 - rss0, refused, refusal_executions: kernel.memory().executions - beforeRefusal }));
+  wasm_growth: heap() - heap0, held_growth: heldPeak, rss_growth: rss1 - rss0, refused, refusal_executions: kernel.memory().executions - beforeRefusal }));
 process.exit(0);
 """
 
@@ -72,9 +81,11 @@ def test_an_output_twice_max_buffer_size_reads_back_within_3x_and_a_heap_sized_o
     result = json.loads(out.stdout.strip().splitlines()[-1])
     y_bytes = result["y_bytes"]
     assert y_bytes == 2 * 64 * 2**20 and result["pieces"] >= 2 and result["worst"] < 1e-4, result
-    # y (1x) in the WebAssembly heap, once; the whole process (JS's y, SwiftShader's buffers included) within 3x
+    # y in the WebAssembly heap, once, and the JS y returned: no other copy in JS. The process's peak adds
+    # SwiftShader's buffers, which vary from run to run (2.0-3.0x in all): 4x is below the 5x of one more copy
     assert result["wasm_growth"] <= 1.1 * y_bytes, result
-    assert result["rss_growth"] <= 3 * y_bytes, result
+    assert result["held_growth"] <= 2.2 * y_bytes, result
+    assert result["rss_growth"] <= 4 * y_bytes, result
     refused = result["refused"]
     assert refused["name"] == "ConvTransposeError" and refused["field"] == "y", refused
     assert "WebAssembly memory" in refused["message"] and "Traceback" not in refused["message"], refused
