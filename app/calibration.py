@@ -109,6 +109,13 @@ class Calibration:
         bound = math.log(MAX_FACTOR)
         return math.exp(min(bound, max(-bound, self.base + deviation)))
 
+    @property
+    def scale(self) -> float:
+        """What the rest of every prediction (launches, threads, outputs) is multiplied by: the adapter's shared
+        factor alone, the same for every candidate, so that it changes no choice by itself."""
+        bound = math.log(MAX_FACTOR)
+        return math.exp(min(bound, max(-bound, self.base)))
+
 
 def of_request(given) -> tuple[Calibration | None, list[str]]:
     """The calibration a plan request carries (app/bridge.py plan_launch), checked: (Calibration or None, what

@@ -51,6 +51,7 @@ class Features:
     io_bytes: int  # x, w, y once each
     scratch_bytes: int
     threads: int  # invocations of every pass together: what a software adapter pays for one by one
+    outputs: int = 0  # outputs the main pass computes, its tiles' padding included: each pays its indexing and store
     structure: str = ""  # the variant's shader structure (app/variants/base.py Tunable.structure); "": its only one
 
     @property
@@ -98,9 +99,11 @@ def features(plan: Plan, geom: ConvGeometry) -> Features:
     main = [s for s in sizes if not any(h in s[0].template for h in HELPER_PASSES)] or sizes
     _, workgroups, threads = max(main, key=lambda s: s[1] * s[2])
     size = DTYPE_BYTES.get(geom.dtype, 4)
+    area = _tile_area(plan.tiles)
     return Features(plan.variant, geom.dtype, len(plan.dispatches), computed_madds(plan, geom, workgroups), workgroups,
                     threads, (geom.x_size + math.prod(geom.w_shape) + geom.y_size) * size, sum(plan.scratch.values()),
-                    sum(w * i for _, w, i in sizes), _structure(plan))
+                    sum(w * i for _, w, i in sizes), max(geom.y_size, workgroups * area) if area else geom.y_size,
+                    _structure(plan))
 
 
 def _structure(plan: Plan) -> str:
@@ -138,7 +141,7 @@ def rate(model: dict, variant: str, dtype: str, structure: str = "") -> float:
 
 def fixed_ms(f: Features, model: dict) -> float:
     """The part of a prediction that is the adapter's and no variant's rate: its passes' launches and its threads."""
-    return f.passes * model["launch_ms"] + f.threads * model["invocation_ms"]
+    return f.passes * model["launch_ms"] + f.threads * model["invocation_ms"] + f.outputs * model.get("output_ms", 0.0)
 
 
 def predict(f: Features, model: dict) -> float:
@@ -176,7 +179,8 @@ def _golden(err, lo: float, hi: float, steps: int) -> float:
 
 
 # Each global constant's search range, as log10: resident invocations, launch ms, bytes a ms, ms an invocation.
-RANGES = {"resident": (1.5, 6.0), "launch_ms": (-4.0, 1.5), "bytes_per_ms": (4.0, 10.0), "invocation_ms": (-12.0, -2.0)}
+RANGES = {"resident": (1.5, 6.0), "launch_ms": (-4.0, 1.5), "bytes_per_ms": (4.0, 10.0), "invocation_ms": (-12.0, -2.0),
+          "output_ms": (-12.0, -2.0)}
 
 
 def _with_rates(rows_by_key: dict, model: dict, steps: int = 40) -> dict:
@@ -189,23 +193,28 @@ def _with_rates(rows_by_key: dict, model: dict, steps: int = 40) -> dict:
     return model
 
 
-def fit(rows: list[tuple[Features, float]], sweeps: int = 3) -> dict:
+def _constant(name: str, log_value: float) -> float:
+    # resident invocations count whole ones: rounded only after the search, a fit's 127.9 became 128 and a
+    # 64-invocation workgroup's waves halved (a fitted model's own rows then predicted 2x off)
+    return int(round(10 ** log_value)) if name == "resident" else 10 ** log_value
+
+
+def fit(rows: list[tuple[Features, float]], sweeps: int = 8, steps: int = 30) -> dict:
     """The model that best explains measured (features, ms) rows by squared log error (a ranking's errors are
     ratios): coordinate descent over the adapter's constants in log space, each variant's rate refitted to its
-    own rows at every step."""
+    own rows at every step. Eight sweeps of 30 steps: docs/decisions.md#cost-model."""
     keys = sorted({f.key for f, _ in rows})
     by_key = {k: [(f, ms) for f, ms in rows if f.key == k] for k in keys}
-    model = {name: 10 ** ((lo + hi) / 2) for name, (lo, hi) in RANGES.items()} | {"rates": {k: 1.0 for k in keys}}
+    model = {name: _constant(name, (lo + hi) / 2) for name, (lo, hi) in RANGES.items()} | {"rates": {k: 1.0 for k in keys}}
     model = _with_rates(by_key, model)
     for _ in range(sweeps):
         for name, (lo, hi) in RANGES.items():
             def err(log_value, name=name):
-                return _loss(rows, _with_rates(by_key, dict(model, **{name: 10 ** log_value}), steps=20))
-            model = _with_rates(by_key, dict(model, **{name: 10 ** _golden(err, lo, hi, 18)}))
+                return _loss(rows, _with_rates(by_key, dict(model, **{name: _constant(name, log_value)}), steps=steps))
+            model = _with_rates(by_key, dict(model, **{name: _constant(name, _golden(err, lo, hi, steps))}))
     # A variant whose rows the fixed costs explain alone fits an unbounded rate: capped, it never predicts free arithmetic.
     cap = MAX_RATE_OVER_MEDIAN * statistics.median(model["rates"].values())
     model["rates"] = {k: min(r, cap) for k, r in model["rates"].items()}
-    model["resident"] = int(round(model["resident"]))
     return model
 
 

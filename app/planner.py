@@ -115,7 +115,7 @@ def prediction(geom: ConvGeometry, caps: DeviceCaps, plan: Plan) -> dict | None:
 def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = None,
            grid: int = 0, calibration: Calibration | None = None) -> list[tuple[Candidate, Plan, float]]:
     """The candidates, fastest predicted first, each with its predicted ms (this adapter's cost model, the part its
-    rate decides times `calibration`'s factor for the plan's rate key; where no table has a model, the candidates'
+    rate decides times `calibration`'s factor for the plan's rate key, the rest times its shared scale; where no table has a model, the candidates'
     order with predictions of 0); with `grid` > 0, each kernel's own tiles and the `grid` fastest of its other tiles
     and configurations, so that a search spans variants."""
     model = tuning_tables.cost_model(caps)
@@ -129,7 +129,7 @@ def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = Non
             if calibration is None:
                 return ms
             fixed = cost_model.fixed_ms(f, model)
-            return fixed + (ms - fixed) * calibration.factor(f.key)
+            return fixed * calibration.scale + (ms - fixed) * calibration.factor(f.key)
         order = sorted(((c, p, predicted(p)) for c, p in rows), key=lambda r: r[2])
     others: dict[str, int] = {}
     kept = []

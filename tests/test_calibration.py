@@ -37,28 +37,30 @@ def rates(**measured) -> dict:
 
 
 def test_a_rate_key_measured_slow_changes_an_unseen_signatures_choice_and_few_samples_move_it_less():
-    """On SwiftShader the model puts the implicit GEMM first on a stride-1 layer, the column GEMM second and the
-    uniform-phase GEMM third at 1.6x; the calibration, measured on other signatures, holds the first two 3x slower
-    than predicted and the third as predicted. On 8 samples each, the third is chosen; on 1, the first holds."""
+    """On SwiftShader the model puts the implicit GEMM first on a stride-1 layer and the uniform-phase GEMM second at
+    1.1-1.4x; the calibration, measured on other signatures, holds the first 1.5x slower than predicted and the second
+    as predicted. On 8 samples each, the second is chosen; on 1 of the first, the first holds."""
     order = [(c.variant, ms) for c, _, ms in planner.ranked(STRIDE1, SOFTWARE)]
-    assert [v for v, _ in order[:3]] == ["stride1_implicit_gemm", "col2im_gemm_vec4", "uniform_phase_gemm"], order
-    assert 1.3 < order[2][1] / order[0][1] < 1.9, order
+    assert [v for v, _ in order[:2]] == ["stride1_implicit_gemm", "uniform_phase_gemm"], order
+    assert 1.1 < order[1][1] / order[0][1] < 1.4, order
     uncalibrated = planner.plan(STRIDE1, SOFTWARE)
-    many = Calibration.of(rates(stride1_implicit_gemm=(8, 3), col2im_gemm_vec4=(8, 3), uniform_phase_gemm=(8, 1)))
-    few = Calibration.of(rates(stride1_implicit_gemm=(1, 3), col2im_gemm_vec4=(1, 3), uniform_phase_gemm=(8, 1)))
+    many = Calibration.of(rates(stride1_implicit_gemm=(8, 1.5), uniform_phase_gemm=(8, 1)))
+    few = Calibration.of(rates(stride1_implicit_gemm=(1, 1.5), uniform_phase_gemm=(8, 1)))
     chosen = planner.plan(STRIDE1, SOFTWARE, calibration=many)
     assert uncalibrated.variant == "stride1_implicit_gemm" and chosen.variant == "uniform_phase_gemm"
-    assert "calibrated on this adapter (3 rates measured)" in chosen.reason
+    assert "calibrated on this adapter (2 rates measured)" in chosen.reason
     assert "calibrated" not in uncalibrated.reason
     assert planner.plan(STRIDE1, SOFTWARE, calibration=few).variant == "stride1_implicit_gemm"
     slower = [c.factor("stride1_implicit_gemm/float32") / c.factor("uniform_phase_gemm/float32") for c in (few, many)]
-    assert 1 < slower[0] < slower[1] < 3, slower
+    assert 1 < slower[0] < slower[1] < 1.5, slower
 
 
 def test_the_shared_base_changes_no_choice_and_unmeasured_keys_take_their_variants_then_the_base():
-    """Every variant measured 3x slower (an adapter slower than its class's model throughout): every prediction's
-    rate part scales alike (its launches' and threads' part is the model's), the choice is the uncalibrated one; a
-    structure or dtype not measured takes its variant's correction, a variant not measured the base."""
+    """Every variant measured 3x slower (an adapter slower than its class's model throughout): every prediction
+    scales alike, measured or not, the rate's part by its key's factor and the launches', threads' and outputs' part
+    by the shared one (scaling the rate's part alone put a kernel whose time is nearly all outputs, the column GEMM,
+    first), so the choice is the uncalibrated one; a structure or dtype not measured takes its variant's correction,
+    a variant not measured the base."""
     same = Calibration.of(rates(stride1_implicit_gemm=(8, 3), col2im_gemm_vec4=(8, 3), uniform_phase_gemm=(8, 3),
                                 phase_gemm=(8, 3)))
     base = {c.variant: ms for c, _, ms in planner.ranked(STRIDE1, SOFTWARE)}
@@ -67,7 +69,7 @@ def test_the_shared_base_changes_no_choice_and_unmeasured_keys_take_their_varian
     for candidate, plan in planner.candidates(STRIDE1, SOFTWARE):
         fixed = planner.prediction(STRIDE1, SOFTWARE, plan)["fixed_ms"]
         v = candidate.variant
-        assert (scaled[v] - fixed) / (base[v] - fixed) == pytest.approx(3) and 0 < fixed < base[v]
+        assert scaled[v] / base[v] == pytest.approx(3) and 0 < fixed < base[v]
     c = Calibration.of({"phase_gemm/rv/float32": (4, 4 * LOG3), "nchw2d_gather/float32": (4, 0.0)})
     assert c.factor("phase_gemm/gather/float32") == c.factor("phase_gemm/rv/float32") > c.factor("ncl1d_gather/float32")
     assert c.factor("ncl1d_gather/float32") == pytest.approx(math.exp(c.base))
@@ -81,7 +83,7 @@ def test_alternatives_carry_the_packages_prediction_beside_the_calibrated_one():
     cal = Calibration.of(rates(stride1_implicit_gemm=(8, 3), col2im_gemm_vec4=(8, 0.5)))
     chosen = planner.plan(STRIDE1, SOFTWARE, calibration=cal)
     alts = planner.alternatives(STRIDE1, SOFTWARE, chosen, 8, calibration=cal)
-    assert alts and all(a["predicted_ms"] == pytest.approx(a["fixed_ms"] + (a["model_ms"] - a["fixed_ms"]) *
+    assert alts and all(a["predicted_ms"] == pytest.approx(a["fixed_ms"] * cal.scale + (a["model_ms"] - a["fixed_ms"]) *
                                                            cal.factor(a["key"])) for a in alts)
     first = planner.prediction(STRIDE1, SOFTWARE, chosen)
     assert first["key"] == f"{chosen.variant}/float32" and 0 < first["fixed_ms"] < first["model_ms"]
@@ -232,13 +234,18 @@ def test_a_stored_calibration_that_is_not_an_object_is_dropped_and_the_record_ke
     assert "my store" in warned and "not an object" in warned
 
 
-# End to end, in the exported package on Node's Dawn (SwiftShader): a 1D depthwise layer, where the software class's
-# model puts the phase kernel first and the grouped kernel measures 4-8x faster (docs/results: the holdout's
-# depthwise1d 4.6x), trains; unseen depthwise layers of other sizes are planned after.
+# End to end, in the exported package on Node's Dawn (SwiftShader): 1D depthwise layers, the model's grouped kernel
+# and phase kernel nearly tied (the grouped kernel measured 4-8x faster: docs/results, the holdout's depthwise1d).
 DEPTHWISE = {"strides": [2], "pads": [1, 1], "output_padding": [1]}
 TRAIN = [{"x": [1, 256, 128], "w": [256, 1, 3], "attributes": DEPTHWISE | {"group": 256}}]
 UNSEEN = [{"x": [1, c, n], "w": [c, 1, 3], "attributes": DEPTHWISE | {"group": c}}
           for c, n in [(64, 256), (512, 64), (96, 96), (32, 200)]]
+# A dense k3 s3 layer trains: Node's adapter, with no table of its own, puts the column GEMM (col2im_gemm_vec4) about
+# level with the tiled phase kernel on such layers and measures it 1.5-2x slower; unseen k3 s3 layers are planned after.
+STRIDE3 = {"strides": [3, 3]}
+DENSE_TRAIN = [{"x": [1, 256, 8, 8], "w": [256, 128, 3, 3], "attributes": STRIDE3}]
+DENSE_UNSEEN = [{"x": [1, c, n, n], "w": [c, c // 2, 3, 3], "attributes": STRIDE3}
+                for c, n in [(384, 6), (128, 16), (512, 4), (192, 10), (96, 12), (320, 7)]]
 
 
 def visit(kernel: Path, store: Path, adapt: bool, calls: int, layers: list[dict], within: float | None = None) -> dict:
@@ -261,7 +268,7 @@ def test_adaptation_calibrates_the_adapter_in_the_store_and_a_new_kernel_plans_u
     from cost_model_fit import device_caps
 
     store = tmp_path / "plans.json"
-    trained = visit(kernel, store, True, 200, TRAIN)
+    trained = visit(kernel, store, True, 200, DENSE_TRAIN)
     (layer,) = trained["layers"]
     assert layer["trial"]["done"], layer["trial"]
     assert trained["calibration"] is None  # it planned with none: what it measured is for the kernels after it
@@ -275,7 +282,7 @@ def test_adaptation_calibrates_the_adapter_in_the_store_and_a_new_kernel_plans_u
 
     def geom(layer):
         return infer(layer["x"], layer["w"], None, layer["attributes"])
-    moved = [u for u in UNSEEN if planner.plan(geom(u), caps, calibration=cal).variant != planner.plan(geom(u), caps).variant]
+    moved = [u for u in DENSE_UNSEEN if planner.plan(geom(u), caps, calibration=cal).variant != planner.plan(geom(u), caps).variant]
     assert moved, ("the trial's calibration changed no unseen layer's choice", rates)
     unseen = moved[0]
     want = planner.plan(geom(unseen), caps, calibration=cal)
@@ -286,7 +293,7 @@ def test_adaptation_calibrates_the_adapter_in_the_store_and_a_new_kernel_plans_u
     assert row["variant"] == want.variant != was.variant
     assert re.search(r"calibrated on this adapter \(\d+ rates measured\)", row["reason"]), row
     # adapt: false, on the same store: the package's model as it is, and nothing recorded
-    plain = visit(kernel, store, False, 3, [unseen, UNSEEN[-1] if unseen is not UNSEEN[-1] else UNSEEN[0]])
+    plain = visit(kernel, store, False, 3, [unseen, DENSE_UNSEEN[-1] if unseen is not DENSE_UNSEEN[-1] else DENSE_UNSEEN[0]])
     assert plain["calibration"] is None
     assert {r["variant"] for r in plain["layers"][0]["rows"]} == {was.variant}
     assert not any("calibrated" in r["reason"] for layer in plain["layers"] for r in layer["rows"])
@@ -339,20 +346,20 @@ def test_a_stored_plan_made_before_the_calibration_moved_is_replaced_without_a_w
     measured since, plans another: that is no altered entry (the warning an altered one gets, test_stored_plans.py),
     the package's plan replaces it quietly and serves the later calls."""
     store = tmp_path / "plans.json"
-    first = visit(kernel, store, True, 1, [UNSEEN[0]])
+    first = visit(kernel, store, True, 1, [DENSE_UNSEEN[0]])
     (row,) = first["layers"][0]["rows"]
-    assert row["variant"] == "ncl1d_phase_tiled", row  # the package's model, uncalibrated
+    assert row["variant"] == "col2im_gemm_vec4", row  # the package's model, uncalibrated
     (key, text), = json.loads(store.read_text()).items()
     record = json.loads(text)
     (context,) = record["adapters"].values()
-    context["calibration"] = {"ncl1d_phase_tiled/float32": {"n": 8, "sum": 8 * math.log(4)},
-                              "ncl1d_grouped_stride_phase/float32": {"n": 8, "sum": 0.0}}
+    context["calibration"] = {"col2im_gemm_vec4/float32": {"n": 8, "sum": 8 * math.log(4)},
+                              "nchw2d_phase_gemm_tiled/float32": {"n": 8, "sum": 0.0}}
     for entry in context["entries"].values():
         entry.pop("starter", None)  # the stored plan itself runs first (tests/test_starter.py: a starter before it)
     store.write_text(json.dumps({key: json.dumps(record)}))
-    again = visit(kernel, store, True, 150, [UNSEEN[0]])  # 20 ms apart: Python is up after a few seconds
+    again = visit(kernel, store, True, 150, [DENSE_UNSEEN[0]])  # 20 ms apart: Python is up after a few seconds
     rows = again["layers"][0]["rows"]
-    assert rows[0]["variant"] == "ncl1d_phase_tiled" and rows[-1]["variant"] == "ncl1d_grouped_stride_phase", rows
+    assert rows[0]["variant"] == "col2im_gemm_vec4" and rows[-1]["variant"] == "nchw2d_phase_gemm_tiled", rows
     assert "differs" not in again["stderr"], again["stderr"][-2000:]
     (entry,) = stored_context(store)["entries"].values()
-    assert entry["spec"]["variant"] == "ncl1d_grouped_stride_phase" and entry["calibration"] == again["calibration"]["tag"]
+    assert entry["spec"]["variant"] == "nchw2d_phase_gemm_tiled" and entry["calibration"] == again["calibration"]["tag"]

@@ -33,7 +33,7 @@ def test_every_default_plan_runs_a_declared_structure():
 
 
 def features(structure: str) -> cost_model.Features:
-    return cost_model.Features("phase_gemm", "float32", 1, 10**9, 1000, 256, 1, 0, 256000, structure)
+    return cost_model.Features("phase_gemm", "float32", 1, 10**9, 1000, 256, 1, 0, 256000, structure=structure)
 
 
 def test_a_structure_has_its_own_rate_and_an_unmeasured_one_takes_its_variants():

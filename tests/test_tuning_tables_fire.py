@@ -14,7 +14,8 @@ from tools.wgsl.matrix import devices
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = sorted((ROOT / "tuning").glob("*.json"))
-BENCH = json.loads((ROOT / "bench.json").read_text())
+# the tuned tiers, and the layers kept to calibrate software adapters (tuning/runs: spent fresh seeds)
+CASES = [c for f in ("bench.json", "tuning/runs/calibration.json") for c in json.loads((ROOT / f).read_text())["cases"]]
 
 
 def _caps(table: dict) -> DeviceCaps:
@@ -28,9 +29,9 @@ def _geom(layer: str, dtype: str = "float32"):
     if len(parts) >= 2:
         tier, name = parts[0], parts[1]
         dtype = parts[2] if len(parts) > 2 else dtype
-        case = next(c for c in BENCH["cases"] if c["tier"] == tier and c["name"] == name)
+        case = next(c for c in CASES if c["tier"] == tier and c["name"] == name)
     else:
-        case = next(c for c in BENCH["cases"] if c["name"] == parts[0] and c["tier"] in ("full", "small"))
+        case = next(c for c in CASES if c["name"] == parts[0] and c["tier"] in ("full", "small"))
     b = [case["w"][1] * case["attributes"].get("group", 1)] if case.get("bias") else None
     return infer(case["x"], case["w"], b, case["attributes"], {n: dtype for n in ("x", "w", "b")})
 
@@ -85,3 +86,24 @@ def test_every_table_has_a_cost_model_calibrated_at_a_recorded_revision(path):
     assert {"resident", "launch_ms", "bytes_per_ms", "invocation_ms", "rates"} <= set(model)
     assert model["rates"] and all(r > 0 for r in model["rates"].values())
     assert len(model["calibrated_on"]["revision"]) == 40
+
+
+@pytest.mark.parametrize("path", [p for p in TABLES if all(
+    (ROOT / f).exists() for run in json.loads(p.read_text())["cost_model"]["calibrated_on"]["runs"] for f in run.split(":"))],
+    ids=lambda p: p.stem)
+def test_a_cost_model_whose_runs_are_kept_is_their_fit(path):
+    """A table's model is what tools/cost_model_fit.py fits to the runs it names, so that it can be refitted and
+    extended, and no hand edit of a constant passes."""
+    from tools.cost_model_fit import measured
+    from app import cost_model
+
+    table = json.loads(path.read_text())
+    model = table["cost_model"]
+    caps = _caps(table)
+    rows = measured([str(ROOT / run.split(":")[0]) + "".join(":" + str(ROOT / f) for f in run.split(":")[1:])
+                     for run in model["calibrated_on"]["runs"]], caps)
+    assert len(rows) == model["calibrated_on"]["rows"]
+    fitted = cost_model.fit([(r["features"], r["ms"]) for r in rows])
+    for name in cost_model.RANGES:
+        assert fitted[name] == pytest.approx(model[name], rel=1e-9), name
+    assert fitted["rates"] == pytest.approx(model["rates"], rel=1e-9)

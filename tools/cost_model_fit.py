@@ -41,8 +41,10 @@ def device_caps(name: str) -> DeviceCaps:
 
 
 def measured(specs: list[str], caps: DeviceCaps) -> list[dict]:
-    """One record per timed row: its layer, dtype, variant, the plan's features and the measured ms."""
-    out = []
+    """One record per timed candidate: its layer, dtype, variant, the plan's features and the measured ms (a candidate
+    timed in several runs by the median of its medians, as tools/choice_report.py reads them: a software adapter's
+    runs differ by 2x at times, and each run's row counted alone would make one candidate its own rival)."""
+    out: dict[tuple, dict] = {}
     for spec in specs:
         run, _, bench = spec.partition(":")
         cases = {(c["tier"], c["name"]): c for c in json.loads(Path(bench or ROOT / "bench.json").read_text())["cases"]}
@@ -58,10 +60,23 @@ def measured(specs: list[str], caps: DeviceCaps) -> list[dict]:
             if isinstance(plan, Refusal) or not row["check"]["ok"]:
                 continue
             plan = replace(plan, variant=VARIANTS[row["variant"]].tuning_name)
-            out.append({"layer": f"{row['tier']}/{row['case']}/{dtype}", "tier": row["tier"], "variant": plan.variant,
-                        "class": tuning_tables.shape_class(geom), "tiles": plan.tiles,
-                        "features": cost_model.features(plan, geom), "ms": row["median_ms"]})
-    return out
+            layer = f"{row['tier']}/{row['case']}/{dtype}"
+            record = out.setdefault((layer, plan.variant, json.dumps(plan.tiles, sort_keys=True)), {
+                "layer": layer, "tier": row["tier"], "variant": plan.variant, "class": tuning_tables.shape_class(geom),
+                "tiles": plan.tiles, "features": cost_model.features(plan, geom), "runs": []})
+            record["runs"].append(row["median_ms"])
+    for record in out.values():
+        record["ms"] = statistics.median(record.pop("runs"))
+    return list(out.values())
+
+
+def _recorded_spec(spec: str) -> str:
+    """A run as the table records it: RUN[:BENCH] relative to the repository where the files are in it (so that a test
+    refits the model from them), else the run file's name."""
+    files = [Path(part).resolve() for part in spec.split(":")]
+    if all(f.is_relative_to(ROOT) for f in files):
+        return ":".join(str(f.relative_to(ROOT)) for f in files)
+    return files[0].name
 
 
 def check(records: list[dict], model: dict) -> dict:
@@ -138,7 +153,7 @@ def main() -> int:
         from app.metadata import recorded
 
         model = cost_model.fit([(r["features"], r["ms"]) for r in records])
-        model["calibrated_on"] = {"runs": [Path(s.partition(":")[0]).name for s in args.runs], "rows": len(records),
+        model["calibrated_on"] = {"runs": [_recorded_spec(s) for s in args.runs], "rows": len(records),
                                   "revision": recorded()["revision"]}
         result = check(records, model)
         print(f"fit on {len(records)} rows: resident {model['resident']}, launch {model['launch_ms']} ms, "

@@ -1,0 +1,62 @@
+"""The cost model's per-output term (app/cost_model.py): every output a main pass computes, its tiles' padding
+included, pays its indexing and store. On a software adapter that is what separates a tiled GEMM that pads a
+depthwise layer's one channel per group to its tile from the gather kernel (docs/decisions.md#cost-model)."""
+import random
+
+import pytest
+
+from app import cost_model
+from app.shapes import infer
+from app.variants import VARIANTS
+from tools.wgsl.matrix import devices
+
+SWIFTSHADER = devices()["swiftshader"]
+DEPTHWISE = infer((1, 8, 16, 16), (8, 1, 4, 4), None, {"strides": [2, 2], "group": 8})
+
+
+def _features(variant: str):
+    return cost_model.features(VARIANTS[variant].configured(DEPTHWISE, SWIFTSHADER), DEPTHWISE)
+
+
+def test_a_tiled_kernel_counts_its_padded_outputs_and_the_gather_kernel_its_own():
+    tiled, gather = _features("uniform_phase_gemm"), _features("nchw2d_gather")
+    assert gather.outputs == DEPTHWISE.y_size
+    # one output channel a group in a tile of tm rows: the padding is counted, as its workgroups compute it
+    assert tiled.outputs >= 8 * DEPTHWISE.y_size
+
+
+def test_a_model_without_the_term_predicts_as_before_and_with_it_the_padding_costs():
+    model = {"resident": 64, "launch_ms": 0.01, "bytes_per_ms": 1e9, "invocation_ms": 0.0,
+             "rates": {"uniform_phase_gemm/float32": 1e6, "nchw2d_gather/float32": 1e6}}
+    tiled, gather = _features("uniform_phase_gemm"), _features("nchw2d_gather")
+    with_term = dict(model, output_ms=1e-3)
+    assert cost_model.predict(tiled, dict(model, output_ms=0.0)) == cost_model.predict(tiled, model)
+    extra = cost_model.predict(tiled, with_term) - cost_model.predict(tiled, model)
+    assert extra == pytest.approx(tiled.outputs * 1e-3)
+    assert extra > 8 * (cost_model.predict(gather, with_term) - cost_model.predict(gather, model))
+
+
+def test_fit_recovers_a_per_output_cost_from_rows_it_made():
+    truth = {"resident": 256, "launch_ms": 0.05, "bytes_per_ms": 1e6, "invocation_ms": 1e-6, "output_ms": 2e-4,
+             "rates": {"phase_gemm/float32": 500.0, "nchw2d_gather/float32": 50.0}}
+    rng = random.Random(7)
+    rows = []
+    for _ in range(60):
+        variant = rng.choice(["phase_gemm", "nchw2d_gather"])
+        outputs = rng.randrange(1_000, 2_000_000)
+        # threads apart from outputs (a tiled kernel's invocation computes 16 of them): the two terms are told apart
+        f = cost_model.Features(variant, "float32", 1, outputs * rng.choice([1, 8, 64, 512]), max(1, outputs // 1024),
+                                64, 1000, 0, outputs // rng.choice([1, 16]), outputs=outputs)
+        rows.append((f, cost_model.predict(f, truth)))
+    fitted = cost_model.fit(rows)
+    assert fitted["output_ms"] == pytest.approx(truth["output_ms"], rel=0.2)
+    assert cost_model.spearman([cost_model.predict(f, fitted) for f, _ in rows], [ms for _, ms in rows]) > 0.95
+    # without the term the same rows fit worse: outputs were not all the threads' or the multiply-adds' to explain
+    rows_fit = cost_model._loss(rows, fitted)
+    without = dict(cost_model.RANGES)
+    try:
+        cost_model.RANGES["output_ms"] = (-14.0, -13.9)
+        assert cost_model._loss(rows, cost_model.fit(rows)) > 2 * rows_fit
+    finally:
+        cost_model.RANGES.clear()
+        cost_model.RANGES.update(without)
