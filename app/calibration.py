@@ -3,7 +3,7 @@ signatures it has never seen are ranked better (docs/decisions.md#calibration-fr
 
 Each settled adaptation trial (web/runtime/adapt.mjs `samples`) gives one sample per candidate it timed: its rate key
 (app/cost_model.py `rate_key`, "variant[/structure]/dtype"), its measured ms, and what the package's model predicted
-of it, whole and in the part no rate decides (launches and threads: the adapter's, `cost_model.fixed_ms`). The
+of it, whole and in the part no rate decides (launches, threads and outputs: the adapter's, `cost_model.fixed_ms`). The
 sample's share w of the prediction that the rate decides weighs it: its log ratio log(measured / predicted), over w,
 is a correction of the rate (clamped to +-log(MAX_FACTOR)), counted w^2 (least squares: a layer whose time is its
 launches says little of a rate). The plan record keeps per rate key the weighted count and sum of those
@@ -18,7 +18,8 @@ predicted on 8 samples, beside one measured as predicted on 8, is predicted 2.4x
 (the rate's part); on 1 sample, 1.5x. The base keeps the variants with samples from being set against those without
 (an adapter slower than its class's model throughout is no reason to prefer the kernels never measured), and puts
 the predictions, which bound adaptation's candidates, in this adapter's milliseconds. Factors stay within
-[1/MAX_FACTOR, MAX_FACTOR]; the launches' and threads' part is the adapter class's model's as it is.
+[1/MAX_FACTOR, MAX_FACTOR]; the launches', threads' and outputs' part is multiplied by exp(base) alone
+(`Calibration.scale`): the same for every candidate, it changes no choice.
 
 What a store gives back is checked here (never trusted over the package): a key that is not a rate key of this
 package's variants and dtypes, a count or sum that is not a finite number in range, a mean past the bound, or more

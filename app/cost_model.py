@@ -7,6 +7,9 @@ A plan's passes are its main pass (the one that does the multiply-adds) and memo
   + max(compute, (x + w + y bytes) / bandwidth)      the main pass: arithmetic or its own traffic, whichever is longer
   + 2 * scratch bytes / bandwidth                    intermediate buffers written once and read once
   + invocations * per-invocation cost                every pass's threads (a software adapter runs them one by one)
+  + outputs * per-output cost                        the main pass's outputs, tile padding included: each pays its
+                                                     indexing and store (a tiled GEMM that pads a depthwise layer's
+                                                     one channel a group to its 32 rows pays for 32)
 
     compute = waves * (multiply-adds / workgroups) / (invocations a workgroup * rate[variant, structure, dtype])
     waves   = ceil(workgroups / max(1, resident / invocations a workgroup))
@@ -16,7 +19,8 @@ workgroups (a long reduction in few tiles) pays its whole per-workgroup depth, a
 wave pays for two. A workgroup's invocations are what each pass declares (app/plan.py Dispatch.invocations).
 `rate` is the arithmetic efficiency per resident invocation, one per variant, shader structure (its declared
 Tunable.structure: gathered or channels-last A, vector staging, split-K...) and dtype; a structure never measured
-takes its variant's rate. `resident`, `launch` and `bandwidth` are the adapter's. All are calibrated per adapter
+takes its variant's rate. `resident`, `launch`, `bandwidth` and the per-invocation and per-output costs are the
+adapter's (a table fitted before the per-output cost existed has none: 0). All are calibrated per adapter
 class from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's tuning table
 (app/tuning_tables.py `cost_model`), with the revision they were measured at (docs/decisions.md#cost-model).
 Pure Python.
