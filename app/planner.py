@@ -115,9 +115,9 @@ def prediction(geom: ConvGeometry, caps: DeviceCaps, plan: Plan) -> dict | None:
 def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = None,
            grid: int = 0, calibration: Calibration | None = None) -> list[tuple[Candidate, Plan, float]]:
     """The candidates, fastest predicted first, each with its predicted ms (this adapter's cost model, the part its
-    rate decides times `calibration`'s factor for the plan's rate key, the rest times its shared scale; where no table has a model, the candidates'
-    order with predictions of 0); with `grid` > 0, each kernel's own tiles and the `grid` fastest of its other tiles
-    and configurations, so that a search spans variants."""
+    rate decides times `calibration`'s factor for the plan's rate key, the rest times its shared scale; where no
+    table has a model, the candidates' order with predictions of 0); with `grid` > 0, each kernel's own tiles and the
+    `grid` fastest of its other tiles and configurations, so that a search spans variants."""
     model = tuning_tables.cost_model(caps)
     rows = candidates(geom, caps, tables, grid)
     if model is None:

@@ -36,7 +36,7 @@ def test_a_model_without_the_term_predicts_as_before_and_with_it_the_padding_cos
     assert extra > 8 * (cost_model.predict(gather, with_term) - cost_model.predict(gather, model))
 
 
-def test_fit_recovers_a_per_output_cost_from_rows_it_made():
+def test_fit_recovers_a_per_output_cost_from_rows_it_made(monkeypatch):
     truth = {"resident": 256, "launch_ms": 0.05, "bytes_per_ms": 1e6, "invocation_ms": 1e-6, "output_ms": 2e-4,
              "rates": {"phase_gemm/float32": 500.0, "nchw2d_gather/float32": 50.0}}
     rng = random.Random(7)
@@ -50,13 +50,8 @@ def test_fit_recovers_a_per_output_cost_from_rows_it_made():
         rows.append((f, cost_model.predict(f, truth)))
     fitted = cost_model.fit(rows)
     assert fitted["output_ms"] == pytest.approx(truth["output_ms"], rel=0.2)
-    assert cost_model.spearman([cost_model.predict(f, fitted) for f, _ in rows], [ms for _, ms in rows]) > 0.95
+    # its own rows fit back within a few percent each (rounding the resident count after the search left 1.6x a row)
+    assert cost_model._loss(rows, fitted) < 0.1
     # without the term the same rows fit worse: outputs were not all the threads' or the multiply-adds' to explain
-    rows_fit = cost_model._loss(rows, fitted)
-    without = dict(cost_model.RANGES)
-    try:
-        cost_model.RANGES["output_ms"] = (-14.0, -13.9)
-        assert cost_model._loss(rows, cost_model.fit(rows)) > 2 * rows_fit
-    finally:
-        cost_model.RANGES.clear()
-        cost_model.RANGES.update(without)
+    monkeypatch.setitem(cost_model.RANGES, "output_ms", (-14.0, -13.9))
+    assert cost_model._loss(rows, cost_model.fit(rows)) > 10 * cost_model._loss(rows, fitted)
