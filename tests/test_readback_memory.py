@@ -81,12 +81,12 @@ def test_an_output_twice_max_buffer_size_reads_back_in_two_copies_and_a_heap_siz
     result = json.loads(out.stdout.strip().splitlines()[-1])
     y_bytes = result["y_bytes"]
     assert y_bytes == 2 * 64 * 2**20 and result["pieces"] >= 2 and result["worst"] < 1e-4, result
-    # y in the WebAssembly heap, once, and the JS y returned, with at most a piece (y / 8) in flight until the JS
+    # y in the WebAssembly heap, once, and the JS y returned, with a piece or two (y / 8 each) in flight until the JS
     # garbage collector frees it (2.08x alone, 2.22x under the suite's load): no other copy of y in JS. The
     # process's peak adds SwiftShader's buffers, which vary from run to run (2.0-3.0x in all): 4x is below the 5x
     # of one more copy
     assert result["wasm_growth"] <= 1.1 * y_bytes, result
-    assert result["held_growth"] <= 2.35 * y_bytes, result
+    assert result["held_growth"] <= 2.5 * y_bytes, result
     assert result["rss_growth"] <= 4 * y_bytes, result
     refused = result["refused"]
     assert refused["name"] == "ConvTransposeError" and refused["field"] == "y", refused
