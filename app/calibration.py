@@ -106,16 +106,19 @@ class Calibration:
     def factor(self, key: str) -> float:
         """What the part of a prediction that rate `key` decides is multiplied by on this adapter: its key's
         correction, else (a structure or dtype not measured) its variant's, else the adapter's."""
-        deviation = self.keys.get(key, self.variants.get(key.split("/")[0], 0.0))
-        bound = math.log(MAX_FACTOR)
-        return math.exp(min(bound, max(-bound, self.base + deviation)))
+        return _bounded(self.base + self.keys.get(key, self.variants.get(key.split("/")[0], 0.0)))
 
     @property
     def scale(self) -> float:
         """What the rest of every prediction (launches, threads, outputs) is multiplied by: the adapter's shared
         factor alone, the same for every candidate, so that it changes no choice by itself."""
-        bound = math.log(MAX_FACTOR)
-        return math.exp(min(bound, max(-bound, self.base)))
+        return _bounded(self.base)
+
+
+def _bounded(log_factor: float) -> float:
+    """exp(log_factor) within [1/MAX_FACTOR, MAX_FACTOR]."""
+    bound = math.log(MAX_FACTOR)
+    return math.exp(min(bound, max(-bound, log_factor)))
 
 
 def of_request(given) -> tuple[Calibration | None, list[str]]:

@@ -144,7 +144,8 @@ def rate(model: dict, variant: str, dtype: str, structure: str = "") -> float:
 
 
 def fixed_ms(f: Features, model: dict) -> float:
-    """The part of a prediction that is the adapter's and no variant's rate: its passes' launches and its threads."""
+    """The part of a prediction that is the adapter's and no variant's rate: its passes' launches, its threads and
+    its outputs."""
     return f.passes * model["launch_ms"] + f.threads * model["invocation_ms"] + f.outputs * model.get("output_ms", 0.0)
 
 
@@ -182,7 +183,8 @@ def _golden(err, lo: float, hi: float, steps: int) -> float:
     return (lo + hi) / 2
 
 
-# Each global constant's search range, as log10: resident invocations, launch ms, bytes a ms, ms an invocation.
+# Each global constant's search range, as log10: resident invocations, launch ms, bytes a ms, ms an invocation,
+# ms an output.
 RANGES = {"resident": (1.5, 6.0), "launch_ms": (-4.0, 1.5), "bytes_per_ms": (4.0, 10.0), "invocation_ms": (-12.0, -2.0),
           "output_ms": (-12.0, -2.0)}
 
@@ -209,12 +211,14 @@ def fit(rows: list[tuple[Features, float]], sweeps: int = 8, steps: int = 30) ->
     own rows at every step. Eight sweeps of 30 steps: docs/decisions.md#cost-model."""
     keys = sorted({f.key for f, _ in rows})
     by_key = {k: [(f, ms) for f, ms in rows if f.key == k] for k in keys}
-    model = {name: _constant(name, (lo + hi) / 2) for name, (lo, hi) in RANGES.items()} | {"rates": {k: 1.0 for k in keys}}
+    model = {name: _constant(name, (lo + hi) / 2) for name, (lo, hi) in RANGES.items()}
+    model["rates"] = {k: 1.0 for k in keys}
     model = _with_rates(by_key, model)
     for _ in range(sweeps):
         for name, (lo, hi) in RANGES.items():
             def err(log_value, name=name):
-                return _loss(rows, _with_rates(by_key, dict(model, **{name: _constant(name, log_value)}), steps=steps))
+                trial = dict(model, **{name: _constant(name, log_value)})
+                return _loss(rows, _with_rates(by_key, trial, steps=steps))
             model = _with_rates(by_key, dict(model, **{name: _constant(name, _golden(err, lo, hi, steps))}))
     # A variant whose rows the fixed costs explain alone fits an unbounded rate: capped, it never predicts free arithmetic.
     cap = MAX_RATE_OVER_MEDIAN * statistics.median(model["rates"].values())

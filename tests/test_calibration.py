@@ -282,7 +282,8 @@ def test_adaptation_calibrates_the_adapter_in_the_store_and_a_new_kernel_plans_u
 
     def geom(layer):
         return infer(layer["x"], layer["w"], None, layer["attributes"])
-    moved = [u for u in DENSE_UNSEEN if planner.plan(geom(u), caps, calibration=cal).variant != planner.plan(geom(u), caps).variant]
+    moved = [u for u in DENSE_UNSEEN
+             if planner.plan(geom(u), caps, calibration=cal).variant != planner.plan(geom(u), caps).variant]
     assert moved, ("the trial's calibration changed no unseen layer's choice", rates)
     unseen = moved[0]
     want = planner.plan(geom(unseen), caps, calibration=cal)
@@ -293,7 +294,8 @@ def test_adaptation_calibrates_the_adapter_in_the_store_and_a_new_kernel_plans_u
     assert row["variant"] == want.variant != was.variant
     assert re.search(r"calibrated on this adapter \(\d+ rates measured\)", row["reason"]), row
     # adapt: false, on the same store: the package's model as it is, and nothing recorded
-    plain = visit(kernel, store, False, 3, [unseen, DENSE_UNSEEN[-1] if unseen is not DENSE_UNSEEN[-1] else DENSE_UNSEEN[0]])
+    other = DENSE_UNSEEN[-1] if unseen is not DENSE_UNSEEN[-1] else DENSE_UNSEEN[0]
+    plain = visit(kernel, store, False, 3, [unseen, other])
     assert plain["calibration"] is None
     assert {r["variant"] for r in plain["layers"][0]["rows"]} == {was.variant}
     assert not any("calibrated" in r["reason"] for layer in plain["layers"] for r in layer["rows"])

@@ -1,8 +1,8 @@
 // A signature seen for the first time on a revisit, run before Python is up: its first calls need only the rank's
 // gather kernel, whose WGSL depends on the rank, the dtype and the bias alone (a stored starter of the same three
-// holds it: kernel.mjs keeps one per kind) and whose sizes are uniforms. So the request is judged here and the gather launch planned here, while Python starts
-// behind the first result; Python then plans the starter again (it must match, else the stored source goes) and
-// the signature's own plan.
+// holds it: kernel.mjs keeps one per kind) and whose sizes are uniforms. So the request is judged here and the
+// gather launch planned here, while Python starts behind the first result; Python then plans the starter again (it
+// must match, else the stored source goes) and the signature's own plan.
 //
 // The judge is app/shapes.py infer's rules, kept to what is sure: a request it is unsure of (output_shape, SAME_*
 // padding, anything infer would refuse) is left to Python, which judges every request. tests/test_quick_start.py
