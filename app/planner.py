@@ -151,7 +151,8 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
     """The next-best candidates to the chosen plan, for a kernel to time on real calls (web/runtime/adapt.mjs,
     which bounds them by the chosen plan's measured time: the prediction it would be bounded by here is the one most
     often wrong): at most `count` of `ranked` with grid tiles, fastest predicted first.
-    [{variant, params, predicted_ms (corrected by `calibration`), key, model_ms, fixed_ms (`prediction`'s)}]."""
+    [{variant, params, predicted_ms (corrected by `calibration`), origin (Candidate.origin), key, model_ms, fixed_ms
+    (`prediction`'s)}]."""
     rows = ranked(geom, caps, tables, grid=GRID, calibration=calibration)
     chosen_key = Candidate(chosen.variant, chosen.tiles or None).key()
     out, seen = [], set()
@@ -163,7 +164,7 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
             continue
         seen.add((plan.variant, ms))
         out.append({"variant": candidate.variant, "params": dict(plan.tiles) or None, "predicted_ms": ms,
-                    **(prediction(geom, caps, plan) or {})})
+                    "origin": candidate.origin, **(prediction(geom, caps, plan) or {})})
     return out
 
 

@@ -85,6 +85,11 @@ def test_alternatives_carry_the_packages_prediction_beside_the_calibrated_one():
     alts = planner.alternatives(STRIDE1, SOFTWARE, chosen, 8, calibration=cal)
     assert alts and all(a["predicted_ms"] == pytest.approx(a["fixed_ms"] * cal.scale + (a["model_ms"] - a["fixed_ms"]) *
                                                            cal.factor(a["key"])) for a in alts)
+    # whose tiles each runs, for the trial's shortlist (web/runtime/adapt.mjs): a grid's are not the variant's own
+    origins = {planner.Candidate(c.variant, p.tiles or None).key(): c.origin
+               for c, p, _ in planner.ranked(STRIDE1, SOFTWARE, grid=planner.GRID, calibration=cal)}
+    assert [a["origin"] for a in alts] == [origins[planner.Candidate(a["variant"], a["params"]).key()] for a in alts]
+    assert {"grid", "defaults"} <= {a["origin"] for a in alts}
     first = planner.prediction(STRIDE1, SOFTWARE, chosen)
     assert first["key"] == f"{chosen.variant}/float32" and 0 < first["fixed_ms"] < first["model_ms"]
     # a seed name reports its successor's rate key, as the candidates it was ranked among
