@@ -41,3 +41,20 @@ def test_a_choice_in_the_benchs_tiles_is_read_off_the_bench(tmp_path):
 
     got = report(tmp_path, bench_tiles)
     assert got["adapted_basis"] == "bench" and abs(got["adapted_to_best"] - 2.26) < 0.01, got
+
+
+def test_a_layer_timed_in_two_runs_reports_how_far_one_runs_fastest_is_in_the_other(tmp_path):
+    """The run-to-run line: the machine's own floor for "within 10% of the fastest". A second run where
+    phase_gemm_sgmat is 1.2x faster than the first run's fastest (stride1_halo_sgmat, unchanged)."""
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    rows = json.loads((runs / "all-fresh-float16.json").read_text())
+    for r in rows:
+        if r["variant"] == "phase_gemm_sgmat":
+            r["median_ms"] = 0.0322656 / 1.2
+    (runs / "all-fresh-b-float16.json").write_text(json.dumps(rows))
+    (out,) = choice_report.rows(runs)
+    # run 1's fastest (halo) is 1.2x run 2's; run 2's (sgmat) is 0.0339 / 0.0323 = 1.05x run 1's
+    assert sorted(round(x, 3) for x in out["run_to_run"]) == [1.052, 1.2], out["run_to_run"]
+    (line,) = [x for x in choice_report.summary([out]) if "run to run" in x]
+    assert "within 10% of that run's fastest on 1 of 2 (50%), worst 1.20x" in line, line

@@ -7,7 +7,9 @@ The planner's choice is planned here, with this tree, for the run's device (RUNS
 adaptation run names on its first line): the same
 deterministic plan the GPU machine made, whose time is that variant's row in the same run (every covering
 variant was timed; a variant timed in several all-*.json files counts by the median of its medians, so that runs
-repeated on a shared machine are read together). The fastest is the least median of the layer's rows. Ratios against cuDNN are throughput
+repeated on a shared machine are read together; where there are several, `run to run` says how often one run's
+fastest is within 10% of another's: the machine's own floor for that target). The fastest is the least median of
+the layer's rows. Ratios against cuDNN are throughput
 (cuDNN's time over ours), cuDNN timed in the same call. A layer's autotuned time is the fastest of the
 candidates autotuning would time (app/autotune.py nominees) as measured in the same run.
 
@@ -114,9 +116,10 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
         dtype = "float16" if "float16" in path.name else "float32"
         for r in json.loads(path.read_text()):
             if r["check"]["ok"]:
-                layers.setdefault((r["tier"], r["case"], dtype), []).append(r)
+                layers.setdefault((r["tier"], r["case"], dtype), []).append(r | {"run": path.name})
     out = []
     for (tier, name, dtype), rs in sorted(layers.items()):
+        repeat = run_to_run(rs)
         rs = _merged(rs)
         doc = benches["fresh"] if tier == "fresh" else benches[None]
         case = next(c for c in doc["cases"] if c["name"] == name and c["tier"] == tier)
@@ -165,7 +168,23 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
                     "adapted_to_best": adapted_ms / best["median_ms"] if adapted_ms else None,
                     "trial_calls": trial["calls"] if trial else None, "settled": bool(trial and trial["done"]),
                     "cost_share": trial["cost_share"] if trial else None, "trial_over_bench": regime,
-                    "adapted_basis": basis})
+                    "adapted_basis": basis, "run_to_run": repeat})
+    return out
+
+
+def run_to_run(rows: list[dict]) -> list[float]:
+    """Where a layer was timed in several runs: for each ordered pair of runs, the time in the second of the first's
+    fastest candidate over the second's fastest (both of the candidates both timed). What "within 10% of the fastest"
+    can mean on the machine: an oracle that knew one run's times, judged by another's."""
+    runs: dict[str, dict] = {}
+    for r in rows:
+        runs.setdefault(r["run"], {})[(r["variant"], _tiles(r))] = r["median_ms"]
+    out = []
+    for a, times_a in runs.items():
+        for b, times_b in runs.items():
+            both = [k for k in times_a if k in times_b]
+            if a != b and both:
+                out.append(times_b[min(both, key=times_a.get)] / min(times_b[k] for k in both))
     return out
 
 
@@ -184,6 +203,12 @@ def summary(out: list[dict]) -> list[str]:
                 f"{sum(x <= 1.25 for x in q)}, worst {max(q):.2f}x; autotune's candidates within 5% on "
                 f"{sum(a <= 1.05 for a in auto)}/{len(auto)}; vs cuDNN (throughput, geometric mean): planner "
                 f"{_gmean(r['vs_cudnn'] for r in rs):.2f}, fastest covering {_gmean(r['best_vs_cudnn'] for r in rs):.2f}")
+            repeat = [x for r in rs for x in r["run_to_run"]]
+            if repeat:
+                lines.append(
+                    f"{tier} {dtype} run to run (one run's fastest, timed in another run of the same layers): within 10% "
+                    f"of that run's fastest on {sum(x <= 1.10 for x in repeat)} of {len(repeat)} "
+                    f"({100 * sum(x <= 1.10 for x in repeat) / len(repeat):.0f}%), worst {max(repeat):.2f}x")
             ad = [r for r in rs if r["adapted_to_best"]]
             unmatched = sum(1 for r in rs if r.get("adapted") and not r["adapted_to_best"])
             if ad:
