@@ -154,6 +154,8 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
     [{variant, params, predicted_ms (corrected by `calibration`), origin (Candidate.origin), key, model_ms, fixed_ms
     (`prediction`'s)}]."""
     rows = ranked(geom, caps, tables, grid=GRID, calibration=calibration)
+    if own_tiles_first(caps):
+        rows = _own_tiles_first(rows)
     chosen_key = Candidate(chosen.variant, chosen.tiles or None).key()
     out, seen = [], set()
     for candidate, plan, ms in rows:
@@ -166,6 +168,24 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
         out.append({"variant": candidate.variant, "params": dict(plan.tiles) or None, "predicted_ms": ms,
                     "origin": candidate.origin, **(prediction(geom, caps, plan) or {})})
     return out
+
+
+def own_tiles_first(caps: DeviceCaps) -> bool:
+    """Whether, on this adapter's class, a kernel's own tiles (the table's for the shape class, else its defaults) were
+    faster more often than other tiles its cost model ranked ahead of them (the model's `tile_ranking`, measured by
+    tools/cost_model_fit.py on `--variants candidates` runs; none measured: the model's order stands)."""
+    counts = (tuning_tables.cost_model(caps) or {}).get("tile_ranking") or {}
+    return counts.get("own", 0) > counts.get("model", 0)
+
+
+def _own_tiles_first(rows: list[tuple[Candidate, Plan, float]]) -> list[tuple[Candidate, Plan, float]]:
+    """The rows with each kernel's own tiles moved ahead of its other tiles, into the place its first row held: the
+    kernels keep their order, a trial's one-per-kernel shortlist (web/runtime/adapt.mjs) takes the own tiles."""
+    own = lambda c: c.origin in ("defaults", "table")  # noqa: E731
+    queues: dict[str, list] = {}
+    for row in sorted(rows, key=lambda r: not own(r[0])):
+        queues.setdefault(row[0].variant, []).append(row)
+    return [queues[c.variant].pop(0) for c, _, _ in rows]
 
 
 def starter(geom: ConvGeometry, caps: DeviceCaps, chosen: str | None = None,

@@ -144,15 +144,6 @@ console.log(JSON.stringify(shortlist(alts, "first", 3).map((a) => a.params.t).co
     assert got == [2, 4, 5, 2, 0, 1]
 
 
-def test_the_shortlist_takes_a_variant_in_its_own_tiles_where_the_pool_has_them():
-    """A kernel's grid tiles predicted ahead of its own stand for it only where its own are not in the pool."""
-    got = trial("""import { shortlist } from "%s";
-const alts = [["a", "grid"], ["b", "grid"], ["a", "defaults"], ["c", "table"], ["a", "configuration"]]
-  .map(([variant, origin], i) => ({ variant, origin, params: { t: i } }));
-console.log(JSON.stringify(shortlist(alts, "first", 5).map((a) => a.params.t)));""" % ADAPT)
-    assert got == [1, 2, 3, 0, 4]
-
-
 def visit(kernel: Path, store: Path, *args) -> dict:
     done = subprocess.run(["node", str(PROBE), str(kernel), str(store), *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env=node_env())

@@ -89,7 +89,8 @@ def test_every_table_has_a_cost_model_calibrated_at_a_recorded_revision(path):
 
 
 def _runs_kept(path: Path) -> bool:
-    runs = json.loads(path.read_text())["cost_model"]["calibrated_on"]["runs"]
+    model = json.loads(path.read_text())["cost_model"]
+    runs = model["calibrated_on"]["runs"] + model.get("tile_ranking", {}).get("runs", [])
     return all((ROOT / f).exists() for run in runs for f in run.split(":"))
 
 
@@ -116,3 +117,16 @@ def test_a_cost_model_whose_runs_are_kept_is_their_fit(path):
     for name in cost_model.RANGES:
         assert fitted[name] == pytest.approx(model[name], rel=1e-9), name
     assert fitted["rates"] == pytest.approx(model["rates"], rel=1e-9)
+
+
+@pytest.mark.parametrize("path", [p for p in REFITTABLE if "tile_ranking" in json.loads(p.read_text())["cost_model"]],
+                         ids=lambda p: p.stem)
+def test_a_tile_ranking_is_what_its_runs_measure_of_the_model(path):
+    """The counts adaptation's pool reads (app/planner.py own_tiles_first) are tools/cost_model_fit.py's tile_ranking
+    of the runs the table names, under the table's model."""
+    from tools.cost_model_fit import measured, tile_ranking
+
+    table = json.loads(path.read_text())
+    kept = table["cost_model"]["tile_ranking"]
+    runs = [":".join(str(ROOT / f) for f in run.split(":")) for run in kept["runs"]]
+    assert tile_ranking(measured(runs, _caps(table)), table["cost_model"]) == {"model": kept["model"], "own": kept["own"]}

@@ -3,6 +3,7 @@ well a model ranks candidates on runs it never saw.
 
     python3 tools/cost_model_fit.py fit --device h200 --table tuning/nvidia-unknown-nvidia_h200.json \\
         RUN.json:BENCH.json ...          # rows of every covering variant, with the bench file of their cases
+        [--tiles CANDIDATES.json:BENCH.json ...]   # `--variants candidates` runs: does the model rank tiles?
     python3 tools/cost_model_fit.py check --device h200 RUN.json:BENCH.json ...
 
 A run file's dtype is its cases' (the bench file as run: tools/gpu/as_dtype.py's output) unless its name
@@ -61,9 +62,13 @@ def measured(specs: list[str], caps: DeviceCaps) -> list[dict]:
                 continue
             plan = replace(plan, variant=VARIANTS[row["variant"]].tuning_name)
             layer = f"{row['tier']}/{row['case']}/{dtype}"
+            kernel = VARIANTS[plan.variant]
+            own = kernel.configured(geom, caps, tuned=tuning_tables.lookup(kernel.name, geom, caps))
             record = out.setdefault((layer, plan.variant, json.dumps(plan.tiles, sort_keys=True)), {
                 "layer": layer, "tier": row["tier"], "variant": plan.variant, "class": tuning_tables.shape_class(geom),
-                "tiles": plan.tiles, "features": cost_model.features(plan, geom), "runs": []})
+                "tiles": plan.tiles, "features": cost_model.features(plan, geom), "runs": [],
+                # the tiles a first call plans it with (the table's for the class, else its defaults)
+                "own": not isinstance(own, Refusal) and own.tiles == plan.tiles})
             record["runs"].append(row["median_ms"])
     for record in out.values():
         record["ms"] = statistics.median(record.pop("runs"))
@@ -99,6 +104,24 @@ def check(records: list[dict], model: dict) -> dict:
             "layers": len(picks), "within_10pct": sum(q <= 1.10 for q in ratios), "within_25pct": sum(q <= 1.25 for q in ratios),
             "geomean_ratio": math.exp(statistics.fmean(math.log(q) for q in ratios)) if ratios else float("nan"),
             "picks": picks}
+
+
+def tile_ranking(records: list[dict], model: dict) -> dict:
+    """Where the model ranks other tiles of a kernel ahead of the kernel's own on a layer (both timed: a
+    `--variants candidates` run), which were faster: {"model": layers where its tiles were, "own": where the own
+    were}. Adaptation's pool offers a kernel in its own tiles first where "own" wins (app/planner.py alternatives)."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in records:
+        groups.setdefault((r["layer"], r["variant"]), []).append(r)
+    counts = {"model": 0, "own": 0}
+    for rs in groups.values():
+        own = [r for r in rs if r["own"]]
+        if not own or len(rs) < 2:
+            continue
+        pick = min(rs, key=lambda r: cost_model.predict(r["features"], model))
+        if not pick["own"]:
+            counts["model" if pick["ms"] < own[0]["ms"] else "own"] += 1
+    return counts
 
 
 UNTUNED_TIERS = ("holdout", "fresh")
@@ -144,6 +167,9 @@ def main() -> int:
     parser.add_argument("--device", required=True)
     parser.add_argument("--table", help="fit: the tuning table to store the model in; check: the one to read it from")
     parser.add_argument("--json", help="write the check's result here")
+    parser.add_argument("--tiles", nargs="*", default=[], metavar="RUN.json[:BENCH.json]",
+                        help="fit: `--variants candidates` runs that judge the fitted model's ranking of a kernel's "
+                             "tiles against its own (tile_ranking); not fitted to")
     parser.add_argument("--min-gain-ms", type=float, default=0.0,
                         help="choose: a choice must also save this many ms on every layer (a run's noise on the adapter)")
     args = parser.parse_args()
@@ -155,6 +181,10 @@ def main() -> int:
         model = cost_model.fit([(r["features"], r["ms"]) for r in records])
         model["calibrated_on"] = {"runs": [_recorded_spec(s) for s in args.runs], "rows": len(records),
                                   "revision": recorded()["revision"]}
+        if args.tiles:
+            model["tile_ranking"] = tile_ranking(measured(args.tiles, caps), model) | {
+                "runs": [_recorded_spec(s) for s in args.tiles]}
+            print(f"tile ranking: {model['tile_ranking']}")
         result = check(records, model)
         print(f"fit on {len(records)} rows: resident {model['resident']}, launch {model['launch_ms']} ms, "
               f"{model['bytes_per_ms'] / 1e6:.0f} GB/s; in-sample pooled Spearman {result['pooled_spearman']:.3f}, "

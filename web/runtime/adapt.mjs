@@ -24,17 +24,12 @@ const WARMUP_ABORT = 6;  // a warm-up (weight passes included) past this multipl
 
 /** The alternatives a trial times, of the planner's next-best (fastest predicted first): one per variant other
  * than the first pick's before any other tiles of a variant already in (the cost model tells variants apart
- * worse than tiles of one: the misses it leaves are of the variant), each variant in its own tiles (the table's
- * for the shape class, else its defaults) where the pool has them: the model ranks a kernel's tiles measured
- * elsewhere ahead of its own more often than they are faster (docs/decisions.md#shortlist-own-tiles). */
+ * worse than tiles of one: the misses it leaves are of the variant). */
 export function shortlist(alternatives, firstVariant, count = ADAPT.count) {
-  const own = (a) => a.origin !== "grid" && a.origin !== "configuration";
-  const owned = new Set(alternatives.filter(own).map((a) => a.variant));
   const seen = new Set([firstVariant]), distinct = [], rest = [];
   for (const a of alternatives) {
-    const stands = !seen.has(a.variant) && (own(a) || !owned.has(a.variant));
-    (stands ? distinct : rest).push(a);
-    if (stands) seen.add(a.variant);
+    (seen.has(a.variant) ? rest : distinct).push(a);
+    seen.add(a.variant);
   }
   return [...distinct, ...rest].slice(0, count);
 }
