@@ -77,6 +77,8 @@ async def run_case(kernel, case: dict, variants: list[str] | None = None, runs: 
         else:
             timing = await time_call(lambda: kernel.call(geom, arrays, attributes, variant, pieces=pieces, params=params),
                                      warmup=warmup, runs=runs)
+            if len(pieces) == 1:
+                timing["tiles"] = pieces[0][1].tiles  # as _time_resident's rows: which of a variant's tiles ran
         if choice is not None:
             timing["autotune"] = choice.meta()
         rows.append(_row(case, variant is not None and choice is None, timing, flops, geom, arrays))

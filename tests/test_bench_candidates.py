@@ -37,3 +37,21 @@ def test_every_ranked_candidate_is_timed_and_checked(tmp_path):
     own = {(p.variant, json.dumps(dict(p.tiles), sort_keys=True)) for _, p, _ in planner.ranked(geom, caps)
            if p.variant in variants}
     assert own <= set(pairs), own - set(pairs)
+
+
+@pytest.mark.browser
+def test_an_all_variants_run_of_one_repeat_records_the_tiles_each_variant_ran(tmp_path):
+    """`--variants all` without --repeats (software adapters' runs): each row names its tiles, the variant's own."""
+    doc = json.loads((ROOT / "bench.json").read_text())
+    bench = tmp_path / "fresh.json"
+    bench.write_text(json.dumps({**doc, "tiers": {"fresh": "one layer"}, "cases": [CASE]}))
+    out = tmp_path / "rows.json"
+    done = subprocess.run([sys.executable, "-m", "app", "bench", "--tier", "fresh", "--bench", str(bench), "--host",
+                           "node", "--variants", "all", "--runs", "1", "--warmup", "0", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    geom = infer(CASE["x"], CASE["w"], None, CASE["attributes"])
+    caps = DeviceCaps(vendor="google", architecture="swiftshader", is_fallback=True)
+    tiled = [r for r in rows if r["tiles"]]
+    assert tiled and all(r["tiles"] == planner.plan(geom, caps, r["variant"]).tiles for r in rows), rows

@@ -58,3 +58,21 @@ def test_a_layer_timed_in_two_runs_reports_how_far_one_runs_fastest_is_in_the_ot
     assert sorted(round(x, 3) for x in out["run_to_run"]) == [1.052, 1.2], out["run_to_run"]
     (line,) = [x for x in choice_report.summary([out]) if "run to run" in x]
     assert "within 10% of that run's fastest on 1 of 2 (50%), worst 1.20x" in line, line
+
+
+def test_rows_that_name_no_tiles_are_read_as_their_variants_own(tmp_path):
+    """A bench of one repeat (SwiftShader's) wrote no tiles before it recorded them: such a row ran the variant's own
+    tiles (its table's for the class, else its defaults), so a trial that chose those is read off it."""
+    def bench_tiles(trial):
+        trial["chosen"]["params"] = {"tm": 128, "tn": 64, "rm": 4, "rn": 8, "tk": 16, "ks": 1, "kz": 1}
+
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    path = runs / "all-fresh-float16.json"
+    path.write_text(json.dumps([{k: v for k, v in r.items() if k != "tiles"} for r in json.loads(path.read_text())]))
+    path = runs / "adapt-fresh-float16.jsonl"
+    row = json.loads(path.read_text())
+    bench_tiles(row["trial"])
+    path.write_text(json.dumps(row) + "\n")
+    (got,) = choice_report.rows(runs)
+    assert got["adapted_basis"] == "bench" and abs(got["adapted_to_best"] - 2.26) < 0.01, got
