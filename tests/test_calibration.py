@@ -37,21 +37,22 @@ def rates(**measured) -> dict:
 
 
 def test_a_rate_key_measured_slow_changes_an_unseen_signatures_choice_and_few_samples_move_it_less():
-    """On SwiftShader the model puts the implicit GEMM first on a stride-1 layer and the uniform-phase GEMM second at
-    1.1-1.4x; the calibration, measured on other signatures, holds the first 1.5x slower than predicted and the second
-    as predicted. On 8 samples each, the second is chosen; on 1 of the first, the first holds."""
+    """On SwiftShader the model puts the implicit GEMM first on a stride-1 layer and a phase GEMM second at 1.1-1.4x;
+    the calibration, measured on other signatures, holds the first 1.5x slower than predicted and the second as
+    predicted. On 8 samples each, the second is chosen; on 1 of the first, the first holds."""
     order = [(c.variant, ms) for c, _, ms in planner.ranked(STRIDE1, SOFTWARE)]
-    assert [v for v, _ in order[:2]] == ["stride1_implicit_gemm", "uniform_phase_gemm"], order
-    assert 1.1 < order[1][1] / order[0][1] < 1.4, order
+    (first, first_ms), (second, second_ms) = order[:2]
+    assert first == "stride1_implicit_gemm" and second in ("uniform_phase_gemm", "phase_gemm"), order
+    assert 1.1 < second_ms / first_ms < 1.4, order
     uncalibrated = planner.plan(STRIDE1, SOFTWARE)
-    many = Calibration.of(rates(stride1_implicit_gemm=(8, 1.5), uniform_phase_gemm=(8, 1)))
-    few = Calibration.of(rates(stride1_implicit_gemm=(1, 1.5), uniform_phase_gemm=(8, 1)))
+    many = Calibration.of(rates(**{first: (8, 1.5), second: (8, 1)}))
+    few = Calibration.of(rates(**{first: (1, 1.5), second: (8, 1)}))
     chosen = planner.plan(STRIDE1, SOFTWARE, calibration=many)
-    assert uncalibrated.variant == "stride1_implicit_gemm" and chosen.variant == "uniform_phase_gemm"
+    assert uncalibrated.variant == first and chosen.variant == second
     assert "calibrated on this adapter (2 rates measured)" in chosen.reason
     assert "calibrated" not in uncalibrated.reason
-    assert planner.plan(STRIDE1, SOFTWARE, calibration=few).variant == "stride1_implicit_gemm"
-    slower = [c.factor("stride1_implicit_gemm/float32") / c.factor("uniform_phase_gemm/float32") for c in (few, many)]
+    assert planner.plan(STRIDE1, SOFTWARE, calibration=few).variant == first
+    slower = [c.factor(f"{first}/float32") / c.factor(f"{second}/float32") for c in (few, many)]
     assert 1 < slower[0] < slower[1] < 1.5, slower
 
 
@@ -91,7 +92,8 @@ def test_alternatives_carry_the_packages_prediction_beside_the_calibrated_one():
     assert [a["origin"] for a in alts] == [origins[planner.Candidate(a["variant"], a["params"]).key()] for a in alts]
     assert {"grid", "defaults"} <= {a["origin"] for a in alts}
     first = planner.prediction(STRIDE1, SOFTWARE, chosen)
-    assert first["key"] == f"{chosen.variant}/float32" and 0 < first["fixed_ms"] < first["model_ms"]
+    assert first["key"].startswith(f"{chosen.variant}/") and first["key"].endswith("/float32"), first
+    assert 0 < first["fixed_ms"] < first["model_ms"]
     # a seed name reports its successor's rate key, as the candidates it was ranked among
     seed = next(v for v in VARIANTS.values() if v.tuned_as == "nchw2d_grouped_stride_phase")
     geom = infer((1, 64, 16, 16), (64, 8, 4, 4), None, {"strides": [2, 2], "pads": [1] * 4, "group": 8})
@@ -245,12 +247,13 @@ DEPTHWISE = {"strides": [2], "pads": [1, 1], "output_padding": [1]}
 TRAIN = [{"x": [1, 256, 128], "w": [256, 1, 3], "attributes": DEPTHWISE | {"group": 256}}]
 UNSEEN = [{"x": [1, c, n], "w": [c, 1, 3], "attributes": DEPTHWISE | {"group": c}}
           for c, n in [(64, 256), (512, 64), (96, 96), (32, 200)]]
-# A dense k3 s3 layer trains: Node's adapter, with no table of its own, puts the column GEMM (col2im_gemm_vec4) about
-# level with the tiled phase kernel on such layers and measures it 1.5-2x slower; unseen k3 s3 layers are planned after.
+# A latent projection (a 1x1 input, k3 s3) trains: Node's adapter, with no table of its own, puts the gather kernel 6%
+# ahead of the tiled phase kernel on it and measures it 1.6x slower; unseen 1x1-input layers where the model puts the
+# two within 11% are planned after.
 STRIDE3 = {"strides": [3, 3]}
-DENSE_TRAIN = [{"x": [1, 256, 8, 8], "w": [256, 128, 3, 3], "attributes": STRIDE3}]
-DENSE_UNSEEN = [{"x": [1, c, n, n], "w": [c, c // 2, 3, 3], "attributes": STRIDE3}
-                for c, n in [(384, 6), (128, 16), (512, 4), (192, 10), (96, 12), (320, 7)]]
+DENSE_TRAIN = [{"x": [1, 384, 1, 1], "w": [384, 192, 3, 3], "attributes": STRIDE3}]
+DENSE_UNSEEN = [{"x": [1, c, 1, 1], "w": [c, o, 3, 3], "attributes": STRIDE3}
+                for c, o in [(368, 184), (464, 232), (480, 240), (496, 248), (432, 432), (416, 416)]]
 
 
 def visit(kernel: Path, store: Path, adapt: bool, calls: int, layers: list[dict], within: float | None = None) -> dict:
@@ -352,21 +355,30 @@ def test_a_stored_plan_made_before_the_calibration_moved_is_replaced_without_a_w
     """A revisit runs a signature's stored plan before Python is up; Python, planning it again with the calibration
     measured since, plans another: that is no altered entry (the warning an altered one gets, test_stored_plans.py),
     the package's plan replaces it quietly and serves the later calls."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from cost_model_fit import device_caps
+
     store = tmp_path / "plans.json"
     first = visit(kernel, store, True, 1, [DENSE_UNSEEN[0]])
     (row,) = first["layers"][0]["rows"]
-    assert row["variant"] == "col2im_gemm_vec4", row  # the package's model, uncalibrated
+    (tmp_path / "device.json").write_text(json.dumps(first["device"]))
+    layer = DENSE_UNSEEN[0]
+    order = planner.ranked(infer(layer["x"], layer["w"], None, layer["attributes"]),
+                           device_caps(str(tmp_path / "device.json")))
+    assert row["variant"] == order[0][0].variant, row  # the package's model, uncalibrated
+    # measured since: the first pick 4x slower than predicted, the runner-up as predicted
+    runner_up = order[1][0].variant
     (key, text), = json.loads(store.read_text()).items()
     record = json.loads(text)
     (context,) = record["adapters"].values()
-    context["calibration"] = {"col2im_gemm_vec4/float32": {"n": 8, "sum": 8 * math.log(4)},
-                              "nchw2d_phase_gemm_tiled/float32": {"n": 8, "sum": 0.0}}
+    context["calibration"] = {f"{row['variant']}/float32": {"n": 8, "sum": 8 * math.log(4)},
+                              f"{runner_up}/float32": {"n": 8, "sum": 0.0}}
     for entry in context["entries"].values():
         entry.pop("starter", None)  # the stored plan itself runs first (tests/test_starter.py: a starter before it)
     store.write_text(json.dumps({key: json.dumps(record)}))
     again = visit(kernel, store, True, 150, [DENSE_UNSEEN[0]])  # 20 ms apart: Python is up after a few seconds
     rows = again["layers"][0]["rows"]
-    assert rows[0]["variant"] == "col2im_gemm_vec4" and rows[-1]["variant"] == "nchw2d_phase_gemm_tiled", rows
+    assert rows[0]["variant"] == row["variant"] and rows[-1]["variant"] == runner_up, rows
     assert "differs" not in again["stderr"], again["stderr"][-2000:]
     (entry,) = stored_context(store)["entries"].values()
-    assert entry["spec"]["variant"] == "nchw2d_phase_gemm_tiled" and entry["calibration"] == again["calibration"]["tag"]
+    assert entry["spec"]["variant"] == runner_up and entry["calibration"] == again["calibration"]["tag"]
