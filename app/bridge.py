@@ -155,7 +155,7 @@ async def plan_launch(kernel, request, key: str) -> dict:
                 not (learned and chosen.reason == learned[1]):
             out["alternatives"] = planner.alternatives(geom, kernel.device.caps, chosen, int(adapt["count"]),
                                                        calibration=calibrated)
-            out["predicted"] = planner.prediction(geom, kernel.device.caps, chosen)
+            out["predicted"] = planner.prediction(geom, kernel.device.caps, chosen, calibrated)
         return out | {"launch": made}
     plan = pieces[0][1]
     if geom.y_size == 0:

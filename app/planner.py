@@ -100,16 +100,26 @@ def candidates(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None =
     return out
 
 
-def prediction(geom: ConvGeometry, caps: DeviceCaps, plan: Plan) -> dict | None:
+def prediction(geom: ConvGeometry, caps: DeviceCaps, plan: Plan, calibration: Calibration | None = None) -> dict | None:
     """What the package's cost model (uncorrected) predicts of a plan, {key: its rate key, model_ms, fixed_ms: the
-    part no rate decides}, for adaptation to measure it against (app/calibration.py); None where no table of the
-    adapter's class has a model."""
+    part no rate decides, predicted_ms: model_ms corrected by `calibration` as `ranked` ranks it}, for adaptation to
+    measure it against (app/calibration.py) and bound its candidates by; None where no table of the adapter's class
+    has a model."""
     model = tuning_tables.cost_model(caps)
     if model is None:
         return None
     named = VARIANTS.get(plan.variant)
     f = cost_model.features(replace(plan, variant=named.tuned_as) if named and named.tuned_as else plan, geom)
-    return {"key": f.key, "model_ms": cost_model.predict(f, model), "fixed_ms": cost_model.fixed_ms(f, model)}
+    ms, fixed = cost_model.predict(f, model), cost_model.fixed_ms(f, model)
+    return {"key": f.key, "model_ms": ms, "fixed_ms": fixed, "predicted_ms": _corrected(ms, fixed, f.key, calibration)}
+
+
+def _corrected(ms: float, fixed: float, key: str, calibration: Calibration | None) -> float:
+    """A prediction corrected by what adaptation measured: the part the rate decides times the key's factor, the rest
+    times the shared scale."""
+    if calibration is None:
+        return ms
+    return fixed * calibration.scale + (ms - fixed) * calibration.factor(key)
 
 
 def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = None,
@@ -125,11 +135,7 @@ def ranked(geom: ConvGeometry, caps: DeviceCaps, tables: list[dict] | None = Non
     else:
         def predicted(plan: Plan) -> float:
             f = cost_model.features(plan, geom)
-            ms = cost_model.predict(f, model)
-            if calibration is None:
-                return ms
-            fixed = cost_model.fixed_ms(f, model)
-            return fixed * calibration.scale + (ms - fixed) * calibration.factor(f.key)
+            return _corrected(cost_model.predict(f, model), cost_model.fixed_ms(f, model), f.key, calibration)
         order = sorted(((c, p, predicted(p)) for c, p in rows), key=lambda r: r[2])
     others: dict[str, int] = {}
     kept = []
@@ -151,8 +157,8 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
     """The next-best candidates to the chosen plan, for a kernel to time on real calls (web/runtime/adapt.mjs,
     which bounds them by the chosen plan's measured time: the prediction it would be bounded by here is the one most
     often wrong): at most `count` of `ranked` with grid tiles, fastest predicted first.
-    [{variant, params, predicted_ms (corrected by `calibration`), origin (Candidate.origin), key, model_ms, fixed_ms
-    (`prediction`'s)}]."""
+    [{variant, params, key, model_ms, fixed_ms (`prediction`'s), predicted_ms (corrected by `calibration`), origin
+    (Candidate.origin)}]."""
     rows = ranked(geom, caps, tables, grid=GRID, calibration=calibration)
     if own_tiles_first(caps):
         rows = _own_tiles_first(rows)
@@ -165,8 +171,8 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
         if Candidate(plan.variant, plan.tiles or None).key() == chosen_key or (plan.variant, ms) in seen:
             continue
         seen.add((plan.variant, ms))
-        out.append({"variant": candidate.variant, "params": dict(plan.tiles) or None, "predicted_ms": ms,
-                    "origin": candidate.origin, **(prediction(geom, caps, plan) or {})})
+        out.append({"variant": candidate.variant, "params": dict(plan.tiles) or None,
+                    **(prediction(geom, caps, plan) or {}), "predicted_ms": ms, "origin": candidate.origin})
     return out
 
 

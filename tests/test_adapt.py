@@ -24,7 +24,7 @@ def trial(script: str) -> dict:
 
 
 RUN = """
-const first = { variant: "first", params: null, launch: "L0" };
+const first = { variant: "first", params: null, launch: "L0", ...FIRST };
 const t = new Trial(first, ALTS.map((v, i) => ({ variant: v, params: null, predicted_ms: PREDICTED[i] ?? i })));
 const picked = [];
 for (const [name, ms] of TIMES) {
@@ -40,9 +40,10 @@ console.log(JSON.stringify({ picked, report: t.report(), samples: ADAPT.samples 
 """
 
 
-def run_trial(alternatives: list[str], times: list[tuple[str, float]], predicted: list[float] = ()) -> dict:
+def run_trial(alternatives: list[str], times: list[tuple[str, float]], predicted: list[float] = (),
+              first: dict | None = None) -> dict:
     return trial(f"const ALTS = {json.dumps(alternatives)};\nconst TIMES = {json.dumps(times)};\n"
-                 f"const PREDICTED = {json.dumps(list(predicted))};\n{RUN}")
+                 f"const PREDICTED = {json.dumps(list(predicted))};\nconst FIRST = {json.dumps(first or {})};\n{RUN}")
 
 
 def test_a_faster_alternative_wins_after_its_warm_up_and_paired_samples():
@@ -133,6 +134,15 @@ def test_the_candidates_are_bounded_by_the_first_picks_measured_time():
     prediction is, when the first pick measured slower than the model said."""
     r = run_trial(["near", "far"], [("first", 30), ("first", 10), ("near", 10), ("first", 10), ("near", 10),
                                     ("first", 10), ("near", 10)], predicted=[39, 41])["report"]
+    assert [c["variant"] for c in r["candidates"]] == ["near"] and r["done"]
+
+
+def test_a_first_pick_measured_faster_than_predicted_bounds_its_candidates_by_the_prediction():
+    """A calibration that scaled every prediction up (the first pick predicted 30 ms, measured 10): a candidate
+    predicted 1.5x the first pick is timed, though past 4x what the first pick measured; one predicted past 4x the
+    first pick's prediction is not."""
+    r = run_trial(["near", "far"], [("first", 30), ("first", 10), ("near", 10), ("first", 10), ("near", 10),
+                                    ("first", 10), ("near", 10)], predicted=[45, 121], first={"predicted_ms": 30})["report"]
     assert [c["variant"] for c in r["candidates"]] == ["near"] and r["done"]
 
 

@@ -12,7 +12,7 @@
 export const ADAPT = {
   count: 3,  // alternatives timed beside the first pick
   pool: 8,  // next-best candidates asked of the planner, of which `count` are timed (shortlist)
-  within: 4,  // none predicted past this multiple of the first pick's measured time
+  within: 4,  // none predicted past this multiple of the first pick's measured time (or prediction, if longer)
   samples: 2,  // timed calls per alternative (after one warm-up call each: its buffers, its weight passes)
   abort: 1.5,  // an alternative whose first timed call is past this multiple of the first pick's stops
   margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1 (the
@@ -68,11 +68,13 @@ export class Trial {
 
   get done() { return this.winner !== null; }
 
-  /** Once the first pick has a time: the alternatives to plan, none predicted past `within` times that time (the
-   * model's own prediction of the first pick is the one most often wrong: the misses are its). Returns them. */
+  /** Once the first pick has a time: the alternatives to plan, none predicted past `within` times that time or the
+   * first pick's own prediction, whichever is longer (a first pick measured slower than predicted is the model's
+   * miss: its candidates are bounded by the time; one measured faster, by a prediction a calibration scaled up with the
+   * candidates', the model's order is). Returns them. */
   begin() {
     this.planningAt = this.calls;
-    const bound = ADAPT.within * median(this.first.times);
+    const bound = ADAPT.within * Math.max(median(this.first.times), this.first.predicted_ms ?? 0);
     this.alternatives = shortlist(this.pool.filter((a) => a.predicted_ms <= bound), this.first.variant)
       .map((a) => ({ ...a, launch: null, warm: false, times: [], ratios: [], stopped: null, readyAt: null }));
     if (!this.alternatives.length) this.decide();
