@@ -155,8 +155,9 @@ GRID = 2
 def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
                  tables: list[dict] | None = None, calibration: Calibration | None = None) -> list[dict]:
     """The next-best candidates to the chosen plan, for a kernel to time on real calls (web/runtime/adapt.mjs,
-    which bounds them by the chosen plan's measured time: the prediction it would be bounded by here is the one most
-    often wrong): at most `count` of `ranked` with grid tiles, fastest predicted first.
+    which bounds them by the chosen plan's measured time or prediction, whichever is longer: a prediction alone is
+    the one most often wrong): at most `count` of `ranked` with grid tiles, fastest predicted first (each kernel's own
+    tiles first where `own_tiles_first`).
     [{variant, params, key, model_ms, fixed_ms (`prediction`'s), predicted_ms (corrected by `calibration`), origin
     (Candidate.origin)}]."""
     rows = ranked(geom, caps, tables, grid=GRID, calibration=calibration)
@@ -187,9 +188,8 @@ def own_tiles_first(caps: DeviceCaps) -> bool:
 def _own_tiles_first(rows: list[tuple[Candidate, Plan, float]]) -> list[tuple[Candidate, Plan, float]]:
     """The rows with each kernel's own tiles moved ahead of its other tiles, into the place its first row held: the
     kernels keep their order, a trial's one-per-kernel shortlist (web/runtime/adapt.mjs) takes the own tiles."""
-    own = lambda c: c.origin in ("defaults", "table")  # noqa: E731
     queues: dict[str, list] = {}
-    for row in sorted(rows, key=lambda r: not own(r[0])):
+    for row in sorted(rows, key=lambda r: r[0].origin not in ("defaults", "table")):
         queues.setdefault(row[0].variant, []).append(row)
     return [queues[c.variant].pop(0) for c, _, _ in rows]
 
