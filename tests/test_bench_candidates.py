@@ -16,17 +16,22 @@ ROOT = Path(__file__).resolve().parent.parent
 CASE = {"name": "tiny", "tier": "fresh", "x": [1, 8, 6, 6], "w": [8, 4, 3, 3], "attributes": {"strides": [2, 2]}}
 
 
-@pytest.mark.browser
-def test_every_ranked_candidate_is_timed_and_checked(tmp_path):
+def bench(tmp_path: Path, variants: str) -> list[dict]:
+    """CASE benched in Node with `--variants VARIANTS`, one run, no warm-up: its rows."""
     doc = json.loads((ROOT / "bench.json").read_text())
-    bench = tmp_path / "fresh.json"
-    bench.write_text(json.dumps({**doc, "tiers": {"fresh": "one layer"}, "cases": [CASE]}))
+    cases = tmp_path / "fresh.json"
+    cases.write_text(json.dumps({**doc, "tiers": {"fresh": "one layer"}, "cases": [CASE]}))
     out = tmp_path / "rows.json"
-    done = subprocess.run([sys.executable, "-m", "app", "bench", "--tier", "fresh", "--bench", str(bench), "--host",
-                           "node", "--variants", "candidates", "--runs", "1", "--warmup", "0", "--out", str(out)],
+    done = subprocess.run([sys.executable, "-m", "app", "bench", "--tier", "fresh", "--bench", str(cases), "--host",
+                           "node", "--variants", variants, "--runs", "1", "--warmup", "0", "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+@pytest.mark.browser
+def test_every_ranked_candidate_is_timed_and_checked(tmp_path):
+    rows = bench(tmp_path, "candidates")
     pairs = [(r["variant"], json.dumps(r["tiles"], sort_keys=True)) for r in rows]
     assert len(set(pairs)) == len(pairs) and all(r["check"]["ok"] for r in rows), rows
     variants = {v for v, _ in pairs}
@@ -42,15 +47,7 @@ def test_every_ranked_candidate_is_timed_and_checked(tmp_path):
 @pytest.mark.browser
 def test_an_all_variants_run_of_one_repeat_records_the_tiles_each_variant_ran(tmp_path):
     """`--variants all` without --repeats (software adapters' runs): each row names its tiles, the variant's own."""
-    doc = json.loads((ROOT / "bench.json").read_text())
-    bench = tmp_path / "fresh.json"
-    bench.write_text(json.dumps({**doc, "tiers": {"fresh": "one layer"}, "cases": [CASE]}))
-    out = tmp_path / "rows.json"
-    done = subprocess.run([sys.executable, "-m", "app", "bench", "--tier", "fresh", "--bench", str(bench), "--host",
-                           "node", "--variants", "all", "--runs", "1", "--warmup", "0", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(out.read_text())
+    rows = bench(tmp_path, "all")
     geom = infer(CASE["x"], CASE["w"], None, CASE["attributes"])
     caps = DeviceCaps(vendor="google", architecture="swiftshader", is_fallback=True)
     tiled = [r for r in rows if r["tiles"]]
