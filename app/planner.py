@@ -177,6 +177,13 @@ def alternatives(geom: ConvGeometry, caps: DeviceCaps, chosen: Plan, count: int,
     return out
 
 
+def own_tiles(name: str, geom: ConvGeometry, caps: DeviceCaps) -> dict | None:
+    """The tiles variant `name` plans with unforced on this adapter (its table's for the shape class, else its
+    defaults): its own, as `candidates` ranks it first; None where it does not cover the request."""
+    out = _configured(name, geom, caps, "", None, None)
+    return None if isinstance(out, Refusal) else dict(out.tiles)
+
+
 def own_tiles_first(caps: DeviceCaps) -> bool:
     """Whether, on this adapter's class, a kernel's own tiles (the table's for the shape class, else its defaults) were
     faster more often than other tiles its cost model ranked ahead of them (the model's `tile_ranking`, measured by

@@ -142,7 +142,8 @@ def test_a_first_pick_measured_faster_than_predicted_bounds_its_candidates_by_th
     predicted 1.5x the first pick is timed, though past 4x what the first pick measured; one predicted past 4x the
     first pick's prediction is not."""
     r = run_trial(["near", "far"], [("first", 30), ("first", 10), ("near", 10), ("first", 10), ("near", 10),
-                                    ("first", 10), ("near", 10)], predicted=[45, 121], first={"predicted_ms": 30})["report"]
+                                    ("first", 10), ("near", 10)], predicted=[45, 121],
+                  first={"predicted_ms": 30})["report"]
     assert [c["variant"] for c in r["candidates"]] == ["near"] and r["done"]
 
 

@@ -1,8 +1,8 @@
 """An output past the device's maxBufferSize read to the CPU (Node on Dawn/SwiftShader, limits capped so that it
 is small): split, read back piece by piece into one y, right; the memory the package holds in JS grows by y twice
 (the WebAssembly heap's y and the JS y returned, a piece more at times), and the host process's peak, SwiftShader's
-own buffers included, stays within 4x the output's size (docs/reliability.md gives the numbers); an output that the WebAssembly heap cannot hold is
-refused before GPU work with field "y", not a RangeError (app/split.py host_refusal)."""
+own buffers included, stays within 4x the output's size (docs/reliability.md gives the numbers); an output that the
+WebAssembly heap cannot hold is refused before GPU work with field "y", not a RangeError (app/split.py host_refusal)."""
 import json
 import subprocess
 import tempfile

@@ -74,12 +74,6 @@ def _tiles(r: dict) -> str:
     return json.dumps(r.get("tiles") or {}, sort_keys=True)
 
 
-def _own_tiles(variant: str, geom, caps) -> dict | None:
-    """The tiles a forced variant plans with on this adapter (its table's for the shape class, else its defaults)."""
-    plan = planner.plan(geom, caps, variant)
-    return plan.tiles or None
-
-
 def _merged(rows: list[dict]) -> list[dict]:
     """One row per candidate (variant, tiles): the median of its runs' medians."""
     by: dict[tuple, list[dict]] = {}
@@ -129,7 +123,7 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
         case = next(c for c in doc["cases"] if c["name"] == name and c["tier"] == tier)
         geom = _geom(case, dtype)
         # a row that names no tiles (a bench of one repeat, before it recorded them) ran its variant's own tiles
-        rs = [r if "tiles" in r else r | {"tiles": _own_tiles(r["variant"], geom, caps)} for r in rs]
+        rs = [r if "tiles" in r else r | {"tiles": planner.own_tiles(r["variant"], geom, caps)} for r in rs]
         repeat = run_to_run(rs)
         rs = _merged(rs)
         chosen = planner.plan(geom, caps, calibration=calibrated)

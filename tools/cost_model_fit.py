@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from app import class_choice, cost_model, tuning_tables  # noqa: E402
+from app import class_choice, cost_model, planner, tuning_tables  # noqa: E402
 from app.caps import DeviceCaps  # noqa: E402
 from app.plan import Refusal  # noqa: E402
 from app.shapes import infer  # noqa: E402
@@ -62,13 +62,11 @@ def measured(specs: list[str], caps: DeviceCaps) -> list[dict]:
                 continue
             plan = replace(plan, variant=VARIANTS[row["variant"]].tuning_name)
             layer = f"{row['tier']}/{row['case']}/{dtype}"
-            kernel = VARIANTS[plan.variant]
-            own = kernel.configured(geom, caps, tuned=tuning_tables.lookup(kernel.name, geom, caps))
             record = out.setdefault((layer, plan.variant, json.dumps(plan.tiles, sort_keys=True)), {
                 "layer": layer, "tier": row["tier"], "variant": plan.variant, "class": tuning_tables.shape_class(geom),
                 "tiles": plan.tiles, "features": cost_model.features(plan, geom), "runs": [],
                 # the tiles a first call plans it with (the table's for the class, else its defaults)
-                "own": not isinstance(own, Refusal) and own.tiles == plan.tiles})
+                "own": planner.own_tiles(plan.variant, geom, caps) == plan.tiles})
             record["runs"].append(row["median_ms"])
     for record in out.values():
         record["ms"] = statistics.median(record.pop("runs"))
