@@ -15,12 +15,13 @@ export const ADAPT = {
   within: 4,  // none predicted past this multiple of the first pick's measured time (or prediction, if longer)
   samples: 2,  // timed calls per alternative (after one warm-up call each: its buffers, its weight passes)
   abort: 1.5,  // an alternative whose first timed call is past this multiple of the first pick's stops
+  warmupAbort: 6,  // an alternative whose warm-up (its weight passes included) is past this multiple of the first
+  // pick's call stops
   margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1 (the
   // tables' margin, app/class_choice.py MARGIN: tests/test_class_choice.py holds them equal)
   budget: 0.1,  // exploration stops once it has cost this share of FIRST_CALLS calls of the first pick
 };
 const FIRST_CALLS = 50;
-const WARMUP_ABORT = 6;  // a warm-up (weight passes included) past this multiple of the first pick's call stops
 
 /** The alternatives a trial times, of the planner's next-best (fastest predicted first): one per variant other
  * than the first pick's before any other tiles of a variant already in (the cost model tells variants apart
@@ -133,7 +134,7 @@ export class Trial {
       this.warmupMs += ms;
       this.reference = null;  // its timed calls follow a call of the first pick made after it
       const last = this.first.times.at(-1);
-      if (ms > WARMUP_ABORT * last) this.stop(candidate, "slower at its warm-up");
+      if (ms > ADAPT.warmupAbort * last) this.stop(candidate, "slower at its warm-up");
       // its warm-up bounds what a timed call of it would cost from above (weight passes included): one that
       // would pass the budget is not made
       else if (this.costMs + ms - last > this.budgetMs()) this.stop(candidate, "out of budget");
