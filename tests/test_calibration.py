@@ -31,9 +31,15 @@ STRIDE1 = infer((1, 32, 16, 16), (32, 32, 3, 3), None, {"pads": [1] * 4})
 LOG3 = math.log(3)
 
 
+def sums(n: float, ratio: float, w: float = 1.0) -> dict:
+    """What n samples of one rate key add up to (plan-store.mjs `calibrated`), each measured `ratio` times its
+    prediction, of which the rate decides the share w."""
+    return {"n": n, "w": n * w, "ww": n * w * w, "log": n * math.log(ratio), "wlog": n * w * math.log(ratio)}
+
+
 def rates(**measured) -> dict:
-    """{rate key: (n, sum)} from variant=(n, ratio) in float32."""
-    return {f"{v}/float32": (n, n * math.log(ratio)) for v, (n, ratio) in measured.items()}
+    """{rate key: (n, w, ww, log, wlog)}, as `checked` gives them, from variant=(n, ratio[, w]) in float32."""
+    return {f"{v}/float32": tuple(sums(*m).values()) for v, m in measured.items()}
 
 
 def test_a_rate_key_measured_slow_changes_an_unseen_signatures_choice_and_few_samples_move_it_less():
@@ -71,10 +77,11 @@ def test_the_shared_base_changes_no_choice_and_unmeasured_keys_take_their_varian
         fixed = planner.prediction(STRIDE1, SOFTWARE, plan)["fixed_ms"]
         v = candidate.variant
         assert scaled[v] / base[v] == pytest.approx(3) and 0 < fixed < base[v]
-    c = Calibration.of({"phase_gemm/rv/float32": (4, 4 * LOG3), "nchw2d_gather/float32": (4, 0.0)})
+    c = Calibration.of({"phase_gemm/rv/float32": tuple(sums(4, 3).values()),
+                        "nchw2d_gather/float32": tuple(sums(4, 1).values())})
     assert c.factor("phase_gemm/gather/float32") == c.factor("phase_gemm/rv/float32") > c.factor("ncl1d_gather/float32")
     assert c.factor("ncl1d_gather/float32") == pytest.approx(math.exp(c.base))
-    extreme = Calibration.of({"phase_gemm/float32": (MAX_COUNT, MAX_COUNT * math.log(MAX_FACTOR))})
+    extreme = Calibration.of({"phase_gemm/float32": tuple(sums(MAX_COUNT, MAX_FACTOR).values())})
     assert extreme.factor("phase_gemm/float32") <= MAX_FACTOR
 
 
@@ -101,7 +108,27 @@ def test_alternatives_carry_the_packages_prediction_beside_the_calibrated_one():
     assert planner.prediction(geom, SOFTWARE, plan)["key"].startswith("nchw2d_grouped_stride_phase/")
 
 
-GOOD = {"n": 3, "sum": 1.5}
+def test_an_adapter_slower_throughout_is_read_as_slower_by_that_much_whatever_share_its_rates_decide():
+    """Every sample 1.5x its prediction, on two rate keys whose shares of their predictions are 0.3 and 0.9: the
+    adapter's factor is 1.5 on every part of every prediction, no key's delta moves it. Fitting each key's rate first
+    (its log ratio over its share) and the shared factor on those read the first key 3.9x and the adapter 2.3x."""
+    c = Calibration.of(rates(phase_gemm=(6, 1.5, 0.3), nchw2d_gather=(6, 1.5, 0.9)))
+    assert c.scale == pytest.approx(1.5)
+    assert c.factor("phase_gemm/float32") == pytest.approx(1.5) and c.factor("nchw2d_gather/float32") == pytest.approx(1.5)
+    assert c.factor("ncl1d_gather/float32") == pytest.approx(1.5)
+    # a key whose rate's part runs 2x slower still, on layers where it decides 0.2-0.8 of the prediction, is set apart
+    # by about that (shrunk toward the model), the other key read as the adapter
+    samples = {"phase_gemm/float32": [], "nchw2d_gather/float32": []}
+    for w in (0.2, 0.5, 0.8):
+        samples["phase_gemm/float32"] += [(w, 1.5 * (1 - w + w * 2))] * 8
+        samples["nchw2d_gather/float32"] += [(w, 1.5)] * 8
+    apart = Calibration.of({k: tuple(map(sum, zip(*[(1, w, w * w, math.log(r), w * math.log(r)) for w, r in got])))
+                            for k, got in samples.items()})
+    assert 1.6 < apart.factor("phase_gemm/float32") / apart.factor("nchw2d_gather/float32") < 2.4
+    assert apart.factor("nchw2d_gather/float32") == pytest.approx(1.5, rel=0.05)
+
+
+GOOD = {"n": 3, "w": 2, "ww": 1.5, "log": 1.5, "wlog": 1}
 
 
 @pytest.mark.parametrize("key, entry, why", [
@@ -109,21 +136,28 @@ GOOD = {"n": 3, "sum": 1.5}
     ("../../etc/float32", GOOD, "not a rate key"),
     ("no_such_variant/float32", GOOD, "no variant or dtype of this package"),
     ("nchw2d_gather/float64", GOOD, "no variant or dtype of this package"),
-    ("nchw2d_gather/float32", [3, 1.5], "not {n, sum}"),
-    ("nchw2d_gather/float32", {"n": 3, "sum": 1.5, "x": 1}, "not {n, sum}"),
-    ("nchw2d_gather/float32", {"n": float("nan"), "sum": 1.5}, "not a finite number"),
-    ("nchw2d_gather/float32", {"n": 3, "sum": float("inf")}, "not a finite number"),
-    ("nchw2d_gather/float32", {"n": True, "sum": 0.5}, "not a finite number"),
-    ("nchw2d_gather/float32", {"n": "3", "sum": 0.5}, "not a finite number"),
-    ("nchw2d_gather/float32", {"n": 0, "sum": 0}, "a count outside"),
-    ("nchw2d_gather/float32", {"n": -2, "sum": 0}, "a count outside"),
-    ("nchw2d_gather/float32", {"n": MAX_COUNT + 1, "sum": 0}, "a count outside"),
-    ("nchw2d_gather/float32", {"n": 2, "sum": 2 * math.log(MAX_FACTOR) * 1.01}, "a mean ratio past 32x"),
-    ("nchw2d_gather/float32", {"n": 2, "sum": -2 * math.log(MAX_FACTOR) * 1.01}, "a mean ratio past 32x"),
+    ("nchw2d_gather/float32", [3, 2, 1.5, 1.5, 1], "not {n, w, ww, log, wlog}"),
+    ("nchw2d_gather/float32", {"n": 3, "sum": 1.5}, "not {n, w, ww, log, wlog}"),  # the first version's sums
+    ("nchw2d_gather/float32", GOOD | {"x": 1}, "not {n, w, ww, log, wlog}"),
+    ("nchw2d_gather/float32", GOOD | {"n": float("nan")}, "not a finite number"),
+    ("nchw2d_gather/float32", GOOD | {"wlog": float("inf")}, "not a finite number"),
+    ("nchw2d_gather/float32", GOOD | {"n": True}, "not a finite number"),
+    ("nchw2d_gather/float32", GOOD | {"log": "0.5"}, "not a finite number"),
+    ("nchw2d_gather/float32", GOOD | {"n": 0}, "a count outside"),
+    ("nchw2d_gather/float32", GOOD | {"n": -2}, "a count outside"),
+    ("nchw2d_gather/float32", sums(MAX_COUNT + 1, 2), "a count outside"),
+    ("nchw2d_gather/float32", GOOD | {"w": 4}, "shares no samples could add up to"),  # a share past 1
+    ("nchw2d_gather/float32", GOOD | {"ww": 2.5}, "shares no samples could add up to"),  # w^2 past 1
+    ("nchw2d_gather/float32", GOOD | {"ww": 0}, "shares no samples could add up to"),
+    ("nchw2d_gather/float32", GOOD | {"ww": 1.2}, "shares no samples could add up to"),  # w^2 > n * ww
+    ("nchw2d_gather/float32", sums(2, MAX_FACTOR * 1.01), "a mean ratio past 32x"),
+    ("nchw2d_gather/float32", sums(2, 1 / MAX_FACTOR / 1.01, 0.5), "a mean ratio past 32x"),
+    ("nchw2d_gather/float32", GOOD | {"wlog": 2 * math.log(MAX_FACTOR) * 1.01}, "a mean ratio past 32x"),
 ])
 def test_each_bad_part_of_a_stored_calibration_is_dropped_with_why_and_the_rest_kept(key, entry, why):
-    got, dropped = checked({"phase_gemm/rv/float32": GOOD, key: entry, "ncl1d_gather/float32": {"n": 64, "sum": -3}})
-    assert got == {"phase_gemm/rv/float32": (3.0, 1.5), "ncl1d_gather/float32": (64.0, -3.0)}
+    last = sums(64, 0.95, 0.5)
+    got, dropped = checked({"phase_gemm/rv/float32": GOOD, key: entry, "ncl1d_gather/float32": last})
+    assert got == {"phase_gemm/rv/float32": (3.0, 2.0, 1.5, 1.5, 1.0), "ncl1d_gather/float32": tuple(last.values())}
     (said,) = dropped
     assert why in said and said.startswith("calibration "), said
 
@@ -169,9 +203,9 @@ def test_the_bounds_and_the_rate_keys_are_the_same_in_javascript_and_python():
 
 def test_a_trials_samples_and_their_sums():
     """One sample per candidate with a time: the first pick's median, an alternative's median ratio times it; a
-    candidate stopped at its warm-up, or without the model's prediction, gives none. Each weighs by w, the share of
-    its prediction a rate decides: log(ms / model) / w, clamped to +-log 32, counted w^2; a count past 64 scaled back
-    with its sum, the most recent 256 keys kept; a sample without a rate's share left out."""
+    candidate stopped at its warm-up, or without the model's prediction, gives none. Each adds 1, w (the share of its
+    prediction a rate decides), w^2, r = log(ms / model) clamped to +-log 32, and w * r; a count past 64 scales all
+    five back, the most recent 256 keys kept; a sample without a rate's share left out."""
     got = node("""
 const t = new Trial({ variant: "a", params: null, launch: "L", key: "a/float32", model_ms: 2, fixed_ms: 0 },
   [{ variant: "b", params: null, predicted_ms: 1, key: "b/float32", model_ms: 1, fixed_ms: 0.5 },
@@ -194,11 +228,12 @@ console.log(JSON.stringify({ samples, sums, many, keys: Object.keys(keys), stopp
     assert got["stopped"] == [None, "slower at its warm-up", None]
     assert got["samples"] == [{"key": "a/float32", "model_ms": 2, "fixed_ms": 0, "ms": 10},
                               {"key": "b/float32", "model_ms": 1, "fixed_ms": 0.5, "ms": 5}]
-    assert got["sums"]["a/float32"] == {"n": 2, "sum": pytest.approx(math.log(5) + math.log(MAX_FACTOR))}
-    # half of b's prediction is its launches': log 5 / 0.5, counted 0.25
-    assert got["sums"]["b/float32"] == {"n": 0.25, "sum": pytest.approx(0.25 * math.log(5) / 0.5)}
-    assert got["many"]["e/float32"]["n"] == MAX_COUNT
-    assert got["many"]["e/float32"]["sum"] == pytest.approx(MAX_COUNT * math.log(2))
+    clamped = math.log(5) + math.log(MAX_FACTOR)
+    assert got["sums"]["a/float32"] == pytest.approx({"n": 2, "w": 2, "ww": 2, "log": clamped, "wlog": clamped})
+    # half of b's prediction is its launches'
+    assert got["sums"]["b/float32"] == pytest.approx({"n": 1, "w": 0.5, "ww": 0.25, "log": math.log(5),
+                                                      "wlog": 0.5 * math.log(5)})
+    assert got["many"]["e/float32"] == pytest.approx(sums(MAX_COUNT, 2))
     assert len(got["keys"]) == MAX_KEYS and got["keys"][-1] == "k299/float32" and "k43/float32" not in got["keys"]
 
 
@@ -213,20 +248,27 @@ console.log(JSON.stringify({ warned, calibration: record.calibration("A", "p"), 
   learned: record.learned("A", "p", "sig"), entries: Object.keys(record.data.adapters.A.entries) }));"""
 
 
+SUMS = "not {n, w, ww, log, wlog} of finite numbers"
+
+
 @pytest.mark.parametrize("bad, why", [
-    ({"no such key": {"n": 1, "sum": 0}}, "not a rate key"),
-    ({"b/float32": {"n": 1}}, "not {n, sum} of finite numbers"),
-    ({"b/float32": {"n": 1, "sum": "0.5"}}, "not {n, sum} of finite numbers"),
-    ({"b/float32": {"n": 1, "sum": 0, "more": 1}}, "not {n, sum} of finite numbers"),
-    ({"b/float32": None}, "not {n, sum} of finite numbers"),
-    ({"b/float32": {"n": 0, "sum": 0}}, "a count outside (0, 64]"),
-    ({"b/float32": {"n": 65, "sum": 0}}, "a count outside (0, 64]"),
-    ({"b/float32": {"n": 1, "sum": 9}}, "a mean ratio past 32x"),
+    ({"no such key": GOOD}, "not a rate key"),
+    ({"b/float32": {"n": 1}}, SUMS),
+    ({"b/float32": {"n": 3, "sum": 1.5}}, SUMS),  # the first version's sums
+    ({"b/float32": GOOD | {"log": "0.5"}}, SUMS),
+    ({"b/float32": GOOD | {"more": 1}}, SUMS),
+    ({"b/float32": None}, SUMS),
+    ({"b/float32": GOOD | {"n": 0}}, "a count outside (0, 64]"),
+    ({"b/float32": sums(65, 1)}, "a count outside (0, 64]"),
+    ({"b/float32": GOOD | {"w": 4}}, "shares no samples could add up to"),
+    ({"b/float32": GOOD | {"ww": 1.2}}, "shares no samples could add up to"),
+    ({"b/float32": sums(1, 40)}, "a mean ratio past 32x"),
+    ({"b/float32": GOOD | {"wlog": -9}}, "a mean ratio past 32x"),
 ])
 def test_a_stored_calibration_part_that_is_not_one_is_dropped_with_a_warning_naming_the_store(bad, why):
-    value = {"a/float32": {"n": 2, "sum": 0.5}} | bad
+    value = {"a/float32": sums(2, 1.3, 0.4)} | bad
     got = node(RECORD.replace("CALIBRATION_VALUE", json.dumps(value)))
-    assert got["calibration"] == {"a/float32": {"n": 2, "sum": 0.5}}
+    assert got["calibration"] == {"a/float32": sums(2, 1.3, 0.4)}
     (warned,) = got["warned"]
     assert "my store" in warned and why in warned and "dropped" in warned, warned
     assert got["learned"]["variant"] == "nchw2d_gather" and got["entries"] == ["sig"]  # the rest of the record kept
@@ -282,7 +324,8 @@ def test_adaptation_calibrates_the_adapter_in_the_store_and_a_new_kernel_plans_u
     assert trained["calibration"] is None  # it planned with none: what it measured is for the kernels after it
     rates = stored_context(store)["calibration"]
     first = layer["trial"]["first"]["variant"]
-    assert f"{first}/float32" in rates and all(0 < e["n"] <= 1 for e in rates.values()), rates
+    # one sample per candidate timed, from the one trial
+    assert f"{first}/float32" in rates and all(e["n"] == 1 and 0 < e["ww"] <= e["w"] <= 1 for e in rates.values()), rates
     (tmp_path / "device.json").write_text(json.dumps(trained["device"]))
     caps = device_caps(str(tmp_path / "device.json"))
     cal, dropped = calibration.of_request(rates)
@@ -340,9 +383,8 @@ def test_a_stored_calibration_python_does_not_know_is_dropped_with_a_warning_nam
     (key, text), = outer.items()
     record = json.loads(text)
     (context,) = record["adapters"].values()
-    context["calibration"] = {"no_such_variant/float32": {"n": 4, "sum": 1.0},
-                              "ncl1d_phase_tiled/float32": {"n": 8, "sum": 8 * math.log(4)},
-                              "ncl1d_grouped_stride_phase/float32": {"n": 8, "sum": 0.0}}
+    context["calibration"] = {"no_such_variant/float32": sums(4, 1.3), "ncl1d_phase_tiled/float32": sums(8, 4),
+                              "ncl1d_grouped_stride_phase/float32": sums(8, 1)}
     store.write_text(json.dumps({key: json.dumps(record)}))
     got = visit(kernel, store, True, 1, [UNSEEN[0]])
     assert "no_such_variant/float32" in got["stderr"] and str(store) in got["stderr"], got["stderr"][-2000:]
@@ -371,8 +413,7 @@ def test_a_stored_plan_made_before_the_calibration_moved_is_replaced_without_a_w
     (key, text), = json.loads(store.read_text()).items()
     record = json.loads(text)
     (context,) = record["adapters"].values()
-    context["calibration"] = {f"{row['variant']}/float32": {"n": 8, "sum": 8 * math.log(4)},
-                              f"{runner_up}/float32": {"n": 8, "sum": 0.0}}
+    context["calibration"] = {f"{row['variant']}/float32": sums(8, 4), f"{runner_up}/float32": sums(8, 1)}
     for entry in context["entries"].values():
         entry.pop("starter", None)  # the stored plan itself runs first (tests/test_starter.py: a starter before it)
     store.write_text(json.dumps({key: json.dumps(record)}))

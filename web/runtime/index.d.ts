@@ -113,6 +113,10 @@ export interface Result<Y> {
 }
 
 /** What kernel.upload returns: a GpuTensor in a new buffer (STORAGE | COPY_SRC | COPY_DST) the caller owns. */
+/** What the plan record keeps per rate key of adaptation's samples (app/calibration.py): their count, and the sums of w
+ * (the share of a prediction the rate decides), w^2, log(measured / predicted) and w times that. */
+export interface CalibrationSums { n: number; w: number; ww: number; log: number; wlog: number }
+
 export interface UploadedTensor {
   buffer: GPUBuffer;
   shape: number[];
@@ -158,8 +162,8 @@ export interface Kernel {
   /** What adaptation did per signature this kernel planned (docs/api.md `adapt`). */
   adaptations(): Array<Record<string, unknown>>;
   /** What this kernel plans with of the calibration adaptation measured on this adapter (docs/api.md `adapt`): per
-   * rate key the count and sum of log(measured / predicted), and where it was read; null with none or `adapt: false`. */
-  calibration(): Promise<{ source: string; rates: Record<string, { n: number; sum: number }>; tag: string } | null>;
+   * rate key what its samples add up to, and where it was read; null with none or `adapt: false`. */
+  calibration(): Promise<{ source: string; rates: Record<string, CalibrationSums>; tag: string } | null>;
   /** Resolves once Python has opened the kernel and numpy has loaded (getKernel may resolve before: a revisit, a
    * first visit from the snapshot): device(), validate(), reference() and the case and bench runners need it;
    * calls never do. */

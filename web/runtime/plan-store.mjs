@@ -8,8 +8,9 @@
 // plans followed (`planning`), the entries by signature, each {digest, spec, starter?} (starter: {digest, plan: the
 // entry's digest, spec, mainMs, runMs}, a quick first kernel where the plan compiles slowly: kernel.mjs), and what adaptation learned by
 // signature ({variant, params, why}: adapt.mjs), which Python takes as the planner's measured step, and what
-// adaptation measured of the cost model (`calibration`: per rate key the weighted count and sum of log(measured /
-// predicted)), which Python applies to its predictions (app/calibration.py).
+// adaptation measured of the cost model (`calibration`: per rate key the sums of log(measured / predicted) and of the
+// share of the prediction the rate decides that least squares needs), which Python applies to its predictions
+// (app/calibration.py).
 //
 // A record is untrusted text (store.mjs holds it by the store's rules): read whole or not at all, each part
 // checked before use (`checkedSpec`: its digest, then its shapes, sizes, grids, bindings and dtype against the
@@ -29,9 +30,10 @@ const MAX_PASSES = 16;  // a plan has at most a few weight passes and a few main
 const MAX_UNIFORMS = 256;
 const MAX_SOURCE = 1 << 20;  // one pass's WGSL: tens of KB as rendered
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;  // variants, scratch and prepared buffers
-// Calibration's bounds, app/calibration.py's (tests/test_calibration.py holds them equal): a sample's correction within
-// [1/maxFactor, maxFactor], a key's count scaled back to maxCount (its sum alike: old samples fade), maxKeys keys
+// Calibration's bounds, app/calibration.py's (tests/test_calibration.py holds them equal): a sample's ratio within
+// [1/maxFactor, maxFactor], a key's count scaled back to maxCount (its other sums alike: old samples fade), maxKeys keys
 export const CALIBRATION = { maxFactor: 32, maxCount: 64, maxKeys: 256 };
+const SUMS = ["n", "w", "ww", "log", "wlog"];  // what is kept per rate key (app/calibration.py SUMS)
 const RATE_KEY = /^[a-z][a-z0-9_]{0,63}(\/[a-z][a-z0-9-]{0,63})?\/[a-z0-9]{1,16}$/;  // app/cost_model.py rate_key
 const INPUT_NAMES = ["x", "w", "b"];
 const ITEMSIZE = { float32: 4, float16: 2 };
@@ -128,19 +130,23 @@ export function storedSpecFault(spec, { tensors, attributes }, limits) {
 
 const digestOf = (spec) => sha256(JSON.stringify(spec));
 
-/** Why a stored calibration entry ({n, sum} under a rate key) is not one (null: it is). */
+/** Why a stored calibration entry ({n, w, ww, log, wlog} under a rate key) is not one (null: it is): the checks of
+ * app/calibration.py `_why_not`, which checks again what Python is given. */
 function calibrationFault(key, entry) {
   if (!RATE_KEY.test(key)) return "not a rate key";
-  if (!isObject(entry) || Object.keys(entry).length !== 2 || !Number.isFinite(entry.n) || !Number.isFinite(entry.sum)) {
-    return "not {n, sum} of finite numbers";
+  if (!isObject(entry) || Object.keys(entry).length !== SUMS.length || !SUMS.every((k) => Number.isFinite(entry[k]))) {
+    return `not {${SUMS.join(", ")}} of finite numbers`;
   }
-  if (!(entry.n > 0 && entry.n <= CALIBRATION.maxCount)) return `a count outside (0, ${CALIBRATION.maxCount}]`;
-  if (Math.abs(entry.sum) > entry.n * Math.log(CALIBRATION.maxFactor) * (1 + 1e-9)) return `a mean ratio past ${CALIBRATION.maxFactor}x`;
+  const { n, w, ww, log, wlog } = entry, slack = 1 + 1e-9, bound = Math.log(CALIBRATION.maxFactor) * slack;
+  if (!(n > 0 && n <= CALIBRATION.maxCount)) return `a count outside (0, ${CALIBRATION.maxCount}]`;
+  // each sample's share is in (0, 1]: so 0 < ww <= w <= n, and w^2 <= n * ww
+  if (!(ww > 0 && ww <= w * slack && w <= n * slack && w * w <= n * ww * slack)) return "shares no samples could add up to";
+  if (Math.abs(log) > n * bound || Math.abs(wlog) > w * bound) return `a mean ratio past ${CALIBRATION.maxFactor}x`;
   return null;
 }
 
-/** A stored calibration as {key: {n, sum}} of what holds; each part that does not is dropped with a warning naming
- * the store (Python checks what it is given again: app/calibration.py checked). */
+/** A stored calibration as {key: {n, w, ww, log, wlog}} of what holds; each part that does not is dropped with a
+ * warning naming the store (Python checks what it is given again: app/calibration.py checked). */
 function checkedCalibration(value, name) {
   const out = Object.create(null);
   if (value === undefined) return out;
@@ -151,17 +157,17 @@ function checkedCalibration(value, name) {
   for (const [key, entry] of Object.entries(value)) {
     const fault = Object.keys(out).length === CALIBRATION.maxKeys ? `past the ${CALIBRATION.maxKeys} keys kept`
       : calibrationFault(key, entry);
-    if (fault === null) out[key] = { n: entry.n, sum: entry.sum };
+    if (fault === null) out[key] = Object.fromEntries(SUMS.map((k) => [k, entry[k]]));
     else warnStore(name, `a stored calibration of ${JSON.stringify(key.slice(0, 80))} dropped (${fault})`);
   }
   return out;
 }
 
-/** `sums` ({key: {n, sum}}) with adaptation's `samples` ([{key, model_ms, fixed_ms, ms}]: Trial.samples) added, as
- * app/calibration.py reads them: w, the share of the prediction the rate decides (1 - fixed_ms / model_ms), weighs
- * log(ms / model_ms) / w (clamped to +-log(maxFactor)) by w^2; a count past maxCount is scaled back (its sum alike),
- * the keys most recently measured kept past maxKeys. A sample that is not a rate key with positive finite times and a
- * share of its prediction to a rate is left out. */
+/** `sums` ({key: {n, w, ww, log, wlog}}) with adaptation's `samples` ([{key, model_ms, fixed_ms, ms}]:
+ * Trial.samples) added, as app/calibration.py reads them: w, the share of the prediction the rate decides
+ * (1 - fixed_ms / model_ms), and r = log(ms / model_ms) (clamped to +-log(maxFactor)) add 1, w, w^2, r and w * r; a
+ * count past maxCount scales all five back, the keys most recently measured kept past maxKeys. A sample that is not
+ * a rate key with positive finite times and a share of its prediction to a rate is left out. */
 export function calibrated(sums, samples) {
   const out = Object.assign(Object.create(null), sums);
   const bound = Math.log(CALIBRATION.maxFactor);
@@ -169,11 +175,12 @@ export function calibrated(sums, samples) {
     if (typeof key !== "string" || !RATE_KEY.test(key) || !(model > 0 && ms > 0 && Number.isFinite(model) && Number.isFinite(ms)) ||
         !(fixed >= 0 && fixed < model)) continue;
     const w = 1 - fixed / model;
-    const log = Math.min(bound, Math.max(-bound, Math.log(ms / model) / w));
-    const was = out[key] ?? { n: 0, sum: 0 };
+    const r = Math.min(bound, Math.max(-bound, Math.log(ms / model)));
+    const was = out[key] ?? { n: 0, w: 0, ww: 0, log: 0, wlog: 0 };
     delete out[key];
-    const n = was.n + w * w, scale = Math.min(1, CALIBRATION.maxCount / n);
-    out[key] = { n: n * scale, sum: (was.sum + w * w * log) * scale };
+    const add = { n: 1, w, ww: w * w, log: r, wlog: w * r };
+    const scale = Math.min(1, CALIBRATION.maxCount / (was.n + 1));
+    out[key] = Object.fromEntries(SUMS.map((k) => [k, (was[k] + add[k]) * scale]));
   }
   const keys = Object.keys(out);
   for (const key of keys.slice(0, Math.max(0, keys.length - CALIBRATION.maxKeys))) delete out[key];
@@ -291,7 +298,7 @@ export class PlanRecord {
     await this.put(context, "learned", signature, choice, MAX_LEARNED);
   }
 
-  /** What adaptation measured of the cost model on this adapter, under `planning`: {key: {n, sum}}, checked when
+  /** What adaptation measured of the cost model on this adapter, under `planning`: {key: {n, w, ww, log, wlog}}, checked when
    * read (a copy; empty when there is none). */
   calibration(adapter, planning) {
     const context = this.data.adapters[adapter];
