@@ -111,7 +111,8 @@ def test_alternatives_carry_the_packages_prediction_beside_the_calibrated_one():
 def test_an_adapter_slower_throughout_is_read_as_slower_by_that_much_whatever_share_its_rates_decide():
     """Every sample 1.5x its prediction, on two rate keys whose shares of their predictions are 0.3 and 0.9: the
     adapter's factor is 1.5 on every part of every prediction, no key's delta moves it. Fitting each key's rate first
-    (its log ratio over its share) and the shared factor on those read the first key 3.9x and the adapter 2.3x."""
+    (its log ratio over its share) and the shared factor on those read the adapter 1.72x and the keys 2.04x and
+    1.61x."""
     c = Calibration.of(rates(phase_gemm=(6, 1.5, 0.3), nchw2d_gather=(6, 1.5, 0.9)))
     assert c.scale == pytest.approx(1.5)
     assert c.factor("phase_gemm/float32") == pytest.approx(1.5) and c.factor("nchw2d_gather/float32") == pytest.approx(1.5)
