@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 PRIOR = 2.0  # samples' worth (in w^2) of belief in the package's model, against a rate key's own delta
 MAX_FACTOR = 32.0  # a sample's ratio, and an applied factor, within [1/32, 32] (plan-store.mjs CALIBRATION)
 MAX_COUNT = 64  # a key's count past this is scaled back to it, its other sums alike (plan-store.mjs CALIBRATION)
+MAX_KEYS = 256  # rate keys kept per adapter (plan-store.mjs CALIBRATION)
 SUMS = ("n", "w", "ww", "log", "wlog")  # what the record keeps per rate key (plan-store.mjs `calibrated`)
 SLACK = 1 + 1e-9  # the sums' bounds, past float rounding
-MAX_KEYS = 256  # rate keys kept per adapter (plan-store.mjs CALIBRATION)
 DTYPES = ("float32", "float16")
 KEY = re.compile(r"([a-z][a-z0-9_]{0,63})(?:/([a-z][a-z0-9-]{0,63}))?/([a-z0-9]{1,16})")
 
@@ -99,10 +99,11 @@ class Calibration:
         # least squares of r = alpha + w * delta[key] + ridge PRIOR on each delta: delta[key] given alpha is
         # (wlog - alpha * w) / (ww + PRIOR); put into alpha's own equation, alpha solves in closed form. Its divisor
         # is positive: w^2 <= n * ww < n * (ww + PRIOR) per key.
-        n_all = sum(s[0] for s in rates.values())
-        divisor = n_all - sum(w * w / (ww + PRIOR) for _, w, ww, _, _ in rates.values())
-        alpha = (sum(s[3] for s in rates.values()) - sum(w * wlog / (ww + PRIOR) for _, w, ww, _, wlog in rates.values())
-                 ) / divisor
+        divisor = numerator = 0.0
+        for n, w, ww, log, wlog in rates.values():
+            divisor += n - w * w / (ww + PRIOR)
+            numerator += log - w * wlog / (ww + PRIOR)
+        alpha = numerator / divisor
         pooled: dict[str, list[float]] = {}
         for key, (_, w, ww, _, wlog) in rates.items():
             acc = pooled.setdefault(key.split("/")[0], [0.0, 0.0, 0.0])

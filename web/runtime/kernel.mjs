@@ -26,7 +26,8 @@ const OPTIONS = ["version", "revision", "limits", "device", "assets", "autotune"
 // page or process; kept across visits in the plan record where plans persist (plan-store.mjs learned).
 const learnedHere = new Map();
 // What adaptation measured of the cost model (planning -> {rate key: {n, w, ww, log, wlog}}: plan-store.mjs
-// calibrated), for the kernels opened later where plans do not persist (where they do, the plan record's, which holds it too).
+// calibrated), for the kernels opened later where plans do not persist (where they do, the plan record's, which
+// holds it too).
 const calibrationHere = new Map();
 const signatureOf = (key) => key.slice(key.indexOf("|") + 1);  // a launch key without the kernel's serial
 const HOLD_MS = 2000;  // the longest a revisit holds Python back for its stored plans' first call

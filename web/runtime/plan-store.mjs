@@ -31,7 +31,8 @@ const MAX_UNIFORMS = 256;
 const MAX_SOURCE = 1 << 20;  // one pass's WGSL: tens of KB as rendered
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;  // variants, scratch and prepared buffers
 // Calibration's bounds, app/calibration.py's (tests/test_calibration.py holds them equal): a sample's ratio within
-// [1/maxFactor, maxFactor], a key's count scaled back to maxCount (its other sums alike: old samples fade), maxKeys keys
+// [1/maxFactor, maxFactor], a key's count scaled back to maxCount (its other sums alike: old samples fade), maxKeys
+// keys
 export const CALIBRATION = { maxFactor: 32, maxCount: 64, maxKeys: 256 };
 const SUMS = ["n", "w", "ww", "log", "wlog"];  // what is kept per rate key (app/calibration.py SUMS)
 const RATE_KEY = /^[a-z][a-z0-9_]{0,63}(\/[a-z][a-z0-9-]{0,63})?\/[a-z0-9]{1,16}$/;  // app/cost_model.py rate_key
@@ -140,7 +141,9 @@ function calibrationFault(key, entry) {
   const { n, w, ww, log, wlog } = entry, slack = 1 + 1e-9, bound = Math.log(CALIBRATION.maxFactor) * slack;
   if (!(n > 0 && n <= CALIBRATION.maxCount)) return `a count outside (0, ${CALIBRATION.maxCount}]`;
   // each sample's share is in (0, 1]: so 0 < ww <= w <= n, and w^2 <= n * ww
-  if (!(ww > 0 && ww <= w * slack && w <= n * slack && w * w <= n * ww * slack)) return "shares no samples could add up to";
+  if (!(ww > 0 && ww <= w * slack && w <= n * slack && w * w <= n * ww * slack)) {
+    return "shares no samples could add up to";
+  }
   if (Math.abs(log) > n * bound || Math.abs(wlog) > w * bound) return `a mean ratio past ${CALIBRATION.maxFactor}x`;
   return null;
 }
@@ -176,7 +179,7 @@ export function calibrated(sums, samples) {
         !(fixed >= 0 && fixed < model)) continue;
     const w = 1 - fixed / model;
     const r = Math.min(bound, Math.max(-bound, Math.log(ms / model)));
-    const was = out[key] ?? { n: 0, w: 0, ww: 0, log: 0, wlog: 0 };
+    const was = out[key] ?? Object.fromEntries(SUMS.map((k) => [k, 0]));
     delete out[key];
     const add = { n: 1, w, ww: w * w, log: r, wlog: w * r };
     const scale = Math.min(1, CALIBRATION.maxCount / (was.n + 1));
@@ -298,8 +301,8 @@ export class PlanRecord {
     await this.put(context, "learned", signature, choice, MAX_LEARNED);
   }
 
-  /** What adaptation measured of the cost model on this adapter, under `planning`: {key: {n, w, ww, log, wlog}}, checked when
-   * read (a copy; empty when there is none). */
+  /** What adaptation measured of the cost model on this adapter, under `planning`: {key: {n, w, ww, log, wlog}},
+   * checked when read (a copy; empty when there is none). */
   calibration(adapter, planning) {
     const context = this.data.adapters[adapter];
     return context?.planning === planning ? calibrated(context.calibration, []) : Object.create(null);
