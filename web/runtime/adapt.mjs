@@ -20,6 +20,7 @@ export const ADAPT = {
   margin: 0.05,  // an alternative replaces the first pick only when its median ratio is this much below 1 (the
   // tables' margin, app/class_choice.py MARGIN: tests/test_class_choice.py holds them equal)
   budget: 0.1,  // exploration stops once it has cost this share of FIRST_CALLS calls of the first pick
+  noise: 2,  // a timed call's excess over the first pick may reach this multiple of its warm-up's (timer noise)
 };
 const FIRST_CALLS = 50;
 
@@ -134,10 +135,11 @@ export class Trial {
       this.warmupMs += ms;
       this.reference = null;  // its timed calls follow a call of the first pick made after it
       const last = this.first.times.at(-1);
+      candidate.warmup = ms / last;
       if (ms > ADAPT.warmupAbort * last) this.stop(candidate, "slower at its warm-up");
-      // its warm-up bounds what a timed call of it would cost from above (weight passes included): one that
-      // would pass the budget is not made
-      else if (this.costMs + ms - last > this.budgetMs()) this.stop(candidate, "out of budget");
+      // its warm-up (weight passes included) bounds what a timed call of it would cost, to within the timer's
+      // noise: one that would pass the budget at `noise` times that is not made
+      else if (this.costMs + ADAPT.noise * (ms - last) > this.budgetMs()) this.stop(candidate, "out of budget");
       return;
     }
     const base = this.reference;
@@ -209,7 +211,8 @@ export class Trial {
     const ms = (c) => Number.isFinite(median(c.times)) ? median(c.times) : null;
     const row = (c) => ({ variant: c.variant, params: c.params ?? null, ms: ms(c), samples: c.times.length,
                           ...(c.ratios ? { ratio: Number.isFinite(median(c.ratios)) ? median(c.ratios) : null } : {}),
-                          ...(c.ratios ? { ratios: c.ratios, ready_at: c.readyAt, plan_ms: c.planMs ?? null } : {}),
+                          ...(c.ratios ? { ratios: c.ratios, warmup: c.warmup ?? null, ready_at: c.readyAt,
+                                           plan_ms: c.planMs ?? null } : {}),
                           ...(c.stopped ? { stopped: c.stopped } : {}),
                           ...(c.predicted_ms !== undefined ? { predicted_ms: c.predicted_ms } : {}) });
     const firstMs = ms(this.first);
