@@ -76,3 +76,23 @@ def test_rows_that_name_no_tiles_are_read_as_their_variants_own(tmp_path):
     path.write_text(json.dumps(row) + "\n")
     (got,) = choice_report.rows(runs)
     assert got["adapted_basis"] == "bench" and abs(got["adapted_to_best"] - 2.26) < 0.01, got
+
+
+def test_a_first_pick_that_held_is_read_in_its_own_tiles_of_a_candidates_runs_several(tmp_path):
+    """`--variants candidates` times a variant in several tiles: where the trial kept its first pick, the adapted
+    time is the first pick's own tiles' (the planner's), not another tiles' row of the variant listed before it (a
+    large-tier float16 layer read 22x its first pick so)."""
+    runs = tmp_path / "runs"
+    shutil.copytree(RUNS, runs)
+    path = runs / "all-fresh-float16.json"
+    rows = json.loads(path.read_text())
+    own = next(r for r in rows if r["variant"] == "stride1_halo_sgmat")
+    path.write_text(json.dumps([own | {"tiles": own["tiles"] | {"tw": 8}, "median_ms": 0.7}] + rows))
+    path = runs / "adapt-fresh-float16.jsonl"
+    row = json.loads(path.read_text())
+    row["trial"]["chosen"] = row["trial"]["first"]
+    path.write_text(json.dumps(row) + "\n")
+    (got,) = choice_report.rows(runs)
+    assert got["planner"] == got["adapted"] == "stride1_halo_sgmat", got
+    assert got["adapted_ms"] == got["planner_ms"] == own["median_ms"] and got["adapted_basis"] == "bench", got
+    assert 1.0 < got["trial_over_bench"] < 1.5, got  # 0.0435 of the trial over 0.0323 of the bench

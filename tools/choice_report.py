@@ -152,12 +152,14 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
         switched = bool(trial and trial["done"] and "ratio" in trial["chosen"])
         if switched:
             same = [r for r in same if _tiles(r) == _tiles({"tiles": trial["chosen"].get("params")})] or same[:0]
+        elif trial and adapted_variant == chosen.variant:
+            same = mine  # the first pick held (or serves): its own tiles, of the variant's several a candidates run times
         adapted_ms, basis = (same[0]["median_ms"], "bench") if same else (None, None)
         if switched and not same and trial["chosen"].get("ratio") and ours and _tiles(mine[0]) == _tiles({"tiles": chosen.tiles}):
             adapted_ms, basis = trial["chosen"]["ratio"] * ours, "trial ratio"
         # the trial's time of its first pick over the bench's: how far the calls' regime (clocks) is from the bench's
-        first = [r for r in rs if trial and VARIANTS[r["variant"]].tuning_name ==
-                 VARIANTS[trial["first"]["variant"]].tuning_name]
+        first = mine if trial and trial["first"]["variant"] == chosen.variant else \
+            [r for r in rs if trial and VARIANTS[r["variant"]].tuning_name == VARIANTS[trial["first"]["variant"]].tuning_name]
         regime = trial["first"]["ms"] / first[0]["median_ms"] if first and trial["first"]["ms"] else None
         out.append({"tier": tier, "case": name, "dtype": dtype, "planner": chosen.variant, "planner_ms": ours,
                     "reason": chosen.reason, "best": best["variant"], "best_ms": best["median_ms"],
