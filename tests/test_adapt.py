@@ -101,6 +101,13 @@ def test_exploration_stops_once_it_has_cost_its_budget():
                                ("a", 1.15), ("b", 5.9)])["report"]
     assert r["candidates"][1]["stopped"] == "out of budget" and r["candidates"][1]["samples"] == 0 and r["done"]
     assert r["cost_ms"] == pytest.approx(0.3)
+    # a third sample, after two across the margin, is made only with room for one at the candidate's slower ratio:
+    # 0.8 then 3.6 spent 2.6 ms, and another 2.6 would pass the 5; 0.8 then 2.5 spent 1.5, and 1.5 more fits
+    for second, stopped in ((3.6, True), (2.5, False)):
+        r = run_trial(["a"], [("first", 3), ("first", 1), ("a", 1), ("first", 1), ("a", 0.8), ("first", 1),
+                              ("a", second)] + ([] if stopped else [("first", 1), ("a", 0.8)]))["report"]
+        assert r["done"] and r["candidates"][0]["samples"] == (2 if stopped else 3), r
+        assert (r["candidates"][0].get("stopped") == "out of budget") is stopped, r
     # the timer's noise: a timed call can pass its warm-up, so a warm-up counts twice its excess (3.4 ms of 1 ms
     # counts 4.8 ms, with the 0.3 spent past 5: stopped; 3.3 ms, 4.6: timed)
     for warmup, stopped in ((3.4, True), (3.3, False)):

@@ -148,9 +148,11 @@ export class Trial {
     candidate.times.push(ms);
     candidate.ratios.push(ms / base);
     if (candidate.ratios.length === 1 && ms > ADAPT.abort * base) candidate.stopped = "slower at once";
-    // a timed call is made while the budget has room for one at the stop ratio (one past it stops at once)
-    if (this.costMs + (ADAPT.abort - 1) * median(this.first.times) > this.budgetMs()) {
-      for (const a of this.alternatives) if (unfinished(a)) a.stopped = "out of budget";
+    // a timed call is made while the budget has room for one at the stop ratio (one past it stops at once), or at
+    // the candidate's own slowest ratio if past that (a third sample after one far slower)
+    const room = this.budgetMs() - this.costMs, firstMs = median(this.first.times);
+    for (const a of this.alternatives) {
+      if (unfinished(a) && (Math.max(ADAPT.abort, ...a.ratios) - 1) * firstMs > room) a.stopped = "out of budget";
     }
     this.decideIfOver();
   }
