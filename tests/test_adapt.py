@@ -75,6 +75,11 @@ def test_an_alternative_slower_at_once_stops_and_the_first_pick_holds_within_the
     # 0.975 of the first pick's time: faster, but within the margin (5%), not worth a change
     assert r["done"] and r["chosen"]["variant"] == "first"
     assert r["cost_ms"] == pytest.approx(6)
+    # past the stop at once, but after a warm-up faster than the first pick: an outlier, sampled again (and a third
+    # time, the two across the margin), the median deciding
+    r = run_trial(["fast"], [("first", 30), ("first", 10), ("fast", 6), ("first", 10), ("fast", 25), ("first", 10),
+                             ("fast", 5), ("first", 10), ("fast", 5)])["report"]
+    assert r["done"] and r["chosen"]["variant"] == "fast" and r["candidates"][0]["samples"] == 3, r
     # 1.15 at once: within the stop, sampled again
     r = run_trial(["near"], [("first", 30), ("first", 10), ("near", 30), ("first", 10), ("near", 11.5), ("first", 10),
                              ("near", 10.2)])["report"]

@@ -147,7 +147,9 @@ export class Trial {
     this.costMs += Math.max(0, ms - base);
     candidate.times.push(ms);
     candidate.ratios.push(ms / base);
-    if (candidate.ratios.length === 1 && ms > ADAPT.abort * base) candidate.stopped = "slower at once";
+    // past the stop ratio at once, it stops; unless its warm-up, weight passes and all, beat the first pick: the one
+    // call is then the outlier, and more samples decide
+    if (candidate.ratios.length === 1 && ms > ADAPT.abort * base && !(candidate.warmup < 1)) candidate.stopped = "slower at once";
     // a timed call is made while the budget has room for one at the stop ratio (one past it stops at once), or at
     // the candidate's own slowest ratio if past that (a third sample after one far slower)
     const room = this.budgetMs() - this.costMs, firstMs = median(this.first.times);
