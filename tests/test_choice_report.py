@@ -96,3 +96,15 @@ def test_a_first_pick_that_held_is_read_in_its_own_tiles_of_a_candidates_runs_se
     assert got["planner"] == got["adapted"] == "stride1_halo_sgmat", got
     assert got["adapted_ms"] == got["planner_ms"] == own["median_ms"] and got["adapted_basis"] == "bench", got
     assert 1.0 < got["trial_over_bench"] < 1.5, got  # 0.0435 of the trial over 0.0323 of the bench
+
+
+def test_an_alternative_serving_an_unsettled_trial_is_read_in_its_own_tiles(tmp_path):
+    """A trial still open after its calls, an alternative serving (it beat the first pick with all its samples): its
+    time is its own tiles' (here the trial's ratio: the bench timed phase_gemm in other tiles), not the variant's
+    first bench row."""
+    def unsettled(trial):
+        trial["serving"], trial["chosen"], trial["done"] = trial["chosen"], None, False
+
+    got = report(tmp_path, unsettled)
+    assert got["adapted"] == "phase_gemm" and got["adapted_basis"] == "trial ratio", got
+    assert abs(got["adapted_ms"] / got["planner_ms"] - 0.47) < 0.01, got

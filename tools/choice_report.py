@@ -149,14 +149,15 @@ def rows(runs: Path, calibrated: calibration.Calibration | None = None, adapt: s
         # an alternative the trial chose (its row has a ratio), in its own tiles: `--variants candidates` times
         # them; `--variants all` times each variant in its default tiles only, and where the choice is in others,
         # its time is the ratio the trial measured against the first pick times the first pick's bench time
-        switched = bool(trial and trial["done"] and "ratio" in trial["chosen"])
+        winner = (trial["chosen"] if trial["done"] else trial.get("serving")) if trial else None
+        switched = bool(winner and "ratio" in winner)  # an alternative chose or serves (not the first pick)
         if switched:
-            same = [r for r in same if _tiles(r) == _tiles({"tiles": trial["chosen"].get("params")})] or same[:0]
+            same = [r for r in same if _tiles(r) == _tiles({"tiles": winner.get("params")})] or same[:0]
         elif trial and adapted_variant == chosen.variant:
             same = mine  # the first pick held (or serves): its own tiles, of the variant's several a candidates run times
         adapted_ms, basis = (same[0]["median_ms"], "bench") if same else (None, None)
-        if switched and not same and trial["chosen"].get("ratio") and ours and _tiles(mine[0]) == _tiles({"tiles": chosen.tiles}):
-            adapted_ms, basis = trial["chosen"]["ratio"] * ours, "trial ratio"
+        if switched and not same and winner.get("ratio") and ours and _tiles(mine[0]) == _tiles({"tiles": chosen.tiles}):
+            adapted_ms, basis = winner["ratio"] * ours, "trial ratio"
         # the trial's time of its first pick over the bench's: how far the calls' regime (clocks) is from the bench's
         first = mine if trial and trial["first"]["variant"] == chosen.variant else \
             [r for r in rs if trial and VARIANTS[r["variant"]].tuning_name == VARIANTS[trial["first"]["variant"]].tuning_name]
