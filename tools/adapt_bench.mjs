@@ -19,26 +19,33 @@ function halfBits(f) {  // round toward zero, tiny values to 0: seeded bench dat
   return e <= 0 ? sign : sign | (e << 10) | ((x & 0x7fffff) >>> 13);
 }
 
+// filled in place: Uint16Array.from(floats, halfBits) first listed every value in a JS array (V8 does so for a
+// mapped typed array), 38 bytes each on the heap: fresh25's float16 w (134M values) ran it out at 2.4 GB
+function seeded(shape, seed, dtype) {
+  const values = new (dtype === "float16" ? Uint16Array : Float32Array)(count(shape));
+  for (let i = 0; i < values.length; i++) {
+    const v = Math.fround(Math.sin(seed + i * 0.618) * 0.5);
+    values[i] = dtype === "float16" ? halfBits(v) : v;
+  }
+  return values;
+}
+
+/** A bench case's call in `dtype`: seeded x, w and b (w and b constant, as a model's initializers), its attributes. */
+export function seededRequest(c, dtype) {
+  const request = { x: { data: seeded(c.x, 1, dtype), shape: c.x, dtype },
+                    w: { data: seeded(c.w, 2, dtype), shape: c.w, dtype, constant: true }, ...c.attributes };
+  const channels = c.w[1] * (c.attributes.group ?? 1);
+  if (c.bias) request.b = { data: seeded([channels], 3, dtype), shape: [channels], dtype, constant: true };
+  return request;
+}
+
 /** One row per case of `cases` (bench.json's format), each through one kernel of `getKernel`; emit(row). */
 export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap = 0, busy = null, emit }) {
   const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
   await kernel.ready;
   emit({ device: await kernel.device() });
-  // filled in place: Uint16Array.from(floats, halfBits) first listed every value in a JS array (V8 does so for a
-  // mapped typed array), 38 bytes each on the heap: fresh25's float16 w (134M values) ran it out at 2.4 GB
-  const data = (shape, seed) => {
-    const values = new (dtype === "float16" ? Uint16Array : Float32Array)(count(shape));
-    for (let i = 0; i < values.length; i++) {
-      const v = Math.fround(Math.sin(seed + i * 0.618) * 0.5);
-      values[i] = dtype === "float16" ? halfBits(v) : v;
-    }
-    return values;
-  };
   for (const c of cases) {
-    const request = { x: { data: data(c.x, 1), shape: c.x, dtype }, w: { data: data(c.w, 2), shape: c.w, dtype, constant: true },
-                      ...c.attributes };
-    const channels = c.w[1] * (c.attributes.group ?? 1);
-    if (c.bias) request.b = { data: data([channels], 3), shape: [channels], dtype, constant: true };
+    const request = seededRequest(c, dtype);
     const before = kernel.adaptations().length;
     const variants = [];
     let error = null;
