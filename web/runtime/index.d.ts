@@ -85,7 +85,8 @@ export interface Meta {
   variant: string;
   /** Why the planner chose it. */
   reason: string;
-  /** GPU time from timestamp-query; null without the feature. */
+  /** GPU time of the passes this call ran (weight passes only on the call that runs them), from timestamp-query;
+   * null without the feature. */
   gpu_ms: number | null;
   y_shape: number[];
   /** How many pieces the request ran as (more than 1 past the device's limits). */
