@@ -105,11 +105,7 @@ if (typeof process !== "undefined" && process.argv[1]?.endsWith("adapt_bench.mjs
   const [kernelDir, benchPath, tier, dtype, only = "", calls = "20", gap = "0", busyMs = "0"] = process.argv.slice(2);
   const { readFileSync } = await import("node:fs");
   const { pathToFileURL } = await import("node:url");
-  const { create, globals } = await import("webgpu");
-  Object.assign(globalThis, globals);
-  // as web/views/dawn-node.mjs: the GPU's f16 where it has it, exact timestamps
-  globalThis.navigator = { gpu: create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
-    "disable-dawn-features=timestamp_quantization"]) };
+  await useDawn();
   const m = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
   const keep = only ? new Set(only.split(",")) : null;
   const cases = JSON.parse(readFileSync(benchPath, "utf8")).cases.filter((c) => c.tier === tier && (!keep || keep.has(c.name)));
@@ -123,4 +119,13 @@ if (typeof process !== "undefined" && process.argv[1]?.endsWith("adapt_bench.mjs
   await adaptRows(m.getKernel, cases, { tier, dtype, calls: Number(calls), gap: Number(gap), busy,
                                         emit: (row) => console.log(JSON.stringify(row)) });
   process.exit(0);
+}
+
+/** navigator.gpu from npm webgpu (Dawn), as web/views/dawn-node.mjs makes it: the GPU's f16 where it has it, exact
+ * timestamps. (After the Node part: the page's copy of this module, tools/adapt_browser.py, leaves it out.) */
+export async function useDawn() {
+  const { create, globals } = await import("webgpu");
+  Object.assign(globalThis, globals);
+  globalThis.navigator = { gpu: create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
+    "disable-dawn-features=timestamp_quantization"]) };
 }

@@ -5,13 +5,10 @@
 //   node tools/gpu/regime.mjs KERNEL BENCH TIER DTYPE CASE VARIANT[,VARIANT...]
 import { readFileSync } from "node:fs";
 import { pathToFileURL } from "node:url";
-import { busyWork, seededRequest } from "../adapt_bench.mjs";
+import { busyWork, seededRequest, useDawn } from "../adapt_bench.mjs";
 
 const [kernelDir, benchPath, tier, dtype, name, variants] = process.argv.slice(2);
-const { create, globals } = await import("webgpu");
-Object.assign(globalThis, globals);
-globalThis.navigator = { gpu: create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
-  "disable-dawn-features=timestamp_quantization"]) };
+await useDawn();
 const m = await import(pathToFileURL(`${kernelDir}/web/runtime/node.mjs`).href);
 const { sharedDevice } = await import(pathToFileURL(`${kernelDir}/web/runtime/device.mjs`).href);
 const c = JSON.parse(readFileSync(benchPath, "utf8")).cases.find((x) => x.tier === tier && x.name === name);
