@@ -12,6 +12,10 @@ A plan's passes are its main pass (the one that does the multiply-adds) and memo
                                                      one channel a group to its 32 rows pays for 32)
 
     compute = waves * (multiply-adds / workgroups) / (invocations a workgroup * rate[variant, structure, dtype])
+
+The multiply-adds and outputs of a tiled main pass are what its variant declares it computes (Plan.tile_outputs,
+tile_depth): padded tiles, and reduction steps padded to whole chunks of in-channels (a step of 8 reduces a
+depthwise layer's one in-channel in 8).
     waves   = ceil(workgroups / max(1, resident / invocations a workgroup))
 
 so a grid that fills the GPU runs at `resident * rate` multiply-adds a ms, a grid of a few deep
@@ -49,7 +53,7 @@ class Features:
     variant: str
     dtype: str
     passes: int
-    madds: int  # multiply-adds the main pass computes: its tiles' padding included, never fewer than land in y
+    madds: int  # multiply-adds the main pass computes: its tiles' and reduction steps' padding included
     workgroups: int  # the main pass's grid
     invocations: int  # a main-pass workgroup's invocations
     io_bytes: int  # x, w, y once each
@@ -68,34 +72,10 @@ def rate_key(variant: str, structure: str, dtype: str) -> str:
     return f"{variant}/{structure}/{dtype}" if structure else f"{variant}/{dtype}"
 
 
-def _tile_area(tiles: dict) -> int | None:
-    """Outputs (rows x columns) one workgroup of a GEMM-shaped main pass computes, from its tile params."""
-    if "tm" in tiles and "tn" in tiles:
-        return tiles["tm"] * tiles["tn"]
-    if "tile_m" in tiles:
-        return tiles["tile_m"] * tiles["tile_n"]
-    if "wx" in tiles and "rm" in tiles:
-        return tiles["wx"] * tiles["rm"] * tiles["wy"] * tiles["rn"]
-    if "tx" in tiles and "rm" in tiles:
-        return tiles["tx"] * tiles["rm"] * tiles["ty"] * tiles["rn"]
-    if "tile" in tiles:
-        return tiles["tile"] ** 2
-    return None
-
-
 def computed_madds(plan: Plan, geom: ConvGeometry, workgroups: int) -> int:
-    """The main pass's multiply-adds with its tiles' padding: tiles x tile outputs x reduction depth (the
-    in-channels of a group, times a stride phase's taps unless a fold sums the taps), split-K parts sharing
-    it; never fewer than the multiply-adds that land in y."""
-    from .variants.base import max_phase_taps
-
-    useful = geom.multiply_adds()
-    area = _tile_area(plan.tiles)
-    if area is None:
-        return useful
-    folded = any("col2im" in d.template for d in plan.dispatches)
-    depth = geom.in_per_group * (1 if folded else max_phase_taps(geom))
-    return max(useful, workgroups * area * depth // max(1, plan.tiles.get("kz", 1)))
+    """The main pass's multiply-adds as its variant declares its tiles (Plan.tile_outputs, tile_depth): the padding of
+    its tiles and of its reduction steps included; never fewer than the multiply-adds that land in y."""
+    return max(geom.multiply_adds(), workgroups * plan.tile_outputs * plan.tile_depth)
 
 
 def features(plan: Plan, geom: ConvGeometry) -> Features:
@@ -103,10 +83,9 @@ def features(plan: Plan, geom: ConvGeometry) -> Features:
     main = [s for s in sizes if not any(h in s[0].template for h in HELPER_PASSES)] or sizes
     _, workgroups, threads = max(main, key=lambda s: s[1] * s[2])
     size = DTYPE_BYTES.get(geom.dtype, 4)
-    area = _tile_area(plan.tiles)
     return Features(plan.variant, geom.dtype, len(plan.dispatches), computed_madds(plan, geom, workgroups), workgroups,
                     threads, (geom.x_size + math.prod(geom.w_shape) + geom.y_size) * size, sum(plan.scratch.values()),
-                    sum(w * i for _, w, i in sizes), max(geom.y_size, workgroups * area) if area else geom.y_size,
+                    sum(w * i for _, w, i in sizes), max(geom.y_size, workgroups * plan.tile_outputs),
                     _structure(plan))
 
 

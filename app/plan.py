@@ -76,6 +76,12 @@ class Plan:
     prepared: dict = field(default_factory=dict)
     tiles: dict = field(default_factory=dict)  # the resolved shape params (forced, tuned or built-in)
     workgroup_bytes: int = 0  # workgroup memory the largest pass declares
+    # The main pass as tiles, for the cost model (app/cost_model.py computed_madds): the outputs one workgroup
+    # computes, tile padding included, and the multiply-adds each of them runs, its share of the reduction padded to
+    # whole steps (a step of 8 in-channels reduces a depthwise layer's one in 8). 0: the pass computes y's outputs
+    # one by one, each its own reduction.
+    tile_outputs: int = 0
+    tile_depth: int = 0
     variant: str = ""
     reason: str = ""
     # The finite-data policy (app/finite.py): whether the variant is exact only on finite x and w, and the

@@ -260,6 +260,12 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def padded_depth(channels: int, step: int, taps: int = 1, splits: int = 1) -> int:
+    """Multiply-adds one output of a tile runs (Plan.tile_depth) where the reduction walks `taps` x chunks of `step`
+    in-channels, the last chunk padded, and `splits` workgroups share the steps."""
+    return ceil_div(ceil_div(channels, step) * taps, splits) * step
+
+
 def phase_rows(geom: ConvGeometry) -> int:
     """Outputs of the largest stride phase: batch x ceil(out / s) along every axis (a phase GEMM's rows)."""
     return geom.batch * math.prod(-(-o // s) for o, s in zip(geom.out_spatial, geom.strides))

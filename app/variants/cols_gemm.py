@@ -160,7 +160,8 @@ def _configure(geom, caps, t: dict) -> Plan | Refusal:
     return Plan((gemm, fold), scratch={"cols": sizes["cols"] * COLS_BYTES},
                 weight_passes=(weight_pack_pass(geom.rank, geom, sizes, max_dim),),
                 prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
-                tiles=t | {"splits": kz}, workgroup_bytes=_cols_bytes(t))
+                tiles=t | {"splits": kz}, workgroup_bytes=_cols_bytes(t), tile_outputs=tm * t["tn"],
+                tile_depth=per_split * tk)
 
 
 VEC4 = Variant(

@@ -17,7 +17,7 @@ import math
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (BUFFERS, DTYPE_BYTES, WORKGROUP_MEMORY, Tunable, Variant, axis_uniforms, ceil_div, io,
-                   workgroup_memory_refusal)
+                   padded_depth, workgroup_memory_refusal)
 
 TILED = "conv-1x1-gemm-tiled.wgsl.jinja"
 REG = "conv-1x1-gemm-tiled-reg.wgsl.jinja"
@@ -50,6 +50,11 @@ def _tile_cols(shape: dict) -> int:
     return shape["wx"] * shape["rn"]
 
 
+def _reg_work(geom, shape: dict) -> dict:
+    """The register-blocked GEMM's tiles, for the cost model (Plan.tile_outputs, tile_depth)."""
+    return {"tile_outputs": _tile_rows(shape) * _tile_cols(shape), "tile_depth": padded_depth(geom.in_per_group, shape["tk"])}
+
+
 def _invocations(shape: dict) -> int:
     return shape["wx"] * shape["wy"]
 
@@ -79,8 +84,8 @@ def _tiled(name: str, tile: int) -> Variant:
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "tile": tile}
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
         return Plan((dispatch(TILED, params, *io(geom), uniforms, workgroups, invocations=tile * tile),),
-                    tiles={"tile": tile},
-                      workgroup_bytes=need)
+                    tiles={"tile": tile}, workgroup_bytes=need, tile_outputs=tile * tile,
+                    tile_depth=padded_depth(geom.in_per_group, tile))
 
     return Variant(
         name=name, templates=(TILED,),
@@ -116,8 +121,7 @@ def _tiled_reg(name: str, default_shape: dict) -> Variant:
         params = {"dtype": geom.dtype, "has_bias": geom.has_bias, "weights": "w", "output": "y"} | shape
         workgroups = grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension"))
         return Plan((dispatch(REG, params, *io(geom), uniforms, workgroups, invocations=_invocations(shape)),),
-                    tiles=shape,
-                      workgroup_bytes=need)
+                    tiles=shape, workgroup_bytes=need, **_reg_work(geom, shape))
 
     shape = default_shape
     return Variant(
@@ -209,7 +213,7 @@ def _col2im(rank: int, name: str, shape: dict) -> Variant:
         return Plan((gemm, fold_pass(rank, geom, sizes, max_dim)), scratch={"cols": sizes["cols"] * COLS_BYTES},
                     weight_passes=(weight_pack_pass(rank, geom, sizes, max_dim),),
                     prepared={"w_packed": sizes["packed"] * DTYPE_BYTES[geom.dtype]},
-                    tiles=dict(shape), workgroup_bytes=need)
+                    tiles=dict(shape), workgroup_bytes=need, **_reg_work(geom, shape))
 
     return Variant(
         name=name,

@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, ceil_div
+from .base import (DTYPE_BYTES, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, ceil_div,
+                   padded_depth)
 from .phase_gemm import PACK, weight_pack
 from .phase_gemm_sgmat import (FEATURES, ROW_PAD_BYTES, component_bytes, direct_b_refusal, matrix_config,
                                subgroup_size, subgroups_refusal, wp_cols)
@@ -132,7 +133,8 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
     gemm = dispatch(TEMPLATE, params, ("x", "wp", "b") if geom.has_bias else ("x", "wp"), ("y",), uniforms,
                     grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")), {"wp": "array<C>"},
                     invocations=t["sg_m"] * t["sg_n"] * t["kt"] * subgroup_size(caps))
-    return Plan((gemm,), weight_passes=(pack,), prepared=prepared, tiles=t, workgroup_bytes=need)
+    return Plan((gemm,), weight_passes=(pack,), prepared=prepared, tiles=t, workgroup_bytes=need,
+                tile_outputs=math.prod(extent) * tn, tile_depth=padded_depth(geom.in_per_group, kc, math.prod(geom.kernel)))
 
 
 HALO = Variant(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, Tunable, Variant, io, workgroup_memory_refusal
+from .base import INVOCATIONS_LIMIT, WORKGROUP_MEMORY, Tunable, Variant, io, padded_depth, workgroup_memory_refusal
 
 STRIDE1_NAME = "stride1_implicit_gemm"
 PORTABLE = "conv-transpose-stride1-implicit-gemm.wgsl.jinja"
@@ -87,7 +87,8 @@ def _configure_portable(geom, caps, t: dict) -> Plan | Refusal:
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t
     workgroups = grid(dict(uniforms)["tiles"], caps.limit("maxComputeWorkgroupsPerDimension"))
     return Plan((dispatch(PORTABLE, params, *io(geom), uniforms, workgroups, invocations=t["tx"] * t["ty"]),), tiles=t,
-                  workgroup_bytes=need)
+                workgroup_bytes=need, tile_outputs=tm * tn,
+                tile_depth=padded_depth(geom.in_per_group, t["tk"], math.prod(geom.kernel)))
 
 
 STRIDE1_IMPLICIT_GEMM = Variant(

@@ -27,7 +27,7 @@ import math
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (DTYPE_BYTES, INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Configuration, Tunable,
                    Variant, axis_uniforms, below, ceil_div, channels_last_pays, fitted_width, max_phase_taps,
-                   phase_rows, reaches, split_structure, workgroup_count, workgroup_memory_refusal)
+                   padded_depth, phase_rows, reaches, split_structure, workgroup_count, workgroup_memory_refusal)
 from .base import rules as variant_rules
 from .gemm import MAX_INDEX
 
@@ -463,9 +463,10 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
                                        ("parts", "array<vec4<f32>>" if out_vec4 else None)) if v} or None,
                     invocations)
     first = (repack,) if repack else ()
+    work = {"tile_outputs": tm * tn, "tile_depth": padded_depth(geom.in_per_group, step, max_phase_taps(geom), kz)}
     if kz == 1:
         return Plan((*first, gemm), scratch=scratch, weight_passes=(pack,), prepared=prepared, tiles=tiles,
-                    workgroup_bytes=need)
+                    workgroup_bytes=need, **work)
     vec = 4 if geom.y_size % 4 == 0 else 1  # vec4 loads and stores where y divides into them
     items = geom.y_size // vec
     total = dispatch(SPLIT_SUM, {"dtype": geom.dtype, "has_bias": geom.has_bias, "vec": vec,
@@ -475,7 +476,7 @@ def gemm_plan(template: str, geom, caps, params: dict, tm: int, tn: int, step: i
                      grid(ceil_div(items, SUM_WORKGROUP), max_dim),
                      {"parts": "array<vec4<f32>>", "y": "array<vec4<T>>"} if vec == 4 else None)
     return Plan((*first, gemm, total), scratch={"parts": kz * geom.y_size * PARTS_BYTES} | scratch,
-                weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need)
+                weight_passes=(pack,), prepared=prepared, tiles=tiles, workgroup_bytes=need, **work)
 
 
 PORTABLE = Variant(

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, axis_uniforms, io, loads_split_evenly,
-                   phase_rows, workgroup_memory_refusal)
+                   max_phase_taps, phase_rows, workgroup_memory_refusal)
 TEMPLATE = "conv-transpose2d-phase-gemm-tiled.wgsl.jinja"
 NAME = "nchw2d_phase_gemm_tiled"
 TILE_K = 16  # reduction steps staged per barrier pair
@@ -77,8 +77,10 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
     params = {"dtype": geom.dtype, "has_bias": geom.has_bias} | t
     workgroups = grid(total, caps.limit("maxComputeWorkgroupsPerDimension"))
     invocations = (t["tile_m"] // t["thread_m"]) * (t["tile_n"] // t["thread_n"])
+    # its last chunk of in-channels is short, not padded (the template multiplies only what it staged)
     return Plan((dispatch(TEMPLATE, params, *io(geom), uniforms, workgroups, invocations=invocations),), tiles=t,
-                  workgroup_bytes=need)
+                workgroup_bytes=need, tile_outputs=t["tile_m"] * t["tile_n"],
+                tile_depth=geom.in_per_group * max_phase_taps(geom))
 
 
 VARIANTS = (Variant(

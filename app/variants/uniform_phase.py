@@ -12,7 +12,7 @@ import math
 
 from ..plan import Plan, Refusal, dispatch, grid
 from .base import (INVOCATIONS_LIMIT, WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, ceil_div, io,
-                   loads_split_evenly, workgroup_memory_refusal)
+                   loads_split_evenly, padded_depth, workgroup_memory_refusal)
 
 NAME = "uniform_phase_gemm"
 TEMPLATE = "conv-transpose-uniform-phase-gemm.wgsl.jinja"
@@ -98,7 +98,8 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
     params = {"rank": geom.rank, "dtype": geom.dtype, "has_bias": geom.has_bias} | t
     gemm = dispatch(TEMPLATE, params, *io(geom), uniforms, grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")),
                     invocations=_threads(t))
-    return Plan((gemm,), tiles=t, workgroup_bytes=need)
+    return Plan((gemm,), tiles=t, workgroup_bytes=need, tile_outputs=t["tm"] * t["tn"],
+                tile_depth=padded_depth(geom.in_per_group, t["tk"], kernel_size // phases))
 
 
 VARIANTS = (Variant(
