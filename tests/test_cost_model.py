@@ -55,3 +55,48 @@ def test_fit_recovers_a_per_output_cost_from_rows_it_made(monkeypatch):
     # without the term the same rows fit worse: outputs were not all the threads' or the multiply-adds' to explain
     monkeypatch.setitem(cost_model.RANGES, "output_ms", (-14.0, -13.9))
     assert cost_model._loss(rows, cost_model.fit(rows)) > 10 * cost_model._loss(rows, fitted)
+
+
+H200 = devices()["h200"]
+
+
+def test_a_gemm_counts_its_reduction_padded_to_whole_steps():
+    """uniform_phase_gemm reduces tk in-channels a step: on a depthwise layer (one in-channel a group) every step is
+    tk deep, and the model counts what the workgroups run, not the layer's multiply-adds."""
+    plan = VARIANTS["uniform_phase_gemm"].configured(DEPTHWISE, H200)
+    f = cost_model.features(plan, DEPTHWISE)
+    taps = 4  # k4 s2: 2 x 2 taps a phase
+    assert plan.tile_depth == plan.tiles["tk"] * taps
+    assert f.madds == f.workgroups * plan.tiles["tm"] * plan.tiles["tn"] * plan.tiles["tk"] * taps
+    dense = infer((1, 64, 16, 16), (64, 8, 4, 4), None, {"strides": [2, 2]})
+    plan = VARIANTS["uniform_phase_gemm"].configured(dense, H200)
+    assert plan.tile_depth == 64 * taps  # 64 in-channels: whole steps, no padding
+
+
+@pytest.mark.parametrize("caps", [H200, SWIFTSHADER], ids=["h200", "swiftshader"])
+def test_every_tiled_gemm_declares_its_work_and_it_covers_y(caps):
+    """The GEMM variants (subgroup-matrix ones too, whose tile parameters are named otherwise) declare their tiles;
+    the kernels that compute y's outputs one by one declare none."""
+    shapes = [((1, 8, 16, 16), (8, 1, 4, 4), {"strides": [2, 2], "group": 8}),
+              ((2, 24, 9, 7), (24, 5, 3, 4), {"strides": [2, 3], "group": 2}),
+              ((1, 32, 8, 8), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}), ((1, 40, 16), (40, 3, 8), {"strides": [4]})]
+    layers = [infer(x, w, None, attributes, {n: dtype for n in ("x", "w", "b")})
+              for x, w, attributes in shapes for dtype in ("float32", "float16")]
+    declared = set()
+    for geom in layers:
+        for name, variant in VARIANTS.items():
+            plan = variant.configured(geom, caps)
+            if not hasattr(plan, "dispatches"):
+                continue  # refused: does not cover this layer here
+            f = cost_model.features(plan, geom)
+            if plan.tile_outputs:
+                declared.add(variant.tuning_name)
+                assert plan.tile_depth >= 1, name
+                assert f.madds >= geom.multiply_adds() and f.outputs >= geom.y_size, name
+            else:
+                assert plan.tile_depth == 0 and f.madds == geom.multiply_adds(), name
+    gemms = {"phase_gemm", "uniform_phase_gemm", "col2im_gemm_vec4", "stride1_implicit_gemm"}
+    if caps is H200:
+        gemms |= {"phase_gemm_sgmat", "stride1_halo_sgmat"}
+    assert gemms <= declared, declared
+    assert not declared & {"nchw2d_gather", "nchw2d_grouped_stride_phase", "ncl1d_phase_tiled"}, declared
