@@ -12,15 +12,14 @@ A plan's passes are its main pass (the one that does the multiply-adds) and memo
                                                      one channel a group to its 32 rows pays for 32)
 
     compute = waves * (multiply-adds / workgroups) / (invocations a workgroup * rate[variant, structure, dtype])
-
-The multiply-adds and outputs of a tiled main pass are what its variant declares it computes (Plan.tile_outputs,
-tile_depth): padded tiles, and reduction steps padded to whole chunks of in-channels (a step of 8 reduces a
-depthwise layer's one in-channel in 8).
     waves   = ceil(workgroups / max(1, resident / invocations a workgroup))
 
 so a grid that fills the GPU runs at `resident * rate` multiply-adds a ms, a grid of a few deep
 workgroups (a long reduction in few tiles) pays its whole per-workgroup depth, and a grid just past one
-wave pays for two. A workgroup's invocations are what each pass declares (app/plan.py Dispatch.invocations).
+wave pays for two. A tiled main pass's multiply-adds and outputs are what its variant declares it computes
+(Plan.tile_outputs, tile_depth): padded tiles, and reduction steps padded to whole chunks of in-channels (a step of
+8 reduces a depthwise layer's one in-channel in 8). A workgroup's invocations are what each pass declares (app/plan.py
+Dispatch.invocations).
 `rate` is the arithmetic efficiency per resident invocation, one per variant, shader structure (its declared
 Tunable.structure: gathered or channels-last A, vector staging, split-K...) and dtype; a structure never measured
 takes its variant's rate. `resident`, `launch`, `bandwidth` and the per-invocation and per-output costs are the

@@ -52,7 +52,8 @@ def _tile_cols(shape: dict) -> int:
 
 def _reg_work(geom, shape: dict) -> dict:
     """The register-blocked GEMM's tiles, for the cost model (Plan.tile_outputs, tile_depth)."""
-    return {"tile_outputs": _tile_rows(shape) * _tile_cols(shape), "tile_depth": padded_depth(geom.in_per_group, shape["tk"])}
+    return {"tile_outputs": _tile_rows(shape) * _tile_cols(shape),
+            "tile_depth": padded_depth(geom.in_per_group, shape["tk"])}
 
 
 def _invocations(shape: dict) -> int:

@@ -134,7 +134,8 @@ def configure(geom, caps, t: dict) -> Plan | Refusal:
                     grid(tiles, caps.limit("maxComputeWorkgroupsPerDimension")), {"wp": "array<C>"},
                     invocations=t["sg_m"] * t["sg_n"] * t["kt"] * subgroup_size(caps))
     return Plan((gemm,), weight_passes=(pack,), prepared=prepared, tiles=t, workgroup_bytes=need,
-                tile_outputs=math.prod(extent) * tn, tile_depth=padded_depth(geom.in_per_group, kc, math.prod(geom.kernel)))
+                tile_outputs=math.prod(extent) * tn,
+                tile_depth=padded_depth(geom.in_per_group, kc, math.prod(geom.kernel)))
 
 
 HALO = Variant(
