@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..plan import Plan, Refusal, dispatch, grid
-from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, io, workgroup_memory_refusal
+from .base import WORKGROUP_MEMORY, WORKGROUP_STORAGE, Tunable, Variant, io, padded_depth, workgroup_memory_refusal
 
 NAME = "ncl1d_phase_tiled"
 TEMPLATE = "conv-transpose1d-phase-tiled.wgsl.jinja"
@@ -126,9 +126,11 @@ def configure(geom, caps, params: dict) -> Plan | Refusal:
     render = {"dtype": geom.dtype, "has_bias": geom.has_bias} | tiles.params()
     folded = grid(workgroups, caps.limit("maxComputeWorkgroupsPerDimension"))
     invocations = tiles.phases * tiles.q_lanes * tiles.m_lanes
+    # every phase of a workgroup runs the deepest phase's taps over whole chunks (absent ones staged as zeros)
     return Plan((dispatch(TEMPLATE, render, *io(geom), uniforms, folded, invocations=invocations),),
-                tiles=tiles.params(),
-                  workgroup_bytes=tiles.workgroup_bytes)
+                tiles=tiles.params(), workgroup_bytes=tiles.workgroup_bytes,
+                tile_outputs=tiles.phases * tiles.q_tile * tiles.m_block,
+                tile_depth=padded_depth(geom.in_per_group, tiles.chunk, tiles.taps))
 
 
 VARIANTS = (Variant(
