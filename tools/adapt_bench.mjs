@@ -121,11 +121,9 @@ if (typeof process !== "undefined" && process.argv[1]?.endsWith("adapt_bench.mjs
   process.exit(0);
 }
 
-/** navigator.gpu from npm webgpu (Dawn), as web/views/dawn-node.mjs makes it: the GPU's f16 where it has it, exact
- * timestamps. (After the Node part: the page's copy of this module, tools/adapt_browser.py, leaves it out.) */
+/** navigator.gpu from npm webgpu (Dawn), as the Node host opens it (web/views/dawn-gpu.mjs). (After the Node part:
+ * the page's copy of this module, tools/adapt_browser.py, leaves it out.) */
 export async function useDawn() {
-  const { create, globals } = await import("webgpu");
-  Object.assign(globalThis, globals);
-  globalThis.navigator = { gpu: create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
-    "disable-dawn-features=timestamp_quantization"]) };
+  const { dawnGpu } = await import("../web/views/dawn-gpu.mjs");
+  globalThis.navigator = { gpu: dawnGpu() };
 }

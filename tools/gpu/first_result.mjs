@@ -9,7 +9,7 @@
 // tools/gpu/run.sh's firstresult stage runs them.
 import { readFile, writeFile } from "node:fs/promises";
 import { pathToFileURL } from "node:url";
-import { create, globals } from "webgpu";
+import { dawnGpu, shareableWrites } from "../../web/views/dawn-gpu.mjs";
 import { exitNow } from "../../web/views/json-lines.mjs";
 import { LAYER, NEW_LAYER, layerData, ortFirst, ours } from "../first_result.mjs";
 
@@ -18,27 +18,7 @@ const layer = what === "ours" && args[2] === "new" ? NEW_LAYER : LAYER;
 const data = layerData(7, layer);
 
 function dawn() {
-  // as web/views/dawn-node.mjs: the GPU's f16 and subgroup matrices where it has them, exact timestamps
-  Object.assign(globalThis, globals);
-  globalThis.navigator = { gpu: create(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
-    "disable-dawn-features=timestamp_quantization"]) };
-}
-
-// ORT uploads from its shared wasm memory, which Dawn's writeBuffer refuses: copied into a plain buffer first, on
-// ORT's clock (as web/views/dawn-node.mjs does for the Node host, not imported here: its imports would load our runtime)
-function shareableWrites(queue) {
-  const writeBuffer = queue.writeBuffer;
-  queue.writeBuffer = function (buffer, offset, data, dataOffset = 0, size) {
-    const view = ArrayBuffer.isView(data) ? data : null;
-    const backing = view ? view.buffer : data;
-    if (!(typeof SharedArrayBuffer !== "undefined" && backing instanceof SharedArrayBuffer)) {
-      return writeBuffer.apply(this, arguments);
-    }
-    const unit = view?.BYTES_PER_ELEMENT ?? 1;
-    const start = (view ? view.byteOffset : 0) + dataOffset * unit;
-    const bytes = size !== undefined ? size * unit : (view ? view.byteLength : backing.byteLength) - dataOffset * unit;
-    return writeBuffer.call(this, buffer, offset, new Uint8Array(backing, start, bytes).slice());
-  };
+  globalThis.navigator = { gpu: dawnGpu() };
 }
 
 // Dawn for Node completes a GPU promise on a turn of the event loop, and a loop with nothing else pending can sleep
@@ -61,7 +41,7 @@ if (what === "model") {
 } else if (what === "ort") {
   const [model, dist] = args;
   dawn();
-  shareableWrites(globals.GPUQueue.prototype);
+  shareableWrites();  // ORT uploads from its shared wasm memory
   const ort = await import(pathToFileURL(`${dist}/ort.webgpu.min.mjs`).href);
   ort.env.wasm.numThreads = 1;
   ort.env.wasm.wasmPaths = pathToFileURL(`${dist}/`).href;

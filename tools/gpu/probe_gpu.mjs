@@ -1,13 +1,10 @@
 // The GPU the probes (mma_probe.mjs, kernel_probe.mjs) run on, opened as web/views/node-host.mjs opens it, and the
 // one timer they share. PROBE_NULL=1 opens Dawn's null backend instead: shaders compile, times are garbage.
-import { create, globals } from "webgpu";
-
-Object.assign(globalThis, globals);
+import { dawnGpu } from "../../web/views/dawn-gpu.mjs";
 
 /** A device with subgroup matrices, f16 and exact timestamps, with the adapter's own values of `limits`. */
 export async function openDevice(limits) {
-  const gpu = create([...(process.env.PROBE_NULL ? ["backend=null"] : []),
-    "enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia", "disable-dawn-features=timestamp_quantization"]);
+  const gpu = dawnGpu(process.env.PROBE_NULL ? ["backend=null"] : []);
   const adapter = await gpu.requestAdapter();
   const device = await adapter.requestDevice({
     requiredFeatures: ["chromium-experimental-subgroup-matrix", "shader-f16", "subgroups", "timestamp-query"],
