@@ -6,24 +6,30 @@ A plan's passes are its main pass (the one that does the multiply-adds) and memo
     passes * launch                                  each pass's fixed cost
   + max(compute, (x + w + y bytes) / bandwidth)      the main pass: arithmetic or its own traffic, whichever is longer
   + 2 * scratch bytes / bandwidth                    intermediate buffers written once and read once
-  + invocations * per-invocation cost                every pass's threads (a software adapter runs them one by one)
-  + outputs * per-output cost                        the main pass's outputs, tile padding included: each pays its
+  + overhead[variant, structure, dtype] * (
+      invocations * per-invocation cost              every pass's threads (a software adapter runs them one by one)
+    + outputs * per-output cost)                     the main pass's outputs, tile padding included: each pays its
                                                      indexing and store (a tiled GEMM that pads a depthwise layer's
                                                      one channel a group to its 32 rows pays for 32)
 
     compute = waves * (multiply-adds / workgroups) / (invocations a workgroup * rate[variant, structure, dtype])
-    waves   = ceil(workgroups / max(1, resident / invocations a workgroup))
+    lanes   = invocations a workgroup, rounded up to whole SIMD groups of `simd`
+    waves   = ceil(workgroups / (resident // lanes))      where a workgroup's lanes fit `resident`
+            = workgroups * lanes / resident               where they do not: it runs in turns
 
 so a grid that fills the GPU runs at `resident * rate` multiply-adds a ms, a grid of a few deep
 workgroups (a long reduction in few tiles) pays its whole per-workgroup depth, and a grid just past one
-wave pays for two. A tiled main pass's multiply-adds and outputs are what its variant declares it computes
+wave pays for two. A workgroup of 5 invocations takes 8 lanes of a SIMD 4 wide, and one of 128 invocations on an
+adapter of 64 lanes (a software adapter's few cores) runs in two turns, not at 128 lanes' rate. A tiled main pass's multiply-adds and outputs are what its variant declares it computes
 (Plan.tile_outputs, tile_depth): padded tiles, and reduction steps padded to whole chunks of in-channels (a step of
 8 reduces a depthwise layer's one in-channel in 8). A workgroup's invocations are what each pass declares (app/plan.py
 Dispatch.invocations).
 `rate` is the arithmetic efficiency per resident invocation, one per variant, shader structure (its declared
 Tunable.structure: gathered or channels-last A, vector staging, split-K...) and dtype; a structure never measured
-takes its variant's rate. `resident`, `launch`, `bandwidth` and the per-invocation and per-output costs are the
-adapter's (a table fitted before the per-output cost existed has none: 0). All are calibrated per adapter
+takes its variant's rate. `overhead` scales the adapter's per-invocation and per-output costs by what each kernel's
+threads do besides multiply-adds (the gather kernel's tap search, the phase kernels' index arithmetic), per the same
+keys, 1 where not fitted. `resident`, `launch`, `bandwidth`, `simd` and the per-invocation and per-output costs are
+the adapter's (a table fitted before a term existed has none: no per-output cost, SIMD 1, overheads 1). All are calibrated per adapter
 class from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's tuning table
 (app/tuning_tables.py `cost_model`), with the revision they were measured at (docs/decisions.md#cost-model).
 Pure Python.
@@ -103,36 +109,61 @@ def family(variant: str) -> str:
     return known.configure.__module__ if known is not None else variant
 
 
-def rate(model: dict, variant: str, dtype: str, structure: str = "") -> float:
-    """The calibrated rate of the variant's structure in this dtype; else the variant's (its rate before rates were
-    kept per structure, or its structures' slowest) in this dtype; else its own in another dtype; else its family's
-    (another rank of the same kernel) in this dtype, then in any; else UNMEASURED_RATE of the slowest."""
-    rates = model["rates"]
+def _per_key(table: dict, variant: str, dtype: str, structure: str, pick) -> float | None:
+    """The entry of the variant's structure in this dtype; else the variant's (its entry before entries were kept per
+    structure, or its structures' `pick`) in this dtype; else its own in another dtype; else its family's (another
+    rank of the same kernel) in this dtype, then in any; None where none is."""
     for key in (rate_key(variant, structure, dtype), rate_key(variant, "", dtype)):
-        if key in rates:
-            return rates[key]
+        if key in table:
+            return table[key]
     for same in (lambda k: k.split("/")[0] == variant and k.endswith("/" + dtype),
                  lambda k: k.split("/")[0] == variant,
                  lambda k: family(k.split("/")[0]) == family(variant) and k.endswith("/" + dtype),
                  lambda k: family(k.split("/")[0]) == family(variant)):
-        found = [r for k, r in rates.items() if same(k)]
+        found = [r for k, r in table.items() if same(k)]
         if found:
-            return min(found)
+            return pick(found)
+    return None
+
+
+def rate(model: dict, variant: str, dtype: str, structure: str = "") -> float:
+    """The calibrated rate of the variant's structure in this dtype, else of its nearest measured kin, the slowest
+    where several (`_per_key`); else UNMEASURED_RATE of the slowest."""
+    rates = model["rates"]
+    found = _per_key(rates, variant, dtype, structure, min)
+    if found is not None:
+        return found
     return UNMEASURED_RATE * min(rates.values()) if rates else 1.0
 
 
+def overhead(model: dict, variant: str, dtype: str, structure: str = "") -> float:
+    """The factor on the adapter's per-invocation and per-output costs for this kernel, as `rate` finds its entry
+    (the largest of its kin where several); 1 where none is fitted."""
+    found = _per_key(model.get("overheads") or {}, variant, dtype, structure, max)
+    return 1.0 if found is None else found
+
+
 def fixed_ms(f: Features, model: dict) -> float:
-    """The part of a prediction that is the adapter's and no variant's rate: its passes' launches, its threads and
-    its outputs."""
-    return f.passes * model["launch_ms"] + f.threads * model["invocation_ms"] + f.outputs * model.get("output_ms", 0.0)
+    """The part of a prediction no rate decides: its passes' launches, its threads and its outputs."""
+    return f.passes * model["launch_ms"] + overhead(model, f.variant, f.dtype, f.structure) * (
+        f.threads * model["invocation_ms"] + f.outputs * model.get("output_ms", 0.0))
+
+
+def waves(f: Features, model: dict) -> float:
+    """The main pass's workgroups in turns of what the adapter runs at once: whole SIMD groups of its invocations
+    fill `resident` lanes; a workgroup wider than them takes several turns alone."""
+    simd = model.get("simd", 1)
+    lanes = -(-max(1, f.invocations) // simd) * simd
+    workgroups = max(1, f.workgroups)
+    slots = model["resident"] // lanes
+    return math.ceil(workgroups / slots) if slots else workgroups * lanes / model["resident"]
 
 
 def predict(f: Features, model: dict) -> float:
     """Predicted ms of a plan's features under an adapter's calibrated `model` ({resident, launch_ms,
-    bytes_per_ms, rates: {"variant[/structure]/dtype": multiply-adds a ms per resident invocation}})."""
-    slots = max(1, model["resident"] // max(1, f.invocations))
-    waves = math.ceil(max(1, f.workgroups) / slots)
-    compute = waves * (f.madds / max(1, f.workgroups)) / (f.invocations * rate(model, f.variant, f.dtype, f.structure))
+    bytes_per_ms, invocation_ms, output_ms, simd, rates and overheads: {"variant[/structure]/dtype": ...}})."""
+    compute = waves(f, model) * (f.madds / max(1, f.workgroups)) / (
+        f.invocations * rate(model, f.variant, f.dtype, f.structure))
     return (fixed_ms(f, model)
             + max(compute, f.io_bytes / model["bytes_per_ms"]) + 2 * f.scratch_bytes / model["bytes_per_ms"])
 
@@ -161,19 +192,32 @@ def _golden(err, lo: float, hi: float, steps: int) -> float:
     return (lo + hi) / 2
 
 
-# Each global constant's search range, as log10: resident invocations, launch ms, bytes a ms, ms an invocation,
-# ms an output.
-RANGES = {"resident": (1.5, 6.0), "launch_ms": (-4.0, 1.5), "bytes_per_ms": (4.0, 10.0), "invocation_ms": (-12.0, -2.0),
+# Each global constant's search range, as log10: resident invocations (from one: a software adapter's few cores hold
+# a few SIMD groups), launch ms, bytes a ms, ms an invocation, ms an output.
+RANGES = {"resident": (0.0, 6.0), "launch_ms": (-4.0, 1.5), "bytes_per_ms": (4.0, 10.0), "invocation_ms": (-12.0, -2.0),
           "output_ms": (-12.0, -2.0)}
 
 
+# A kernel's overhead, as log10, and the weight of its prior at 1 (a squared log10 error added to its rows' loss): a
+# key of a few rows whose fixed part barely shows keeps about 1, not whatever its rows' noise asks.
+OVERHEAD_RANGE = (-1.5, 1.5)
+OVERHEAD_PRIOR = 2.0  # leave-one-seed-out on SwiftShader's kept runs: docs/decisions.md#cost-model
+
+
 def _with_rates(rows_by_key: dict, model: dict, steps: int = 40) -> dict:
-    """The model with each variant's rate fitted to its own rows, given the global constants."""
-    model = dict(model, rates=dict(model["rates"]))
+    """The model with each key's rate and overhead fitted to its own rows, given the global constants: rate, then
+    overhead, twice (each moves the other's best)."""
+    model = dict(model, rates=dict(model["rates"]), overheads=dict(model["overheads"]))
     for key, rows in rows_by_key.items():
-        def err(log_rate, key=key, rows=rows):
-            return _loss(rows, dict(model, rates=dict(model["rates"], **{key: 10 ** log_rate})))
-        model["rates"][key] = 10 ** _golden(err, -4.0, 8.0, steps)
+        for _ in range(2):
+            def err(log_rate, key=key, rows=rows):
+                return _loss(rows, dict(model, rates=dict(model["rates"], **{key: 10 ** log_rate})))
+            model["rates"][key] = 10 ** _golden(err, -4.0, 8.0, steps)
+
+            def err_overhead(log_factor, key=key, rows=rows):
+                trial = dict(model, overheads=dict(model["overheads"], **{key: 10 ** log_factor}))
+                return _loss(rows, trial) + OVERHEAD_PRIOR * log_factor ** 2
+            model["overheads"][key] = 10 ** _golden(err_overhead, *OVERHEAD_RANGE, steps)
     return model
 
 
@@ -183,14 +227,17 @@ def _constant(name: str, log_value: float) -> float:
     return int(round(10 ** log_value)) if name == "resident" else 10 ** log_value
 
 
-def fit(rows: list[tuple[Features, float]], sweeps: int = 8, steps: int = 30) -> dict:
+def fit(rows: list[tuple[Features, float]], sweeps: int = 8, steps: int = 30, simd: int = 1) -> dict:
     """The model that best explains measured (features, ms) rows by squared log error (a ranking's errors are
-    ratios): coordinate descent over the adapter's constants in log space, each variant's rate refitted to its
-    own rows at every step. Eight sweeps of 30 steps: docs/decisions.md#cost-model."""
+    ratios): coordinate descent over the adapter's constants in log space, each key's rate and overhead refitted to
+    its own rows at every step. Eight sweeps of 30 steps: docs/decisions.md#cost-model. `simd`: the adapter's
+    subgroup size, the lanes its invocations are issued in."""
     keys = sorted({f.key for f, _ in rows})
     by_key = {k: [(f, ms) for f, ms in rows if f.key == k] for k in keys}
     model = {name: _constant(name, (lo + hi) / 2) for name, (lo, hi) in RANGES.items()}
+    model["simd"] = max(1, simd)
     model["rates"] = {k: 1.0 for k in keys}
+    model["overheads"] = {k: 1.0 for k in keys}
     model = _with_rates(by_key, model)
     for _ in range(sweeps):
         for name, (lo, hi) in RANGES.items():

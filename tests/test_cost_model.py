@@ -1,6 +1,9 @@
-"""The cost model's per-output term (app/cost_model.py): every output a main pass computes, its tiles' padding
-included, pays its indexing and store. On a software adapter that is what separates a tiled GEMM that pads a
-depthwise layer's one channel per group to its tile from the gather kernel (docs/decisions.md#cost-model)."""
+"""The cost model (app/cost_model.py): every output a main pass computes, its tiles' padding included, pays its
+indexing and store (on a software adapter that is what separates a tiled GEMM that pads a depthwise layer's one channel
+per group to its tile from the gather kernel); each kernel's threads pay its own overhead; a workgroup fills whole SIMD
+groups and one wider than the adapter runs in turns; a tiled GEMM counts the work its workgroups run
+(docs/decisions.md#cost-model)."""
+import math
 import random
 
 import pytest
@@ -101,3 +104,74 @@ def test_every_tiled_gemm_declares_its_work_and_it_covers_y(caps):
         gemms |= {"phase_gemm_sgmat", "stride1_halo_sgmat"}
     assert gemms <= declared, declared
     assert not declared & {"nchw2d_gather", "nchw2d_grouped_stride_phase", "ncl1d_grouped_stride_phase"}, declared
+
+
+def _tile(invocations: int, workgroups: int):
+    return cost_model.Features("phase_gemm", "float32", 1, workgroups * invocations * 1000, workgroups, invocations,
+                               0, 0, workgroups * invocations)
+
+
+def test_a_workgroup_fills_whole_simd_groups_and_one_wider_than_the_adapter_runs_in_turns():
+    """64 lanes in SIMD groups of 4: 24 workgroups of 5 invocations take 8 lanes each (8 at once, 3 turns; counted as
+    5 lanes, 12 at once and 2 turns); 10 of 128 take 2 turns each, not one at 128 lanes' rate. A model with no `simd`
+    (a table fitted before it: the H200's) counts invocations as they are."""
+    model = {"resident": 64, "simd": 4, "launch_ms": 0.0, "bytes_per_ms": 1e12, "invocation_ms": 0.0,
+             "rates": {"phase_gemm/float32": 1.0}}
+    assert cost_model.waves(_tile(5, 24), model) == 3
+    assert cost_model.waves(_tile(5, 24), dict(model, simd=1)) == 2
+    assert cost_model.waves(_tile(128, 10), model) == 20
+    # the compute term: turns x the multiply-adds an invocation runs (1000) / its rate
+    assert cost_model.predict(_tile(128, 10), model) == pytest.approx(20 * 1000)
+    without = {k: v for k, v in model.items() if k != "simd"}
+    assert cost_model.waves(_tile(5, 24), without) == 2 and cost_model.waves(_tile(64, 100), without) == 100
+
+
+def test_the_h200_table_has_no_simd_nor_overheads_and_predicts_as_it_was_fitted():
+    """Fitted before the terms existed (its runs were not kept): every kernel's overhead is 1 and its waves are
+    ceil(workgroups / (resident // invocations)), as its rates were fitted under."""
+    from app import tuning_tables
+
+    model = tuning_tables.cost_model(H200)
+    assert "simd" not in model and not model.get("overheads")
+    geom = infer((1, 64, 16, 16), (64, 32, 4, 4), None, {"strides": [2, 2], "pads": [1] * 4})
+    seen = 0
+    for variant in VARIANTS.values():
+        plan = variant.configured(geom, H200)
+        if isinstance(plan, Refusal):
+            continue
+        f = cost_model.features(plan, geom)
+        assert cost_model.overhead(model, f.variant, f.dtype, f.structure) == 1.0
+        assert cost_model.waves(f, model) == math.ceil(f.workgroups / (model["resident"] // f.invocations))
+        seen += 1
+    assert seen >= 5
+
+
+def test_fit_recovers_each_kernels_overhead_and_one_its_rows_cannot_show_stays_at_one(monkeypatch):
+    """Rows made by a model whose gather kernel's outputs cost 3x the adapter's and whose GEMM's 0.3x: the fit finds
+    each kernel's cost an output (its overhead times the adapter's; the two trade off, their product is what rows
+    show). A third kernel whose rows are all arithmetic (its fixed part under 1% of each) stays at 1: the prior holds
+    what its rows cannot tell."""
+    truth = {"resident": 256, "simd": 1, "launch_ms": 0.05, "bytes_per_ms": 1e9, "invocation_ms": 1e-5,
+             "output_ms": 1e-4, "rates": {"phase_gemm/float32": 500.0, "nchw2d_gather/float32": 50.0,
+                                          "uniform_phase_gemm/float32": 5.0},
+             "overheads": {"phase_gemm/float32": 0.3, "nchw2d_gather/float32": 3.0, "uniform_phase_gemm/float32": 1.0}}
+    rng = random.Random(11)
+    rows = []
+    for _ in range(60):
+        variant = rng.choice(["phase_gemm", "nchw2d_gather", "uniform_phase_gemm"])
+        outputs = rng.randrange(1_000, 2_000_000)
+        depth = 4096 if variant == "uniform_phase_gemm" else rng.choice([1, 8, 64, 512])
+        f = cost_model.Features(variant, "float32", 1, outputs * depth, max(1, outputs // 1024), 64, 1000, 0,
+                                outputs // rng.choice([1, 16]), outputs=outputs)
+        rows.append((f, cost_model.predict(f, truth)))
+    fitted = cost_model.fit(rows, sweeps=3)
+    for key in ("nchw2d_gather/float32", "phase_gemm/float32"):
+        assert fitted["overheads"][key] * fitted["output_ms"] == pytest.approx(
+            truth["overheads"][key] * truth["output_ms"], rel=0.25), key
+    assert fitted["overheads"]["uniform_phase_gemm/float32"] == pytest.approx(1.0, abs=0.01)
+    assert cost_model._loss(rows, fitted) < 0.2
+    # fitted with every overhead held at 1 (each kernel's threads cost the adapter's), the same rows fit far worse
+    monkeypatch.setattr(cost_model, "OVERHEAD_RANGE", (0.0, 0.0))
+    held = cost_model.fit(rows, sweeps=3)
+    assert set(held["overheads"].values()) == {1.0}
+    assert cost_model._loss(rows, held) > 10 * cost_model._loss(rows, fitted)

@@ -164,25 +164,37 @@ def test_a_plan_carries_its_variants_finite_data_policy():
         assert got.finite_only == bool(VARIANTS[name].conditions.get("finite_data"))
 
 
-def test_adaptations_pool_offers_a_kernel_in_its_own_tiles_first_where_its_class_measured_them_faster():
-    """The software table's `tile_ranking` (own tiles faster on 12 of 14 layers where its model ranked other tiles
-    ahead) moves each kernel's own tiles ahead of its grid tiles, into the kernel's place; the H200's model, with no
-    such measurement, keeps its predicted order."""
-    from app import planner
+@pytest.mark.parametrize("caps, ranking, moved", [
+    (SOFTWARE, {"model": 2, "own": 12}, True),
+    (SOFTWARE, None, False),
+    (DeviceCaps(vendor="nvidia", architecture="hopper"), None, False)], ids=["own-measured-faster", "software", "h200"])
+def test_adaptations_pool_offers_a_kernel_in_its_own_tiles_first_where_its_class_measured_them_faster(
+        monkeypatch, caps, ranking, moved):
+    """A model's `tile_ranking` that found a kernel's own tiles faster on more layers where it ranked other tiles
+    ahead (12 of 14, as the software model's was before its kernels' overheads were fitted) moves each kernel's own
+    tiles ahead of its grid tiles, into the kernel's place. The software table's own (2 and 2 since) and the H200's
+    model, with no such measurement, keep the predicted order."""
+    from app import planner, tuning_tables
 
+    if ranking is not None:
+        table_model = tuning_tables.cost_model
+        monkeypatch.setattr(tuning_tables, "cost_model", lambda c: dict(table_model(c), tile_ranking=ranking))
     geom = infer((1, 384, 1, 1), (384, 192, 3, 3), attributes={"strides": [3, 3]})
-    for caps, moved in ((SOFTWARE, True), (DeviceCaps(vendor="nvidia", architecture="hopper"), False)):
-        assert planner.own_tiles_first(caps) is moved
-        rows = ranked(geom, caps, grid=planner.GRID)
-        alts = planner.alternatives(geom, caps, plan(geom, caps), len(rows))
-        kernels = [a["variant"] for a in alts]
-        order = list(dict.fromkeys(kernels))
-        assert order == list(dict.fromkeys(c.variant for c, _, _ in rows if c.variant in order))
-        firsts = {v: next(a for a in alts if a["variant"] == v) for v in order}
-        if moved:
-            own = [v for v in order if any(a["origin"] in ("defaults", "table") for a in alts if a["variant"] == v)]
-            assert all(firsts[v]["origin"] in ("defaults", "table") for v in own)
-            # here the model ranks nchw2d_phase_gemm_tiled's grid tiles ahead of its defaults: the case that moves
-            assert any(c.origin == "grid" for c, _, _ in rows[:3])
-        else:
-            assert [a["predicted_ms"] for a in alts] == sorted(a["predicted_ms"] for a in alts)
+    assert planner.own_tiles_first(caps) is moved
+    rows = ranked(geom, caps, grid=planner.GRID)
+    chosen = plan(geom, caps)
+    alts = planner.alternatives(geom, caps, chosen, len(rows))
+    kernels = [a["variant"] for a in alts]
+    order = list(dict.fromkeys(kernels))
+    # the kernels keep their order; the chosen one's own tiles are the first pick, not in the pool, so its other tiles
+    # take a later place where its own moved first
+    others = [v for v in order if v != chosen.variant]
+    assert others == list(dict.fromkeys(c.variant for c, _, _ in rows if c.variant in others))
+    firsts = {v: next(a for a in alts if a["variant"] == v) for v in order}
+    if moved:
+        own = [v for v in order if any(a["origin"] in ("defaults", "table") for a in alts if a["variant"] == v)]
+        assert all(firsts[v]["origin"] in ("defaults", "table") for v in own)
+        # here the model ranks a kernel's grid tiles ahead of its defaults: the case that moves
+        assert any(c.origin == "grid" for c, _, _ in rows[:3])
+    else:
+        assert [a["predicted_ms"] for a in alts] == sorted(a["predicted_ms"] for a in alts)

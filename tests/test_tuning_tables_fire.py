@@ -113,10 +113,12 @@ def test_a_cost_model_whose_runs_are_kept_is_their_fit(path):
     runs = [":".join(str(ROOT / f) for f in run.split(":")) for run in model["calibrated_on"]["runs"]]
     rows = measured(runs, _caps(table))
     assert len(rows) == model["calibrated_on"]["rows"]
-    fitted = cost_model.fit([(r["features"], r["ms"]) for r in rows])
+    fitted = cost_model.fit([(r["features"], r["ms"]) for r in rows], simd=model["simd"])
     for name in cost_model.RANGES:
         assert fitted[name] == pytest.approx(model[name], rel=1e-9), name
     assert fitted["rates"] == pytest.approx(model["rates"], rel=1e-9)
+    assert fitted["overheads"] == pytest.approx(model["overheads"], rel=1e-9)
+    assert model["simd"] == _caps(table).subgroup_min_size  # the adapter's subgroup size, as the fit tool reads it
 
 
 @pytest.mark.parametrize("path", [p for p in REFITTABLE if "tile_ranking" in json.loads(p.read_text())["cost_model"]],

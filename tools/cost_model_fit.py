@@ -5,19 +5,23 @@ well a model ranks candidates on runs it never saw.
         RUN.json:BENCH.json ...          # rows of every covering variant, with the bench file of their cases
         [--tiles CANDIDATES.json:BENCH.json ...]   # `--variants candidates` runs: does the model rank tiles?
     python3 tools/cost_model_fit.py check --device h200 RUN.json:BENCH.json ...
+    python3 tools/cost_model_fit.py crossval --device swiftshader RUN.json:BENCH.json ...
 
 A run file's dtype is its cases' (the bench file as run: tools/gpu/as_dtype.py's output) unless its name
 ends in -f16.json or -f32.json. `--device` names a device of tools/wgsl/matrix.py, or a device.json that
 `python -m app device` printed. `fit` writes the model into the table (`cost_model`, with the runs and the
 package revision it was calibrated at) and prints its error; `check` prints the rank correlation between
 predicted and measured times over every covering candidate, and the planner's predicted pick against the
-fastest measured candidate, per layer.
+fastest measured candidate, per layer; `crossval` fits the model to all but one group of layers (a fresh seed's
+layers of the calibration tier, or a tier) and checks it on that group, for each group: how a change to the model
+generalises before any fresh seed is spent on it.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 from dataclasses import replace
@@ -28,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from app import class_choice, cost_model, planner, tuning_tables  # noqa: E402
-from app.caps import DeviceCaps  # noqa: E402
+from app.caps import DeviceCaps, usable_subgroup_sizes  # noqa: E402
 from app.plan import Refusal  # noqa: E402
 from app.shapes import infer  # noqa: E402
 from app.variants import VARIANTS  # noqa: E402
@@ -122,6 +126,25 @@ def tile_ranking(records: list[dict], model: dict) -> dict:
     return counts
 
 
+def crossval(records: list[dict], simd: int) -> int:
+    """Each group's layers checked under the model fitted to the other groups' rows (`fit`'s defaults)."""
+    def group(r):
+        case = r["layer"].split("/")[1]
+        return case.split("_")[0] if re.match(r"s\d+_", case) else r["tier"]
+    picks = []
+    for name in sorted({group(r) for r in records}):
+        model = cost_model.fit([(r["features"], r["ms"]) for r in records if group(r) != name], simd=simd)
+        result = check([dict(r) for r in records if group(r) == name], model)
+        picks += result["picks"]
+        print(f"{name}: within 10% {result['within_10pct']}/{result['layers']}, geometric mean "
+              f"{result['geomean_ratio']:.3f}x")
+    ratios = [p["ratio"] for p in picks]
+    print(f"held out: predicted pick within 10% of the fastest on {sum(q <= 1.10 for q in ratios)}/{len(ratios)}, "
+          f"within 25% on {sum(q <= 1.25 for q in ratios)}, geometric mean "
+          f"{math.exp(statistics.fmean(math.log(q) for q in ratios)):.3f}x, worst {max(ratios):.2f}x")
+    return 0
+
+
 UNTUNED_TIERS = ("holdout", "fresh")
 PICK = "(the model's pick)"  # the incumbent of a layer: whatever variant and tiles the model predicts fastest
 
@@ -160,7 +183,7 @@ def choose(records: list[dict], table_path: Path, min_gain_ms: float = 0.0) -> i
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["fit", "check", "choose"])
+    parser.add_argument("mode", choices=["fit", "check", "choose", "crossval"])
     parser.add_argument("runs", nargs="+", help="RUN.json[:BENCH.json]")
     parser.add_argument("--device", required=True)
     parser.add_argument("--table", help="fit: the tuning table to store the model in; check: the one to read it from")
@@ -173,10 +196,14 @@ def main() -> int:
     args = parser.parse_args()
     caps = device_caps(args.device)
     records = measured(args.runs, caps)
+    # the lanes its invocations are issued in: the adapter's subgroup size where it reports one
+    simd = (usable_subgroup_sizes(caps) or (1, 1))[0]
+    if args.mode == "crossval":
+        return crossval(records, simd)
     if args.mode == "fit":
         from app.metadata import recorded
 
-        model = cost_model.fit([(r["features"], r["ms"]) for r in records])
+        model = cost_model.fit([(r["features"], r["ms"]) for r in records], simd=simd)
         model["calibrated_on"] = {"runs": [_recorded_spec(s) for s in args.runs], "rows": len(records),
                                   "revision": recorded()["revision"]}
         if args.tiles:
@@ -184,7 +211,7 @@ def main() -> int:
                 "runs": [_recorded_spec(s) for s in args.tiles]}
             print(f"tile ranking: {model['tile_ranking']}")
         result = check(records, model)
-        print(f"fit on {len(records)} rows: resident {model['resident']}, launch {model['launch_ms']} ms, "
+        print(f"fit on {len(records)} rows: resident {model['resident']} (SIMD {simd}), launch {model['launch_ms']} ms, "
               f"{model['bytes_per_ms'] / 1e6:.0f} GB/s; in-sample pooled Spearman {result['pooled_spearman']:.3f}, "
               f"per layer {result['mean_layer_spearman']:.3f}, picks within 10% {result['within_10pct']}/{result['layers']}")
         if args.table:
