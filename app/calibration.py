@@ -3,7 +3,8 @@ signatures it has never seen are ranked better (docs/decisions.md#calibration-fr
 
 Each settled adaptation trial (web/runtime/adapt.mjs `samples`) gives one sample per candidate it timed: its rate key
 (app/cost_model.py `rate_key`, "variant[/structure]/dtype"), its measured ms, and what the package's model predicted
-of it, whole and in the part no rate decides (launches, threads and outputs: the adapter's, `cost_model.fixed_ms`).
+of it, whole and in the part no rate decides (launches, threads and outputs at the adapter's costs, each kernel's
+overhead on them included: `cost_model.fixed_ms`).
 With w the share of the prediction that the rate decides and r = log(measured / predicted) (clamped to
 +-log(MAX_FACTOR)), a sample reads as r = alpha + w * delta[key]: alpha the adapter's factor on every prediction
 (its launches as its rates), delta the rate key's own on the part it decides. The plan record keeps per rate key the

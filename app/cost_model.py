@@ -20,18 +20,19 @@ A plan's passes are its main pass (the one that does the multiply-adds) and memo
 so a grid that fills the GPU runs at `resident * rate` multiply-adds a ms, a grid of a few deep
 workgroups (a long reduction in few tiles) pays its whole per-workgroup depth, and a grid just past one
 wave pays for two. A workgroup of 5 invocations takes 8 lanes of a SIMD 4 wide, and one of 128 invocations on an
-adapter of 64 lanes (a software adapter's few cores) runs in two turns, not at 128 lanes' rate. A tiled main pass's multiply-adds and outputs are what its variant declares it computes
-(Plan.tile_outputs, tile_depth): padded tiles, and reduction steps padded to whole chunks of in-channels (a step of
-8 reduces a depthwise layer's one in-channel in 8). A workgroup's invocations are what each pass declares (app/plan.py
-Dispatch.invocations).
+adapter of 64 lanes (a software adapter's few cores) runs in two turns, not at 128 lanes' rate. A tiled main pass's
+multiply-adds and outputs are what its variant declares it computes (Plan.tile_outputs, tile_depth): padded tiles,
+and reduction steps padded to whole chunks of in-channels (a step of 8 reduces a depthwise layer's one in-channel
+in 8). A workgroup's invocations are what each pass declares (app/plan.py Dispatch.invocations).
 `rate` is the arithmetic efficiency per resident invocation, one per variant, shader structure (its declared
 Tunable.structure: gathered or channels-last A, vector staging, split-K...) and dtype; a structure never measured
 takes its variant's rate. `overhead` scales the adapter's per-invocation and per-output costs by what each kernel's
 threads do besides multiply-adds (the gather kernel's tap search, the phase kernels' index arithmetic), per the same
 keys, 1 where not fitted. `resident`, `launch`, `bandwidth`, `simd` and the per-invocation and per-output costs are
-the adapter's (a table fitted before a term existed has none: no per-output cost, SIMD 1, overheads 1). All are calibrated per adapter
-class from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's tuning table
-(app/tuning_tables.py `cost_model`), with the revision they were measured at (docs/decisions.md#cost-model).
+the adapter's (a table fitted before a term existed has none: no per-output cost, SIMD 1, overheads 1). All are
+calibrated per adapter class from measured sweeps (`fit`, tools/cost_model_fit.py) and stored in the adapter's
+tuning table (app/tuning_tables.py `cost_model`), with the revision they were measured at
+(docs/decisions.md#cost-model).
 Pure Python.
 """
 from __future__ import annotations
