@@ -81,6 +81,20 @@ def _inputs(geom: ConvGeometry) -> dict:
     return {n: rng.uniform(-1, 1, size=s).astype(geom.dtype) for n, s in shapes.items()}
 
 
+def entry_text(choice: Choice, geom: ConvGeometry, caps, revision: str) -> str:
+    """The stored entry of a searched choice, its params those the variant takes (`Tunable.names`; none for a
+    variant with no Tunable): a candidate carries its plan's tiles, which `col2im_gemm_vec4` reports with the splits
+    it runs and a fixed-tile kernel (`ncl1d_col2im`) with its tiles; stored with them, the entry read back as not
+    the variant's params and every later kernel searched again."""
+    params, tunable = choice.params, planner.VARIANTS[choice.variant].tunable
+    if params is not None:
+        names = tunable.names(geom, caps) if tunable is not None else {}
+        params = {k: v for k, v in params.items() if k in names} or None
+    return json.dumps({"format": FORMAT, "variant": choice.variant, "params": params,
+                       "adapter": tuning_tables.adapter_key(caps), "revision": revision,
+                       "times": choice.meta()["times"]})
+
+
 def stored_choice(text, geom: ConvGeometry, caps, revision: str, tables) -> Choice | None:
     """The stored choice when it is readable, from this adapter and revision, and still covers the request;
     else None, with a warning saying why it was ignored."""
@@ -159,9 +173,7 @@ class Autotuner:
         choice = stored_choice(text, geom, caps, revision, tables)
         if choice is None:
             choice = await search(kernel, geom, tables, self.budget_ms)
-            entry = json.dumps({"format": FORMAT, "variant": choice.variant, "params": choice.params,
-                                "adapter": tuning_tables.adapter_key(caps), "revision": revision,
-                                "times": choice.meta()["times"]})
+            entry = entry_text(choice, geom, caps, revision)
             try:
                 await store_entries.store_call(self.store, "set", k, entry)
             except store_entries.StoreFailed as exc:

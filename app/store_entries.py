@@ -9,7 +9,8 @@ warning and a fresh search.
 
 Schema (what app/autotune.py writes): {"format": FORMAT, "variant": a known variant name, "params": null or
 {key: int}, "adapter": {...}, "revision": str, "times": [...]}; params only the keys of the variant's Tunable
-(its defaults for the request), each an int (a bool where the default is one) within +-MAX_PARAM.
+(`Tunable.names`: its defaults for the request and its configurations' switches), each an int (a bool where the
+default is one) within +-MAX_PARAM.
 """
 from __future__ import annotations
 
@@ -104,14 +105,14 @@ def parse(text, fmt: int, variants: dict, geom, caps) -> dict:
     if tunable is None:
         raise EntryError(f"{variant} takes no params, the entry gives {sorted(params)[:8]}")
     try:
-        defaults = tunable.defaults(geom, caps) or {}
+        names = tunable.names(geom, caps)
     except Exception as exc:  # noqa: BLE001 - a variant for other shapes: its defaults need not apply here
         raise EntryError(f"{variant} does not take this request ({type(exc).__name__})") from None
-    unknown = sorted(k for k in params if k not in defaults)
+    unknown = sorted(k for k in params if k not in names)
     if unknown:
-        raise EntryError(f"params {unknown[:8]} are not {variant}'s (it takes {sorted(defaults)})")
+        raise EntryError(f"params {unknown[:8]} are not {variant}'s (it takes {sorted(names)})")
     for k, v in params.items():
-        why = _param_refusal(k, v, defaults[k])
+        why = _param_refusal(k, v, names[k])
         if why:
             raise EntryError(why)
     return entry

@@ -70,6 +70,30 @@ def test_a_valid_stored_choice_is_taken_silently():
     assert autotune.stored_choice(None, DCGAN, DEVICES["swiftshader"], "r1", None) is None
 
 
+@pytest.mark.parametrize("device, kernels", [("swiftshader", {"col2im_gemm_vec4", "ncl1d_col2im"}),
+                                             ("h200", {"phase_gemm"})])
+def test_every_nominee_s_stored_entry_is_read_back_as_the_stored_choice(device, kernels):
+    """What autotune writes for any candidate it may pick, a later kernel takes silently and plans the same tiles
+    with. A candidate carries its plan's tiles: `col2im_gemm_vec4`'s with the splits it runs, `ncl1d_col2im`'s (no
+    Tunable) with its fixed tiles, `phase_gemm`'s with switches its defaults leave unnamed; stored as they were, the
+    first two read back as not the variant's params and every later kernel searched again."""
+    caps = DEVICES[device]
+    layers = [((1, 8, 6, 6), (8, 8, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+              ((1, 64, 8, 8), (64, 8, 2, 2), {"strides": [2, 2]}), ((2, 32, 16), (32, 16, 4), {"strides": [2]})]
+    seen = set()
+    for x, w, attrs in layers:
+        geom = infer(x, w, None, attrs, {"x": "float32", "w": "float32"})
+        for variant, params in autotune.nominees(geom, caps, None):
+            text = autotune.entry_text(autotune.Choice(variant, params, "search"), geom, caps, "r1")
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                choice = autotune.stored_choice(text, geom, caps, "r1", None)
+            assert (choice.variant, choice.source) == (variant, "store"), text
+            assert planner.plan(geom, caps, variant, choice.params).tiles == (params or {}), text
+            seen.add(variant)
+    assert kernels <= seen, seen
+
+
 def test_the_key_names_the_geometry_that_decides_a_plan():
     other = infer([1, 4, 8, 8], [4, 4, 3, 3], None, {"strides": [2, 2], "pads": [1, 1, 1, 1]},
                   {"x": "float32", "w": "float32"})

@@ -138,6 +138,13 @@ class Tunable:
     structures: dict = field(default_factory=dict)  # name -> what it is, in words
     configurations: tuple[Configuration, ...] = ()
 
+    def names(self, geom: ConvGeometry, caps: DeviceCaps) -> dict:
+        """Every param this variant takes for the request, each with a value of its kind: its defaults' and its
+        configurations' switches (a switch the defaults leave off goes unnamed there). What a plan reports beside
+        them (`col2im_gemm_vec4`'s splits) is not a param."""
+        switches = {k: v for c in self.configurations for k, v in c.tiles.items()}
+        return switches | dict(self.defaults(geom, caps))
+
     def resolve(self, configuration: Configuration, geom: ConvGeometry, caps: DeviceCaps) -> dict | None:
         """The configuration's params for this request (its tiles over the request's defaults), or None where
         the variant refuses them."""
