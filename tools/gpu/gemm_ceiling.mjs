@@ -17,9 +17,8 @@
 // "nest": workgroup memory split into one inner array per subgroup row (A) or column (B), passed as
 // &as_[sgm] (an index clamp, not a predicate) with constant offsets inside it.
 import { readFileSync, writeFileSync } from "node:fs";
-import { create, globals } from "webgpu";
+import { ENABLED, dawnGpu } from "../../web/views/dawn-gpu.mjs";
 
-Object.assign(globalThis, globals);
 // Dawn's promises alone do not keep Node's event loop alive: a long wait on the GPU would end the process.
 setInterval(() => {}, 1000);
 
@@ -364,9 +363,8 @@ f32("F-64x64-8x8-k16", { bm: 64, bn: 64, tm: 8, tn: 8, bk: 16 });
 f32("F-128x128-8x8-k8-rowwise", { bm: 128, bn: 128, tm: 8, tn: 8, bk: 8, group: 0 });
 
 // ---------------------------------------------------------------------------------------------------------
-const toggles = ["allow_unsafe_apis", "vulkan_enable_f16_on_nvidia", ...(process.env.CEILING_TOGGLES || "").split(",").filter(Boolean)];
-const gpu = create([...(process.env.PROBE_NULL ? ["backend=null"] : []),
-  `enable-dawn-features=${toggles.join(",")}`, "disable-dawn-features=timestamp_quantization"]);
+const extraToggles = (process.env.CEILING_TOGGLES || "").split(",").filter(Boolean);
+const gpu = dawnGpu(process.env.PROBE_NULL ? ["backend=null"] : [], extraToggles);
 // Held for the whole run: collected, the instance takes the device down (a crash inside Dawn, not an error).
 globalThis.dawnInstance = gpu;
 const adapter = await gpu.requestAdapter();
@@ -380,7 +378,7 @@ const device = await adapter.requestDevice({
 });
 device.addEventListener?.("uncapturederror", (e) => console.log("GPU error:", e.error.message.split("\n")[0]));
 const info = adapter.info;
-console.log(`adapter: ${info.vendor} ${info.architecture} ${info.device} ${info.description}; toggles ${toggles.join(",")}`);
+console.log(`adapter: ${info.vendor} ${info.architecture} ${info.device} ${info.description}; toggles ${[...ENABLED, ...extraToggles].join(",")}`);
 const started = Date.now();
 const elapsed = () => (Date.now() - started) / 1000;
 

@@ -8,14 +8,16 @@
 //   most kernels here take on a real GPU: a local process may have them exact.
 import { create, globals } from "webgpu";
 
-export const DAWN_TOGGLES = Object.freeze(["enable-dawn-features=allow_unsafe_apis,vulkan_enable_f16_on_nvidia",
-  "disable-dawn-features=timestamp_quantization"]);
+export const ENABLED = Object.freeze(["allow_unsafe_apis", "vulkan_enable_f16_on_nvidia"]);
+export const DISABLED = Object.freeze(["timestamp_quantization"]);
 
-/** A GPU object (what navigator.gpu holds) opened with DAWN_TOGGLES after `first` (a backend, say), with Dawn's
- * WebGPU globals (GPUBufferUsage, GPUQueue, ...) made global, as a browser has them. */
-export function dawnGpu(first = []) {
+/** A GPU object (what navigator.gpu holds) opened with ENABLED and `enable` (a probe's extra toggles) on, DISABLED
+ * off, after `first` (a backend, say), with Dawn's WebGPU globals (GPUBufferUsage, GPUQueue, ...) made global, as a
+ * browser has them. */
+export function dawnGpu(first = [], enable = []) {
   Object.assign(globalThis, globals);
-  return create([...first, ...DAWN_TOGGLES]);
+  return create([...first, `enable-dawn-features=${[...ENABLED, ...enable].join(",")}`,
+    `disable-dawn-features=${DISABLED.join(",")}`]);
 }
 
 // Dawn's Node binding rejects a SharedArrayBuffer (or a view of one) as a writeBuffer source, and both ORT
