@@ -13,7 +13,9 @@ sums that least squares needs, {n: count, w: sum of w, ww: of w^2, log: of r, wl
 MAX_COUNT, so that old samples fade), per adapter and tables' revision, as it keeps what adaptation learned.
 
 `Calibration.of` solves it, each delta shrunk toward 0 by PRIOR samples' worth (in w^2) of belief in the package's
-model; a key not measured takes its variant's delta (its keys pooled: a structure or dtype not measured yet), else 0.
+model; a key not measured takes its variant's delta in its dtype (those keys pooled: a structure not measured yet),
+else 0. Never another dtype's: a kernel's float16 and float32 paths run different arithmetic, and on the H100 a
+float16-only calibration moved seven float32 first calls, four of them slower (docs/decisions.md#calibration-from-use).
 Applied, the part a rate decides is multiplied by exp(alpha + delta) (`Calibration.factor`) and the rest by exp(alpha)
 (`Calibration.scale`: the same for every candidate, it changes no choice). A variant measured 3x slower than predicted
 on 8 samples of w = 1, beside one measured as predicted on 8, is predicted 2.4x slower than it on a new signature;
@@ -91,7 +93,7 @@ class Calibration:
 
     base: float = 0.0
     keys: dict = field(default_factory=dict)  # rate key -> its shrunk delta
-    variants: dict = field(default_factory=dict)  # variant -> its keys' pooled delta, for its keys not measured
+    variants: dict = field(default_factory=dict)  # "variant/dtype" -> its keys' pooled delta, for those not measured
 
     @classmethod
     def of(cls, rates: dict[str, tuple[float, ...]]) -> "Calibration | None":
@@ -107,7 +109,7 @@ class Calibration:
         alpha = numerator / divisor
         pooled: dict[str, list[float]] = {}
         for key, (_, w, ww, _, wlog) in rates.items():
-            acc = pooled.setdefault(key.split("/")[0], [0.0, 0.0, 0.0])
+            acc = pooled.setdefault(_variant_dtype(key), [0.0, 0.0, 0.0])
             acc[0] += w
             acc[1] += ww
             acc[2] += wlog
@@ -119,14 +121,20 @@ class Calibration:
 
     def factor(self, key: str) -> float:
         """What the part of a prediction that rate `key` decides is multiplied by on this adapter: the adapter's
-        factor times its key's delta, else (a structure or dtype not measured) its variant's, else none."""
-        return _bounded(self.base + self.keys.get(key, self.variants.get(key.split("/")[0], 0.0)))
+        factor times its key's delta, else (a structure not measured) its variant's in that dtype, else none."""
+        return _bounded(self.base + self.keys.get(key, self.variants.get(_variant_dtype(key), 0.0)))
 
     @property
     def scale(self) -> float:
         """What the rest of every prediction (launches, threads, outputs) is multiplied by: the adapter's factor
         alone, the same for every candidate, so that it changes no choice by itself."""
         return _bounded(self.base)
+
+
+def _variant_dtype(key: str) -> str:
+    """"variant/dtype" of a rate key "variant[/structure]/dtype"."""
+    parts = key.split("/")
+    return f"{parts[0]}/{parts[-1]}"
 
 
 def _bounded(log_factor: float) -> float:

@@ -68,8 +68,9 @@ def test_the_shared_base_changes_no_choice_and_unmeasured_keys_take_their_varian
     """Every variant measured 3x slower (an adapter slower than its class's model throughout): every prediction
     scales alike, measured or not, the rate's part by its key's factor and the launches', threads' and outputs' part
     by the shared one (scaling the rate's part alone put a kernel whose time is nearly all outputs, the column GEMM,
-    first), so the choice is the uncalibrated one; a structure or dtype not measured takes its variant's correction,
-    a variant not measured the base."""
+    first), so the choice is the uncalibrated one; a structure not measured takes its variant's correction in that
+    dtype; a dtype or a variant not measured, the base alone (float16 trials on the H100 moved float32 first calls
+    the wrong way when another dtype's correction carried over)."""
     same = Calibration.of(rates(stride1_implicit_gemm=(8, 3), col2im_gemm_vec4=(8, 3), uniform_phase_gemm=(8, 3),
                                 phase_gemm=(8, 3)))
     base = {c.variant: ms for c, _, ms in planner.ranked(STRIDE1, SOFTWARE)}
@@ -83,6 +84,7 @@ def test_the_shared_base_changes_no_choice_and_unmeasured_keys_take_their_varian
                         "nchw2d_gather/float32": tuple(sums(4, 1).values())})
     assert c.factor("phase_gemm/gather/float32") == c.factor("phase_gemm/rv/float32") > c.factor("ncl1d_gather/float32")
     assert c.factor("ncl1d_gather/float32") == pytest.approx(math.exp(c.base))
+    assert c.factor("phase_gemm/rv/float16") == c.factor("phase_gemm/float16") == pytest.approx(math.exp(c.base))
     extreme = Calibration.of({"phase_gemm/float32": tuple(sums(MAX_COUNT, MAX_FACTOR).values())})
     assert extreme.factor("phase_gemm/float32") <= MAX_FACTOR
 
