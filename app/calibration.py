@@ -14,8 +14,8 @@ MAX_COUNT, so that old samples fade), per adapter and tables' revision, as it ke
 
 `Calibration.of` solves it, each delta shrunk toward 0 by PRIOR samples' worth (in w^2) of belief in the package's
 model; a key not measured takes its variant's delta in its dtype (those keys pooled: a structure not measured yet),
-else 0. Never another dtype's: a kernel's float16 and float32 paths run different arithmetic, and on the H100 a
-float16-only calibration moved seven float32 first calls, four of them slower (docs/decisions.md#calibration-from-use).
+else 0. Never another dtype's: a kernel's float16 and float32 paths run different arithmetic, and one's correction
+moved the other's first calls the wrong way (docs/decisions.md#calibration-from-use).
 Applied, the part a rate decides is multiplied by exp(alpha + delta) (`Calibration.factor`) and the rest by exp(alpha)
 (`Calibration.scale`: the same for every candidate, it changes no choice). A variant measured 3x slower than predicted
 on 8 samples of w = 1, beside one measured as predicted on 8, is predicted 2.4x slower than it on a new signature;
