@@ -34,6 +34,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .cost_model import rate_key
+
 PRIOR = 2.0  # samples' worth (in w^2) of belief in the package's model, against a rate key's own delta
 MAX_FACTOR = 32.0  # a sample's ratio, and an applied factor, within [1/32, 32] (plan-store.mjs CALIBRATION)
 MAX_COUNT = 64  # a key's count past this is scaled back to it, its other sums alike (plan-store.mjs CALIBRATION)
@@ -132,9 +134,9 @@ class Calibration:
 
 
 def _variant_dtype(key: str) -> str:
-    """"variant/dtype" of a rate key "variant[/structure]/dtype"."""
+    """The structure-less rate key of a rate key's variant and dtype: where its variant's keys of that dtype pool."""
     parts = key.split("/")
-    return f"{parts[0]}/{parts[-1]}"
+    return rate_key(parts[0], "", parts[-1])
 
 
 def _bounded(log_factor: float) -> float:
