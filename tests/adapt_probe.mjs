@@ -27,7 +27,9 @@ for (let i = 0; i < Number(calls); i++) {
   if (!trial && i >= 9) break;
   await new Promise((r) => setTimeout(r, 20));  // calls spaced as an app's are: Python plans the candidates between
 }
-await new Promise((r) => setTimeout(r, 300));  // what the last call set off (a trial's planning) has begun
+// what the calls set off has ended (a trial's planning, a starter weighed and let go; exiting under a compile
+// crashes Dawn: docs/npm.md#node)
+await kernel.idle();
 const { launches } = kernel.memory();  // the executor's: the first pick's, and each candidate planned
 console.log(JSON.stringify({ rows, adaptations: kernel.adaptations(), worst, launches }));
 process.exit(0);

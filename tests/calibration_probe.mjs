@@ -30,7 +30,9 @@ for (const layer of JSON.parse(layers)) {
   }
   out.push({ rows, trial: kernel.adaptations()[before] ?? null });
 }
-await new Promise((r) => setTimeout(r, 300));  // what the last call set off (a trial's settling) is written
+// what the last call set off has ended (a trial's settling is written; exiting under a compile crashes Dawn:
+// docs/npm.md#node)
+await kernel.idle();
 await kernel.ready;
 console.log(JSON.stringify({ layers: out, calibration: await kernel.calibration(), device: kernel.device() }));
 process.exit(0);

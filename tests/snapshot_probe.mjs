@@ -31,4 +31,5 @@ const numpyLoaded = m.bootPhases().find((p) => p.phase === "load numpy");
 console.log(JSON.stringify({ phases: m.bootPhases().map((p) => p.phase), warnings, afterCall, worst,
                              numpyBeforeKernel: numpyLoaded ? numpyLoaded.startMs + numpyLoaded.ms <= kernelMs : null,
                              validate: kernel.validate({ ...call, pads: [1, 1] }) }));
+await kernel.idle();  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.exit(0);

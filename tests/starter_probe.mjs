@@ -46,4 +46,5 @@ const reference = kernel.reference(call).data;
 const scale = reference.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
 const err = (y) => y.reduce((m, v, i) => Math.max(m, Math.abs(v - reference[i])), 0) / scale;
 const line = JSON.stringify({ calls, firstErr: err(results[0]), lastErr: err(results.at(-1)), starterStored: stored(), warnings });
+await kernel.idle();  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.stdout.write(`${line}\n`, () => process.exit(0));

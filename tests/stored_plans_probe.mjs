@@ -36,4 +36,5 @@ const reference = kernel.reference(call);
 const out = (r) => ({ y: Array.from(r.y.data), shape: r.y.shape, dtype: r.y.dtype, variant: r.meta.variant });
 console.log(JSON.stringify({ kernelMs, firstMs, fromStore, first: out(first), after: out(after),
                              reference: { y: Array.from(reference.data), shape: reference.shape }, warnings }));
+await kernel.idle();  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.exit(0);

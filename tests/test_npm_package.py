@@ -412,6 +412,7 @@ const tensor = (t) => t && { data: new Float32Array(t.data), shape: t.shape };
 const kernel = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1 });
 const { y, meta } = await kernel({ ...request, x: tensor(request.x), w: tensor(request.w), b: tensor(request.b) });
 console.log(JSON.stringify({ y: Array.from(y.data), shape: y.shape, dtype: y.dtype, variant: meta.variant }));
+await kernel.idle();  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.exit(0);
 """
 
@@ -453,6 +454,7 @@ out.destroy();
 a.y.dispose();
 kernel.forget(w);
 console.log(kernel.memory().live_bytes, kernel.gpuDevice() === device);
+await kernel.idle();
 
 try {
   await kernel({ x: { data: [1, 2], shape: [1, 1, 2] }, w: { data: [1], shape: [1, 1, 1] }, group: 3 });

@@ -60,6 +60,7 @@ try {
 } catch (err) { refused = { name: err.name, field: err.field, message: err.message }; }
 console.log(JSON.stringify({ y_bytes: y.byteLength, pieces: out.meta.pieces, worst, executions,
   wasm_growth: heap() - heap0, held_growth: heldPeak, rss_growth: rss1 - rss0, refused, refusal_executions: kernel.memory().executions - beforeRefusal }));
+await kernel.idle();  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.exit(0);
 """
 

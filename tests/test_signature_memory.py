@@ -54,7 +54,7 @@ async function layer(i) {
 for (let i = 0; i < %(warm)d; i++) await layer(i);
 const before = heap();
 for (let i = %(warm)d; i < %(layers)d; i++) await layer(i);
-await new Promise((r) => setTimeout(r, 300));  // candidates still compiling are built (and let go)
+await kernel.idle();  // candidates still compiling are built (and let go)
 const after = heap();
 const trials = kernel.adaptations();
 console.log(JSON.stringify({ growth: (after - before) / (%(layers)d - %(warm)d), built: launches.length,
@@ -110,12 +110,11 @@ const call = async (i) => {
 // runs the first pick again (LRU: a2, a3, a1, first pick). Three other signatures' first picks then push out its
 // three candidates, not its first pick, and its next call meets a candidate whose launch is gone.
 await call(0); await call(0);
-const planned = () => kernel.adaptations()[0]?.candidates.every((c) => c.ready_at !== null || c.stopped);
-for (let waited = 0; !planned() && waited < 120000; waited += 50) await new Promise((r) => setTimeout(r, 50));
+await kernel.idle();  // its candidates planned
 await call(0); await call(0);
 for (const i of [1, 2, 3]) await call(i);
 for (let round = 0; round < 6; round++) for (const i of [0, 1, 2, 3]) await call(i);
-await new Promise((r) => setTimeout(r, 300));
+await kernel.idle();
 const stops = kernel.adaptations().flatMap((t) => t.candidates.map((c) => c.stopped)).filter(Boolean);
 console.log(JSON.stringify({ errors, worst, stops, trials: kernel.adaptations().map((t) => [t.calls, t.candidates.length]) }));
 process.exit(0);

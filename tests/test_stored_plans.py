@@ -216,6 +216,7 @@ const t = (n, c) => ({ data: new Float32Array(n * c * 9).fill(0.5), shape: [n, c
 await a({ x: t(1, 2), w: t(2, 2) });
 await b({ x: t(1, 3), w: t(3, 1) });
 await a({ x: t(2, 2), w: t(2, 2), strides: [2, 2] });
+await Promise.all([a.idle(), b.idle()]);  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.exit(0);
 """
 

@@ -27,4 +27,5 @@ for (let i = 0; i < 3; i++) {
   calls.push({ resolved: [...resolved], gpu_ms: meta.gpu_ms, variant: meta.variant });
 }
 console.log(JSON.stringify({ calls }));
+await kernel.idle();  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.exit(0);

@@ -61,9 +61,10 @@ export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap
     const trial = kernel.adaptations().slice(before)[0] ?? null;
     emit({ tier, case: c.name, dtype, calls: variants.length, last: variants.at(-1) ?? null, trial, error });
   }
-  await new Promise((r) => setTimeout(r, 100));  // a trial settled by the last call has recorded its samples
+  await kernel.idle();  // a trial settled by the last call has recorded its samples
   const next = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
   emit({ calibration: await next.calibration() });
+  await next.idle();
 }
 
 /** A function that queues about `ms` of untimed work on `device` (every SM busy with a chain of FMAs), sized by

@@ -57,4 +57,5 @@ for (const benchCase of cases) {
   for (const n of ["x", "w", "b"]) if (inputs[n]) { kernel.forget(inputs[n]); inputs[n].buffer.destroy(); }
   console.log(JSON.stringify({ case: benchCase.name, host_ms: quantiles(host), host_minus_submit_ms: quantiles(inside) }));
 }
+await kernel.idle();  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.exit(0);

@@ -32,4 +32,5 @@ for (const variant of variants.split(",")) {
   }
   console.log(JSON.stringify({ case: name, dtype, variant, ...out }));
 }
+await kernel.idle();  // exiting under a compile crashes Dawn (docs/npm.md#node)
 process.exit(0);

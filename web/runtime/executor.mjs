@@ -67,6 +67,8 @@ export class Executor {
     this.caches = new Map();  // owner (a JS kernel's serial; null: calls that name no cache) -> WeightCache
     this.pipelineKeys = new WeakMap();  // pipeline -> its cache key (part of a launch's prepare key)
     this.compileTimes = new WeakMap();  // pipeline -> the ms its compile took (module and pipeline, to resolved)
+    this.compiling = new Set();  // pipelines compiling now, on Dawn's threads (idle() waits for them)
+    this.compiles = 0;  // pipelines whose compile has started, ever
     this.recordedKeys = null;  // while recording (record): the cache key of every pipeline a call used
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
@@ -156,11 +158,15 @@ export class Executor {
     const module = this.device.createShaderModule({ code: source, label });
     const pending = this.device.createComputePipelineAsync({ label, layout: "auto", compute: { module, entryPoint: "main" } });
     const popped = this.device.popErrorScope();
+    this.compiling.add(pending);
+    this.compiles += 1;
     let pipeline = null, failure = null;
     try {
       pipeline = await pending;
     } catch (err) {
       failure = err;
+    } finally {
+      this.compiling.delete(pending);
     }
     const scoped = await popped;
     if (failure || scoped) {
@@ -295,6 +301,7 @@ export class Executor {
              executions: this.executions, weight_preparations: this.weightPreparations,
              bytes_written: this.bytesWritten, weight_bytes_written: this.weightBytesWritten,
              launch_cache_size: this.launchCacheSize, pipeline_cache_size: this.pipelineCacheSize,
+             compiling: this.compiling.size,
              ...this.weightCache(owner).stats() };
   }
 }

@@ -173,6 +173,9 @@ export interface Kernel {
   device(): DeviceInfo;
   /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
   gpuDevice(): GPUDevice;
+  /** Resolves once nothing the kernel set off in the background runs on (a trial's alternatives planned and compiled,
+   * a starter weighed, a store's writes) and the GPU's queue is drained: in Node, await it before process.exit. */
+  idle(): Promise<void>;
   /** y by the float64 CPU reference (numpy in Pyodide). */
   reference(inputs: KernelInputs): { data: Float64Array; shape: number[]; dtype: "float64" };
   /** {} when the request would run, else why not: every refusal, found without GPU work. */

@@ -190,6 +190,15 @@ async function openKernel(id, options) {
   const early = stored?.planning != null ? stored : null;
   let pyKernel = null, dtypes = early ? DTYPES : null, exec = early?.exec ?? null, weights = null, pythonUp = false;
   const serial = ++kernels;
+  // Work a call sets off and does not wait for (a trial's alternatives planned and compiled, a starter weighed, a
+  // stored plan compiling behind its starter, a store's writes): kernel.idle() waits for it.
+  const background = new Set();
+  const inBackground = (work) => {
+    const done = work.catch(() => {}).finally(() => background.delete(done));
+    background.add(done);
+  };
+  /** `work()` on a later turn, after the call's result is out; counted as background work from now. */
+  const later = (work) => inBackground(new Promise((resolve) => setTimeout(resolve, 0)).then(work));
   // Launches built from the store, by key, with what Python needs to plan them again: {spec, request, launch}.
   // A key stays here until Python has planned it and the two were compared (verify).
   const unverified = new Map();
@@ -210,7 +219,7 @@ async function openKernel(id, options) {
     dtypes = inputDtypes((await booting).manifest);
     adopt(await callPython("executor", opened));
     pythonUp = true;
-    for (const key of unverified.keys()) verify(key).catch(() => {});  // a call of the key meets the error
+    for (const key of unverified.keys()) inBackground(verify(key));  // a call of the key meets the error
     return opened;
   });
   python.catch(() => {});
@@ -229,12 +238,12 @@ async function openKernel(id, options) {
     const quick = await timedPhase("compile a stored starter", () => runnable(starter.spec, exec));
     if (performance.now() - started + starter.runMs >= (1 - STARTER.margin) * starter.mainMs) {
       // measured slower to a first result than its plan on this adapter: this call uses it, the next visits not
-      stored.record.dropStarter(stored.adapter, signatureOf(key)).catch(() => {});
+      inBackground(stored.record.dropStarter(stored.adapter, signatureOf(key)));
     }
     const launch = exec.buildLaunch(quick, `${key}|starter`);
     launch.starterOf = spec.variant;
     starting.set(key, launch);
-    (async () => {
+    inBackground((async () => {
       try {
         const made = await timedPhase("compile a stored plan", () => runnable(spec, exec));
         if (!exec.cached(key) && !pythonUp) {
@@ -249,7 +258,7 @@ async function openKernel(id, options) {
         starting.delete(key);
         exec.evict(`${key}|starter`);  // destroyed once no call runs it
       }
-    })();
+    })());
     return launch;
   }
 
@@ -458,16 +467,17 @@ async function openKernel(id, options) {
       await settleOnce(trial.key, trial);
       return out;
     }
-    const started = performance.now();
+    const started = performance.now(), compiles = exec.compiles, compiling = exec.compiling.size;
     const out = await candidate.launch.run(call.tensors, { ...call, timing: true });
-    trial.record(candidate, out.meta.gpu_ms ?? performance.now() - started);
+    const contended = trial.runsOnCpu && (compiling > 0 || exec.compiling.size > 0 || exec.compiles !== compiles);
+    trial.record(candidate, out.meta.gpu_ms ?? performance.now() - started, contended);
     if (candidate !== trial.first) {
       out.meta.reason = `adapting on this adapter: a candidate ran this call (timed, or the fastest so far; the first pick: ${trial.first.variant})`;
     }
-    if (trial.planningAt === null && trial.calls >= 2) {
+    if (trial.planningAt === null && trial.first.times.length) {
       // a signature called once never pays for its alternatives (Python planning and compiling on the page's
       // thread); from its second call they are planned, after this call's result is out
-      if (trial.begin().length) setTimeout(() => planAlternatives(trial.key, trial).catch(() => {}), 0);
+      if (trial.begin().length) later(() => planAlternatives(trial.key, trial));
       // none within the bound, nothing to time: the first pick's time still calibrates its rate key
       else await calibrate(trial);
     }
@@ -504,7 +514,7 @@ async function openKernel(id, options) {
           if (out.alternatives?.length) {
             const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch, ...out.predicted },
               out.alternatives);
-            Object.assign(trial, { key, request });
+            Object.assign(trial, { key, request, runsOnCpu: out.runs_on_cpu });
             releaseOrphans();
             trials.push(trial);
             out.launch.trial = trial;
@@ -513,8 +523,8 @@ async function openKernel(id, options) {
           await keep(key, out.launch).catch((err) => console.warn(`webgpu-convtranspose: a plan was not stored (${err?.message ?? err})`));
           if (adapt && variant === null && shared()) {
             // once the runtime's rest has loaded: its planning then holds back no first call
-            setTimeout(() => bootApp().then(() => weighStarter(key, request, out.launch))
-              .catch((err) => console.warn(`webgpu-convtranspose: no starter was made (${err?.message ?? err})`)), 0);
+            later(() => bootApp().then(() => weighStarter(key, request, out.launch))
+              .catch((err) => console.warn(`webgpu-convtranspose: no starter was made (${err?.message ?? err})`)));
           }
           return out;
         })
@@ -684,9 +694,9 @@ async function openKernel(id, options) {
         : `the quick first kernel while this signature's plan (${launch.starterOf}) compiles`;
       return out;
     } finally {
-      const behind = launch.behind;
+      const next = launch.behind;
       launch.behind = null;
-      if (behind) setTimeout(behind, 0);
+      if (next) later(next);
     }
   }
 
@@ -740,6 +750,13 @@ async function openKernel(id, options) {
   kernel.calibration = () => python.then(calibrationFor);
   /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
   kernel.gpuDevice = () => exec.device;
+  /** Resolves once nothing this kernel set off runs on: no background work (see `background`), no planning, no pipeline compiling
+   * on Dawn's threads, the GPU's queue drained. Node's process.exit with a compile under way crashed Dawn (SIGSEGV in
+   * its SPIR-V validator as exit tore down its tables: 1 run in 12 of tests/calibration_probe.mjs). */
+  kernel.idle = async () => {
+    for (let work; (work = [...background, ...pending.values(), ...exec.compiling]).length;) await Promise.allSettled(work);
+    await exec.device.queue.onSubmittedWorkDone();
+  };
   /** A typed array or {data, shape, dtype?} copied once into a GPU buffer of this kernel's device: {buffer, shape, dtype}. */
   kernel.upload = (t) => {
     const checked = tensor("upload", t, dtypes);
