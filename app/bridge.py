@@ -156,8 +156,6 @@ async def plan_launch(kernel, request, key: str) -> dict:
             out["alternatives"] = planner.alternatives(geom, kernel.device.caps, chosen, int(adapt["count"]),
                                                        calibration=calibrated)
             out["predicted"] = planner.prediction(geom, kernel.device.caps, chosen, calibrated)
-            # its kernels run on the CPU that compiles pipelines: a call timed during a compile is no sample
-            out["runs_on_cpu"] = kernel.device.caps.is_software
         return out | {"launch": made}
     plan = pieces[0][1]
     if geom.y_size == 0:

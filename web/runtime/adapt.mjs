@@ -63,7 +63,6 @@ export class Trial {
     this.planningAt = null;  // the call after which the alternatives' planning started
     this.reference = null;  // the first pick's time on the call before, for the next alternative's ratio
     this.costMs = 0;  // timed calls of alternatives, above the first pick's call before each
-    this.contended = 0;  // calls timed while a pipeline compiled on the processor that runs the kernels: no sample
     this.warmupMs = 0;  // the alternatives' first calls, whole
     this.winner = null;  // set when the trial is over: a candidate (the first pick when none beat it)
     this.released = false;  // its launches let go (release): over, or its first pick's launch left the executor
@@ -113,9 +112,8 @@ export class Trial {
     return best;
   }
 
-  /** A call of `candidate` took `ms` (GPU time, else wall time). `contended`: a pipeline compiled meanwhile on the
-   * processor that runs the kernels (a software adapter), so `ms` is not the candidate's time. */
-  record(candidate, ms, contended = false) {
+  /** A call of `candidate` took `ms` (GPU time, else wall time). */
+  record(candidate, ms) {
     this.calls += 1;
     if (candidate !== this.first && candidate.warm && !unfinished(candidate)) {
       this.reference = null;  // the leader served a call: the next timed call follows one of the first pick
@@ -123,16 +121,6 @@ export class Trial {
     }
     if (candidate === this.first && !candidate.warm) {
       candidate.warm = true;
-      return;
-    }
-    if (contended) {
-      // neither a time nor the next one's reference; a warm-up is made all the same, but judges nothing
-      this.contended += 1;
-      this.reference = null;
-      if (!candidate.warm) {
-        candidate.warm = true;
-        this.warmupMs += ms;
-      }
       return;
     }
     if (candidate === this.first) {
@@ -235,7 +223,6 @@ export class Trial {
     return { first: row(this.first), candidates: this.alternatives.map(row), calls: this.calls, done: this.done,
              planning_at: this.planningAt, serving: this.winner ? null : row(this.leader()),
              chosen: this.winner ? row(this.winner) : null, cost_ms: this.costMs, warmup_ms: this.warmupMs,
-             contended: this.contended,
              cost_share: firstMs ? this.costMs / (FIRST_CALLS * firstMs) : null };
   }
 }

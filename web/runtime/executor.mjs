@@ -68,7 +68,6 @@ export class Executor {
     this.pipelineKeys = new WeakMap();  // pipeline -> its cache key (part of a launch's prepare key)
     this.compileTimes = new WeakMap();  // pipeline -> the ms its compile took (module and pipeline, to resolved)
     this.compiling = new Set();  // pipelines compiling now, on Dawn's threads (idle() waits for them)
-    this.compiles = 0;  // pipelines whose compile has started, ever
     this.recordedKeys = null;  // while recording (record): the cache key of every pipeline a call used
     this.lost = null;
     device.lost.then((info) => { this.lost = `${info.reason}: ${info.message}`; });
@@ -159,7 +158,6 @@ export class Executor {
     const pending = this.device.createComputePipelineAsync({ label, layout: "auto", compute: { module, entryPoint: "main" } });
     const popped = this.device.popErrorScope();
     this.compiling.add(pending);
-    this.compiles += 1;
     let pipeline = null, failure = null;
     try {
       pipeline = await pending;

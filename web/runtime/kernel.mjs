@@ -467,14 +467,13 @@ async function openKernel(id, options) {
       await settleOnce(trial.key, trial);
       return out;
     }
-    const started = performance.now(), compiles = exec.compiles, compiling = exec.compiling.size;
+    const started = performance.now();
     const out = await candidate.launch.run(call.tensors, { ...call, timing: true });
-    const contended = trial.runsOnCpu && (compiling > 0 || exec.compiling.size > 0 || exec.compiles !== compiles);
-    trial.record(candidate, out.meta.gpu_ms ?? performance.now() - started, contended);
+    trial.record(candidate, out.meta.gpu_ms ?? performance.now() - started);
     if (candidate !== trial.first) {
       out.meta.reason = `adapting on this adapter: a candidate ran this call (timed, or the fastest so far; the first pick: ${trial.first.variant})`;
     }
-    if (trial.planningAt === null && trial.first.times.length) {
+    if (trial.planningAt === null && trial.calls >= 2) {
       // a signature called once never pays for its alternatives (Python planning and compiling on the page's
       // thread); from its second call they are planned, after this call's result is out
       if (trial.begin().length) later(() => planAlternatives(trial.key, trial));
@@ -514,7 +513,7 @@ async function openKernel(id, options) {
           if (out.alternatives?.length) {
             const trial = new Trial({ variant: out.launch.variant, params: null, launch: out.launch, ...out.predicted },
               out.alternatives);
-            Object.assign(trial, { key, request, runsOnCpu: out.runs_on_cpu });
+            Object.assign(trial, { key, request });
             releaseOrphans();
             trials.push(trial);
             out.launch.trial = trial;
@@ -694,9 +693,9 @@ async function openKernel(id, options) {
         : `the quick first kernel while this signature's plan (${launch.starterOf}) compiles`;
       return out;
     } finally {
-      const next = launch.behind;
+      const behind = launch.behind;
       launch.behind = null;
-      if (next) later(next);
+      if (behind) later(behind);
     }
   }
 
