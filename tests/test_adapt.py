@@ -220,7 +220,7 @@ def test_a_signature_called_once_plans_no_alternatives(kernel, tmp_path):
 def test_idle_waits_for_the_alternatives_a_call_set_off_and_then_the_process_exits_cleanly(kernel):
     """The second call sets off its trial's alternatives (Python plans them on a later turn, Dawn compiles them on
     its threads) and returns before any is planned; `idle()` resolves once every one is planned and nothing compiles,
-    after which process.exit is safe (under a compile it crashed Dawn: SIGSEGV, 1 run in 12 of a probe)."""
+    after which process.exit is safe (under a compile it crashed Dawn: SIGSEGV, 2 runs of 27 of a probe)."""
     done = subprocess.run(["node", str(ROOT / "tests" / "idle_probe.mjs"), str(kernel)], cwd=ROOT, capture_output=True,
                           text=True, timeout=300, env=node_env())
     assert done.returncode == 0, done.stderr[-3000:]

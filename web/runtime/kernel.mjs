@@ -749,11 +749,13 @@ async function openKernel(id, options) {
   kernel.calibration = () => python.then(calibrationFor);
   /** The GPUDevice the kernel runs on (the caller's, or the one the package opened). */
   kernel.gpuDevice = () => exec.device;
-  /** Resolves once nothing this kernel set off runs on: no background work (see `background`), no planning, no pipeline compiling
-   * on Dawn's threads, the GPU's queue drained. Node's process.exit with a compile under way crashed Dawn (SIGSEGV in
-   * its SPIR-V validator as exit tore down its tables: 1 run in 12 of tests/calibration_probe.mjs). */
+  /** Resolves once nothing this kernel set off runs on: no background work (see `background`), no planning, no
+   * pipeline compiling on Dawn's threads, the GPU's queue drained. Node's process.exit with a compile under way
+   * crashed Dawn (SIGSEGV in its SPIR-V validator as exit tore down its tables: 2 runs of 27 of
+   * tests/calibration_probe.mjs). */
   kernel.idle = async () => {
-    for (let work; (work = [...background, ...pending.values(), ...exec.compiling]).length;) await Promise.allSettled(work);
+    let work;
+    while ((work = [...background, ...pending.values(), ...exec.compiling]).length) await Promise.allSettled(work);
     await exec.device.queue.onSubmittedWorkDone();
   };
   /** A typed array or {data, shape, dtype?} copied once into a GPU buffer of this kernel's device: {buffer, shape, dtype}. */
