@@ -64,7 +64,6 @@ export async function adaptRows(getKernel, cases, { tier, dtype, calls = 20, gap
   await kernel.idle();  // a trial settled by the last call has recorded its samples
   const next = await getKernel("webgpu-kernels/ai.onnx.ConvTranspose", { version: 1, planStore: false });
   emit({ calibration: await next.calibration() });
-  await next.idle();
 }
 
 /** A function that queues about `ms` of untimed work on `device` (every SM busy with a chain of FMAs), sized by
