@@ -24,7 +24,7 @@ def _features(variant: str):
 
 def test_a_tiled_kernel_counts_its_padded_outputs_and_the_gather_kernel_its_own():
     tiled, gather = _features("uniform_phase_gemm"), _features("nchw2d_gather")
-    assert gather.outputs == DEPTHWISE.y_size
+    assert gather.outputs == -(-DEPTHWISE.y_size // 64) * 64  # y's, an invocation each, to whole workgroups of 64
     # one output channel a group in a tile of tm rows: the padding is counted, as its workgroups compute it
     assert tiled.outputs >= 8 * DEPTHWISE.y_size
 
@@ -79,8 +79,8 @@ def test_a_gemm_counts_its_reduction_padded_to_whole_steps():
 
 @pytest.mark.parametrize("caps", [H200, SWIFTSHADER], ids=["h200", "swiftshader"])
 def test_every_tiled_gemm_declares_its_work_and_it_covers_y(caps):
-    """The GEMM variants (subgroup-matrix ones too, whose tile parameters are named otherwise) declare their tiles;
-    the kernels that compute y's outputs one by one declare none."""
+    """The GEMM variants (subgroup-matrix ones too, whose tile parameters are named otherwise) declare their tiles,
+    the gather kernels their deepest output's reduction; the grouped kernels declare none."""
     shapes = [((1, 8, 16, 16), (8, 1, 4, 4), {"strides": [2, 2], "group": 8}),
               ((2, 24, 9, 7), (24, 5, 3, 4), {"strides": [2, 3], "group": 2}),
               ((1, 32, 8, 8), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}), ((1, 40, 16), (40, 3, 8), {"strides": [4]})]
@@ -103,7 +103,22 @@ def test_every_tiled_gemm_declares_its_work_and_it_covers_y(caps):
     if caps is H200:
         gemms |= {"phase_gemm_sgmat", "stride1_halo_sgmat"}
     assert gemms <= declared, declared
-    assert not declared & {"nchw2d_gather", "nchw2d_grouped_stride_phase", "ncl1d_grouped_stride_phase"}, declared
+    assert {"nchw2d_gather", "ncl1d_gather"} <= declared, declared
+    assert not declared & {"nchw2d_grouped_stride_phase", "ncl1d_grouped_stride_phase"}, declared
+
+
+def test_the_gather_kernel_lasts_as_long_as_its_deepest_output():
+    """A 1x1 input reaches a quarter of a k4 s2 d2 layer's outputs, each through one tap and all 1024 in-channels: the
+    gather's workgroups run that depth, four times the layer's mean (the H100 ran it at 4.1x the split-K GEMM that
+    the mean had it beat)."""
+    latent = infer((1, 1024, 1, 1), (1024, 512, 4, 4), None,
+                   {"strides": [2, 2], "dilations": [2, 2], "pads": [2, 2, 3, 3]}, {n: "float16" for n in "xwb"})
+    plan = VARIANTS["nchw2d_gather"].configured(latent, H200)
+    assert plan.tile_depth == 1024
+    assert cost_model.features(plan, latent).madds == 4 * latent.multiply_adds()
+    # a 16x16 input: each output of a k4 s2 layer reaches 2 x 2 taps
+    wide = infer((1, 8, 16, 16), (8, 4, 4, 4), None, {"strides": [2, 2]}, {n: "float32" for n in "xwb"})
+    assert VARIANTS["nchw2d_gather"].configured(wide, H200).tile_depth == 8 * 4
 
 
 def _tile(invocations: int, workgroups: int):

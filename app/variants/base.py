@@ -316,6 +316,13 @@ def max_phase_taps(geom: ConvGeometry) -> int:
     return math.prod(-(-k // axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations))
 
 
+def reaching_taps(geom: ConvGeometry) -> int:
+    """Taps that reach the output reached by the most: its stride phase's, and never more than the input's positions
+    along an axis (each tap of a phase reads its own): a 1x1 input reaches every output through one tap."""
+    return math.prod(min(-(-k // axis_phase(s, d).step), i)
+                     for k, s, d, i in zip(geom.kernel, geom.strides, geom.dilations, geom.in_spatial))
+
+
 def phase_imbalance(geom: ConvGeometry) -> float:
     """The deepest stride phase's taps over the mean of the phases that have any (1 where all reduce as many: k a
     multiple of the stride; cyclegan's k3 s2 in 2D: 4 against 2.25). A launch of all the phase GEMMs at once
