@@ -321,7 +321,7 @@ def near_ties(caps) -> list[tuple[dict, ConvGeometry]]:
     return out
 
 
-# A 1x1 latent projection, k3 s3, where the model's first two are not tied.
+# The stored-plan test's layer: a 1x1 latent projection, k3 s3.
 PROJECTION = {"x": [1, 256, 1, 1], "w": [256, 128, 3, 3], "attributes": {"strides": [3, 3]}}
 
 
