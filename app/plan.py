@@ -78,8 +78,8 @@ class Plan:
     workgroup_bytes: int = 0  # workgroup memory the largest pass declares
     # The main pass as tiles, for the cost model (app/cost_model.py computed_madds): the outputs one workgroup
     # computes, tile padding included, and the multiply-adds each of them runs, its share of the reduction padded to
-    # whole steps (a step of 8 in-channels reduces a depthwise layer's one in 8). 0: the pass computes y's outputs
-    # one by one, each its own reduction.
+    # whole steps (a step of 8 in-channels reduces a depthwise layer's one in 8). 0: the model counts the layer's
+    # multiply-adds and y's outputs (the grouped kernels declare none).
     tile_outputs: int = 0
     tile_depth: int = 0
     variant: str = ""

@@ -310,17 +310,21 @@ def channels_last_pays(geom: ConvGeometry) -> bool:
     return all(s == 1 for s in geom.strides) and math.prod(geom.kernel) >= 2
 
 
+def _axis_phase_taps(geom: ConvGeometry) -> list[int]:
+    """Taps of the stride phase with the most, along each axis: ceil(k / step)."""
+    return [ceil_div(k, axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations)]
+
+
 def max_phase_taps(geom: ConvGeometry) -> int:
     """Taps of the stride phase with the most: ceil(k / step) along every axis (what one output sums per
     in-channel)."""
-    return math.prod(-(-k // axis_phase(s, d).step) for k, s, d in zip(geom.kernel, geom.strides, geom.dilations))
+    return math.prod(_axis_phase_taps(geom))
 
 
 def reaching_taps(geom: ConvGeometry) -> int:
     """Taps that reach the output reached by the most: its stride phase's, and never more than the input's positions
     along an axis (each tap of a phase reads its own): a 1x1 input reaches every output through one tap."""
-    return math.prod(min(-(-k // axis_phase(s, d).step), i)
-                     for k, s, d, i in zip(geom.kernel, geom.strides, geom.dilations, geom.in_spatial))
+    return math.prod(min(taps, i) for taps, i in zip(_axis_phase_taps(geom), geom.in_spatial))
 
 
 def phase_imbalance(geom: ConvGeometry) -> float:
