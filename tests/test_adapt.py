@@ -166,6 +166,18 @@ def test_a_first_pick_measured_faster_than_predicted_bounds_its_candidates_by_th
     assert [c["variant"] for c in r["candidates"]] == ["near"] and r["done"]
 
 
+def test_the_bound_follows_the_first_picks_median_as_it_is_measured():
+    """The first pick's one time at begin() (4 ms) admits a candidate predicted at 11 ms; its median after one more
+    call (2.5 ms) puts the bound at 10: the candidate, neither timed nor faster at its warm-up (5 ms), is not timed.
+    One whose warm-up beat the first pick is timed all the same."""
+    r = run_trial(["far"], [("first", 30), ("first", 4), ("far", 5), ("first", 1)], predicted=[11])["report"]
+    assert r["done"] and r["candidates"][0]["stopped"] == "predicted past the bound" and r["cost_ms"] == 0
+    assert r["candidates"][0]["samples"] == 0 and r["chosen"]["variant"] == "first"
+    r = run_trial(["far"], [("first", 30), ("first", 4), ("far", 0.5), ("first", 1), ("far", 0.5), ("first", 1),
+                            ("far", 0.5)], predicted=[11])["report"]
+    assert r["done"] and "stopped" not in r["candidates"][0] and r["chosen"]["variant"] == "far"
+
+
 def test_the_shortlist_takes_one_candidate_per_variant_before_other_tiles():
     got = trial("""import { shortlist } from "%s";
 const alts = ["first", "first", "a", "a", "b", "c"].map((variant, i) => ({ variant, params: { t: i } }));

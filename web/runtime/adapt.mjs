@@ -76,7 +76,7 @@ export class Trial {
    * candidates', the model's order is). Returns them. */
   begin() {
     this.planningAt = this.calls;
-    const bound = ADAPT.within * Math.max(median(this.first.times), this.first.predicted_ms ?? 0);
+    const bound = this.bound();
     this.alternatives = shortlist(this.pool.filter((a) => a.predicted_ms <= bound), this.first.variant)
       .map((a) => ({ ...a, launch: null, warm: false, times: [], ratios: [], stopped: null, readyAt: null }));
     if (!this.alternatives.length) this.decide();
@@ -126,6 +126,13 @@ export class Trial {
     if (candidate === this.first) {
       this.first.times.push(ms);
       this.reference = ms;
+      // the bound holds against the first pick's time as measured so far, not only its one time at begin() (a slow
+      // call of a short layer let in candidates predicted far past it: docs/decisions.md#adapt-schedule); one with
+      // timed calls, or whose warm-up beat the first pick, has its own evidence and stays
+      const bound = this.bound();
+      const past = this.alternatives.filter((a) => unfinished(a) && !a.ratios.length && !(a.warmup < 1) &&
+                                                   a.predicted_ms > bound);
+      past.forEach((a) => this.stop(a, "predicted past the bound"));
       return;
     }
     if (!candidate.warm) {
@@ -157,6 +164,12 @@ export class Trial {
       if (unfinished(a) && (Math.max(ADAPT.abort, ...a.ratios) - 1) * firstMs > room) a.stopped = "out of budget";
     }
     this.decideIfOver();
+  }
+
+  /** None is timed that is predicted past `within` times the first pick's measured time or its own prediction,
+   * whichever is longer (begin). */
+  bound() {
+    return ADAPT.within * Math.max(median(this.first.times), this.first.predicted_ms ?? 0);
   }
 
   budgetMs() {
