@@ -312,7 +312,7 @@ def near_ties(caps) -> list[tuple[dict, ConvGeometry]]:
         for s, n, c in itertools.product(range(1, k + 1), (1, 2, 3), range(8, 513, 8)):
             for o in (c // 4, c // 2, c):
                 layer = {"x": [1, c, n], "w": [c, o, k], "attributes": {"strides": [s]}}
-                if o == 0 or layer == DENSE_TRAIN[0]:
+                if layer == DENSE_TRAIN[0]:
                     continue
                 geom = infer(layer["x"], layer["w"], None, layer["attributes"])
                 (a, _, first), (b, _, second) = planner.ranked(geom, caps)[:2]
